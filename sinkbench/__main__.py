@@ -1,0 +1,7 @@
+"""Allow ``python -m sinkbench``."""
+
+import sys
+
+from sinkbench.cli import main
+
+sys.exit(main())

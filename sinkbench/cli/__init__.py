@@ -1,0 +1,57 @@
+"""The ``sinkbench`` command line: argument parsing only.
+
+Each subcommand lives in its own module under ``sinkbench.cli`` and exposes
+``register(subparsers)``; the handler it installs is one call into the library.
+Heavy imports happen inside handlers so that ``--help`` stays instant.
+Exit codes: 0 ok, 1 a check failed, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from sinkbench import __version__
+
+#: Modules under ``sinkbench.cli`` that contribute subcommands, in help order.
+COMMAND_MODULES = ("screen", "lm_eval_bridge", "runner", "site", "extract")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the top-level parser with every registered subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="sinkbench",
+        description="Sink Strength screening, strict-format evaluation and the sinkbench leaderboard.",
+    )
+    parser.add_argument("--version", action="version", version=f"sinkbench {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"sinkbench.cli.{name}")
+        except ModuleNotFoundError as error:
+            if error.name == f"sinkbench.cli.{name}":
+                continue
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return its exit status."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(args_list)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    if extra and not getattr(args, "accepts_extra", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if getattr(args, "accepts_extra", False):
+        args.extra = extra
+    return int(args.handler(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
