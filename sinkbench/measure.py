@@ -1,0 +1,298 @@
+"""Run the Sink Strength probe over calibration prompts.
+
+Choices where the paper is silent (each an option of ``ProbeOptions``, recorded in outputs):
+
+* ``sink_position="head"``: p_sink is one key per (prompt, layer, head): the key that receives
+  the most attention summed over the prompt's queries ("per-head argmax key position").
+  ``"query"`` takes the argmax of each query's own attention row instead; ``"first"`` fixes
+  p_sink at the first token (the paper's C.3 probe uses position 0).
+* Queries that cannot see p_sink are not observations. A query whose only visible key is
+  p_sink (the first query when p_sink is the first token) has ``a = 1`` and ``G = +inf``:
+  dropped by default (the paper counts "non-degenerate" observations); ``keep_degenerate``
+  keeps them as ``+inf``, which the median tolerates.
+* ``chat_template="auto"``: prompts are wrapped as one user turn with the generation prompt
+  when the tokenizer has a chat template (the paper's instruct protocol), raw otherwise.
+* Batches are right-padded by default, so every real token keeps its unbatched position;
+  left padding passes explicit position ids. Padded keys are masked and padded queries are
+  not observations, so neither batching nor padding changes S.
+* ``num_layers=10``: the last 10 decoder layers (all of them for shallower models).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from sinkbench.probe import SINK_MODES, SinkRecorder, register_probe_attention
+from sinkbench.strength import PromptObservations, SinkStrengthSummary, summarize
+
+SUPPORTED_MODEL_TYPES = {
+    "llama": "Llama",
+    "mistral": "Mistral",
+    "qwen2": "Qwen2 / Qwen2.5",
+    "qwen3": "Qwen3",
+    "gemma3_text": "Gemma 3",
+    "olmo2": "OLMo 2",
+}
+MAX_PROMPTS = 10_000
+
+
+@dataclass(frozen=True)
+class ProbeOptions:
+    """How S is measured; see the module docstring for the reasoning behind each default."""
+
+    num_layers: int = 10
+    sink_position: str = "head"
+    keep_degenerate: bool = False
+    chat_template: str = "auto"
+    padding_side: str = "right"
+    batch_size: int = 8
+    max_tokens: int = 4096
+    use_flash_kernel: bool = True
+
+    def __post_init__(self) -> None:
+        checks = {
+            "num_layers": self.num_layers >= 1,
+            "sink_position": self.sink_position in SINK_MODES,
+            "chat_template": self.chat_template in ("auto", "on", "off"),
+            "padding_side": self.padding_side in ("right", "left"),
+            "batch_size": self.batch_size >= 1,
+            "max_tokens": self.max_tokens >= 2,
+        }
+        bad = [name for name, ok in checks.items() if not ok]
+        if bad:
+            raise ValueError(f"Invalid probe option(s) {bad}: got {[getattr(self, n) for n in bad]}.")
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any] | None) -> ProbeOptions:
+        """Build options from a dict (e.g. lm-eval task metadata), rejecting unknown keys."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values or {}) - known)
+        if unknown:
+            hints = {k: difflib.get_close_matches(k, known, n=1) for k in unknown}
+            raise ValueError(
+                f"Unknown probe option(s) {hints} (name: closest match). Known: {sorted(known)}."
+            )
+        return cls(**(values or {}))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dictionary."""
+        return asdict(self)
+
+
+def load_prompts(path: str | Path | None = None) -> list[str]:
+    """Load calibration prompts: the packaged 15 by default, or a user file.
+
+    A user file is JSON Lines with a ``prompt`` field per line, or plain text with one
+    prompt per non-empty line.
+
+    Raises:
+        ValueError: naming the file and line of any malformed entry.
+    """
+    if path is None:
+        text = resources.files("sinkbench.calibration").joinpath("prompts.jsonl").read_text("utf-8")
+        return _parse_prompts(text, "<packaged prompts.jsonl>", jsonl=True)
+    file = Path(path)
+    if not file.is_file():
+        raise FileNotFoundError(f"Calibration file {file} does not exist.")
+    return _parse_prompts(file.read_text("utf-8"), str(file), jsonl=file.suffix in (".jsonl", ".json"))
+
+
+def _parse_prompts(text: str, name: str, *, jsonl: bool) -> list[str]:
+    prompts = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        if not jsonl:
+            prompts.append(line.strip())
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{name}:{number}: not valid JSON ({error.msg}).") from error
+        if not isinstance(row, dict) or not isinstance(row.get("prompt"), str) or not row["prompt"].strip():
+            raise ValueError(f'{name}:{number}: expected an object with a non-empty string "prompt" field.')
+        prompts.append(row["prompt"])
+    if not prompts or len(prompts) > MAX_PROMPTS:
+        raise ValueError(f"{name}: expected 1 to {MAX_PROMPTS} prompts, found {len(prompts)}.")
+    return prompts
+
+
+def encode_prompts(tokenizer: Any, prompts: Sequence[str], chat_template: str = "auto") -> list[list[int]]:
+    """Token ids per prompt, wrapped as a user turn when the chat template is used."""
+    has_template = bool(getattr(tokenizer, "chat_template", None))
+    if chat_template == "on" and not has_template:
+        raise ValueError("chat_template='on' but the tokenizer has no chat template; use 'auto' or 'off'.")
+    if chat_template == "off" or not has_template:
+        return [tokenizer(prompt).input_ids for prompt in prompts]
+    texts = [
+        tokenizer.apply_chat_template(
+            [{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True
+        )
+        for p in prompts
+    ]
+    return [tokenizer(text, add_special_tokens=False).input_ids for text in texts]
+
+
+def check_supported(model: torch.nn.Module) -> None:
+    """Raise a clear error unless the model is a supported decoder-only architecture."""
+    model_type = getattr(getattr(model, "config", None), "model_type", None)
+    if model_type not in SUPPORTED_MODEL_TYPES:
+        names = ", ".join(f"{v} ({k})" for k, v in SUPPORTED_MODEL_TYPES.items())
+        raise ValueError(f"Sink Strength does not support model type {model_type!r}. Supported: {names}.")
+
+
+def probed_layers(num_hidden_layers: int, num_layers: int) -> list[int]:
+    """The last ``num_layers`` decoder layers (all of them when the model is shallower)."""
+    return list(range(max(0, num_hidden_layers - num_layers), num_hidden_layers))
+
+
+@contextmanager
+def probe_mode(model: torch.nn.Module) -> Iterator[None]:
+    """Route the model's attention through the probe for the duration of the block."""
+    name = register_probe_attention()
+    configs = {id(c): c for c in (model.config, model.config.get_text_config())}.values()
+    saved = [(config, config._attn_implementation) for config in configs]
+    try:
+        for config, _ in saved:
+            config._attn_implementation = name
+        yield
+    finally:
+        for config, previous in saved:
+            config._attn_implementation = previous
+
+
+def observe(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    options: ProbeOptions | None = None,
+    *,
+    sink_positions: Sequence[torch.Tensor] | None = None,
+    progress: bool = False,
+) -> list[PromptObservations]:
+    """Probe every prompt; one ``PromptObservations`` per prompt, in order.
+
+    Args:
+        sink_positions: optional per-prompt ``(K, H)`` sink positions (e.g. another model's
+            ``obs.sink_position``) to measure G at instead of detecting p_sink.
+        progress: show a tqdm progress bar.
+    """
+    options = options or ProbeOptions()
+    check_supported(model)
+    encoded = encode_prompts(tokenizer, prompts, options.chat_template)
+    too_long = [i for i, ids in enumerate(encoded) if len(ids) > options.max_tokens]
+    if too_long:
+        raise ValueError(
+            f"Prompts {too_long} exceed max_tokens={options.max_tokens}; shorten them or raise it."
+        )
+    if sink_positions is not None and len(sink_positions) != len(encoded):
+        raise ValueError(f"sink_positions has {len(sink_positions)} entries for {len(encoded)} prompts.")
+    layers = probed_layers(model.config.get_text_config().num_hidden_layers, options.num_layers)
+    from tqdm.auto import tqdm
+
+    results: list[PromptObservations] = []
+    starts = range(0, len(encoded), options.batch_size)
+    with probe_mode(model), torch.inference_mode():
+        for start in tqdm(starts, desc="Sink Strength", unit="batch", disable=not progress):
+            stop = start + options.batch_size
+            forced = None if sink_positions is None else sink_positions[start:stop]
+            results.extend(_observe_batch(model, encoded[start:stop], layers, options, forced))
+    return results
+
+
+def _observe_batch(
+    model: torch.nn.Module,
+    batch: list[list[int]],
+    layers: list[int],
+    options: ProbeOptions,
+    forced: Sequence[torch.Tensor] | None,
+) -> list[PromptObservations]:
+    device = model.get_input_embeddings().weight.device
+    ids, valid, offsets = _pad(batch, options.padding_side, device)
+    positions = (valid.long().cumsum(-1) - 1).clamp(min=0)
+    recorder = SinkRecorder(
+        probed_layers=frozenset(layers),
+        sink_mode=options.sink_position,
+        query_valid=valid,
+        keep_degenerate=options.keep_degenerate,
+        forced_sinks=_forced_by_layer(forced, layers, offsets, device),
+        use_flash_kernel=options.use_flash_kernel,
+    )
+    backbone = getattr(model, model.base_model_prefix)
+    backbone(
+        input_ids=ids,
+        attention_mask=valid.long(),
+        position_ids=positions,
+        use_cache=False,
+        sink_recorder=recorder,
+    )
+    return [_split(recorder, layers, b, offsets[b], len(tokens)) for b, tokens in enumerate(batch)]
+
+
+def _pad(
+    batch: list[list[int]], side: str, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+    """Pad token lists to one length; returns ids, validity mask and each sequence's offset."""
+    width = max(len(tokens) for tokens in batch)
+    ids = torch.zeros((len(batch), width), dtype=torch.long)
+    valid = torch.zeros((len(batch), width), dtype=torch.bool)
+    offsets = [0 if side == "right" else width - len(tokens) for tokens in batch]
+    for row, (tokens, offset) in enumerate(zip(batch, offsets)):
+        ids[row, offset : offset + len(tokens)] = torch.tensor(tokens)
+        valid[row, offset : offset + len(tokens)] = True
+    return ids.to(device), valid.to(device), offsets
+
+
+def _forced_by_layer(
+    forced: Sequence[torch.Tensor] | None, layers: list[int], offsets: list[int], device: torch.device
+) -> dict[int, torch.Tensor] | None:
+    if forced is None:
+        return None
+    stacked = torch.stack([f.long() + offset for f, offset in zip(forced, offsets)]).to(device)  # (B, K, H)
+    if stacked.shape[1] != len(layers):
+        raise ValueError(f"sink_positions cover {stacked.shape[1]} layers; this probe covers {len(layers)}.")
+    return {layer: stacked[:, i] for i, layer in enumerate(layers)}
+
+
+def _split(
+    recorder: SinkRecorder, layers: list[int], row: int, offset: int, length: int
+) -> PromptObservations:
+    """One prompt's observations, cut back to its own tokens and positions."""
+    window = slice(offset, offset + length)
+    sinks = torch.stack([recorder.layers[layer].sink_position[row] for layer in layers]) - offset
+    if sinks.dim() == 3:
+        sinks = sinks[..., window]
+    first = torch.stack(
+        [
+            recorder.first_token_attention[layer][row, :, window]
+            for layer in sorted(recorder.first_token_attention)
+        ]
+    )
+    return PromptObservations(
+        layers=list(layers),
+        g=torch.stack([recorder.layers[layer].g[row, :, window] for layer in layers]).float().cpu(),
+        sink_position=sinks.cpu(),
+        first_token_attention=first.float().cpu(),
+    )
+
+
+def measure(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    options: ProbeOptions | None = None,
+    *,
+    progress: bool = False,
+) -> tuple[SinkStrengthSummary, list[PromptObservations]]:
+    """Probe the prompts and summarise: S, the K x H profile and the secondary metrics."""
+    observations = observe(model, tokenizer, prompts, options, progress=progress)
+    return summarize(observations), observations

