@@ -246,7 +246,7 @@ def _pad(
     ids = torch.zeros((len(batch), width), dtype=torch.long)
     valid = torch.zeros((len(batch), width), dtype=torch.bool)
     offsets = [0 if side == "right" else width - len(tokens) for tokens in batch]
-    for row, (tokens, offset) in enumerate(zip(batch, offsets)):
+    for row, (tokens, offset) in enumerate(zip(batch, offsets, strict=True)):
         ids[row, offset : offset + len(tokens)] = torch.tensor(tokens)
         valid[row, offset : offset + len(tokens)] = True
     return ids.to(device), valid.to(device), offsets
@@ -257,7 +257,9 @@ def _forced_by_layer(
 ) -> dict[int, torch.Tensor] | None:
     if forced is None:
         return None
-    stacked = torch.stack([f.long() + offset for f, offset in zip(forced, offsets)]).to(device)  # (B, K, H)
+    stacked = torch.stack([f.long() + offset for f, offset in zip(forced, offsets, strict=True)]).to(
+        device
+    )  # (B, K, H)
     if stacked.shape[1] != len(layers):
         raise ValueError(f"sink_positions cover {stacked.shape[1]} layers; this probe covers {len(layers)}.")
     return {layer: stacked[:, i] for i, layer in enumerate(layers)}

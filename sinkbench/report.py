@@ -60,7 +60,7 @@ def format_profile(summary: SinkStrengthSummary) -> str:
         f"   Sink_1^0.3 = {summary.sink_rate:.3f}",
         "layer  median G",
     ]
-    for layer, value in zip(summary.layers, summary.layer_median_g):
+    for layer, value in zip(summary.layers, summary.layer_median_g, strict=True):
         bar = "#" * max(0, min(40, round(abs(value) * 4)))
         lines.append(f"{layer:>5}  {value:+7.3f}  {'-' if value < 0 else ''}{bar}")
     return "\n".join(lines)

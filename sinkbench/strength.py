@@ -109,19 +109,15 @@ def share_above(g_values: np.ndarray, threshold: float = 2.0) -> float:
 def layer_head_medians(observations: Sequence[PromptObservations]) -> np.ndarray:
     """``(K, H)`` median G per probed layer and head, pooled over prompts and queries."""
     _require(observations)
-    pooled = torch.cat([obs.g.double() for obs in observations], dim=-1)
-    return (
-        torch.nanmedian(pooled, dim=-1).values.numpy()
-        if pooled.shape[-1]
-        else np.full(pooled.shape[:2], np.nan)
-    )
+    pooled = torch.cat([obs.g.double() for obs in observations], dim=-1).numpy()
+    return np.array([[_median(row) for row in head_rows] for head_rows in pooled])
 
 
 def layer_medians(observations: Sequence[PromptObservations]) -> np.ndarray:
     """``(K,)`` median G per probed layer, pooled over prompts, heads and queries."""
     _require(observations)
     pooled = torch.cat([obs.g.double().flatten(1) for obs in observations], dim=-1).numpy()
-    return np.array([np.median(row[~np.isnan(row)]) if np.any(~np.isnan(row)) else np.nan for row in pooled])
+    return np.array([_median(row) for row in pooled])
 
 
 def position0_mass(observations: Sequence[PromptObservations], last_queries: int = 8) -> float:
@@ -172,6 +168,12 @@ def summarize(
         layer_median_g=layer_medians(observations).tolist(),
         sink_position_histogram=sink_position_histogram(observations),
     )
+
+
+def _median(values: np.ndarray) -> float:
+    """Median of the non-NaN values (NaN when there are none), same convention as ``sink_strength``."""
+    kept = values[~np.isnan(values)]
+    return float(np.median(kept)) if kept.size else float("nan")
 
 
 def _require(observations: Sequence[PromptObservations]) -> None:

@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         padding_side=args.padding_side,
         batch_size=args.batch_size,
     )
-    report, text = screen(
+    _, text = screen(
         args.model,
         options,
         prompts_path=args.prompts,
