@@ -178,9 +178,9 @@ def _record_layer(
     attend: Callable,
 ) -> None:
     """Store first-token attention (every layer) and sink statistics (probed layers)."""
-    first = recorder.first_position
-    first_logit = _logit_at(q, k, first[:, None].expand(-1, q.shape[1]), scale)
-    attention = torch.exp(first_logit - lse)
+    first = recorder.first_position[:, None].expand(-1, q.shape[1])
+    attention = torch.exp(_logit_at(q, k, first, scale) - lse)
+    attention = attention.masked_fill(~_sink_visibility(first, bias, q.shape[-2])[0], 0.0)
     recorder.first_token_attention[layer] = attention.masked_fill(
         ~recorder.query_valid[:, None, :], float("nan")
     )

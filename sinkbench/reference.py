@@ -64,8 +64,7 @@ def _layer_logodds(attention: torch.Tensor, options: ProbeOptions) -> tuple[torc
     on_sink = attention.gather(-1, index).squeeze(-1)
     off_sink = attention.scatter(-1, index, 0.0).sum(-1)
     g = torch.log(on_sink) - torch.log(off_sink)
-    sink_per_query = index.squeeze(-1)
-    g = g.masked_fill(queries[None, :] < sink_per_query, float("nan"))
+    g = g.masked_fill(on_sink == 0, float("nan"))  # masked out (causal or sliding window): not visible
     degenerate = queries[None, :].expand(heads, length) == 0
     g = g.masked_fill(degenerate, float("inf") if options.keep_degenerate else float("nan"))
     return g, sink

@@ -46,10 +46,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    if extra and not getattr(args, "accepts_extra", False):
+    if getattr(args, "passthrough", False):
+        args.passthrough_args = extra
+    elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    if getattr(args, "accepts_extra", False):
-        args.extra = extra
     return int(args.handler(args) or 0)
 
 

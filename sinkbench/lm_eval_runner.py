@@ -1,0 +1,47 @@
+"""Run lm-eval's own command line with sinkbench's task folder included."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def tasks_path() -> Path:
+    """The installed ``harness_tasks`` folder (what ``--include_path`` needs)."""
+    import harness_tasks
+
+    return Path(harness_tasks.__file__).resolve().parent
+
+
+def lm_eval_argv(args: Sequence[str]) -> list[str]:
+    """``lm_eval`` arguments with ``--include_path`` added.
+
+    Raises:
+        ValueError: the caller passed ``--include_path`` (lm-eval takes only one folder).
+    """
+    if any(arg == "--include_path" or arg.startswith("--include_path=") for arg in args):
+        raise ValueError(
+            "sinkbench eval sets --include_path itself and lm-eval accepts only one; to combine your "
+            f"own tasks with sinkbench's, run lm_eval directly on a folder holding both ({tasks_path()})."
+        )
+    return [*args, "--include_path", str(tasks_path())]
+
+
+def run_lm_eval(args: Sequence[str]) -> int:
+    """Run ``lm_eval ARGS --include_path <harness_tasks>`` in this process; returns its exit status."""
+    from lm_eval.__main__ import cli_evaluate
+
+    try:
+        argv = lm_eval_argv(args)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    saved, sys.argv = sys.argv, ["lm_eval", *argv]
+    try:
+        cli_evaluate()
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+    finally:
+        sys.argv = saved
+    return 0
