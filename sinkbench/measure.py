@@ -187,25 +187,35 @@ def observe(
         progress: show a tqdm progress bar.
     """
     options = options or ProbeOptions()
-    check_supported(model)
     encoded = encode_prompts(tokenizer, prompts, options.chat_template)
-    too_long = [i for i, ids in enumerate(encoded) if len(ids) > options.max_tokens]
+    return observe_tokens(model, encoded, options, sink_positions=sink_positions, progress=progress)
+
+
+def observe_tokens(
+    model: torch.nn.Module,
+    token_ids: Sequence[Sequence[int]],
+    options: ProbeOptions,
+    *,
+    sink_positions: Sequence[torch.Tensor] | None = None,
+    progress: bool = False,
+) -> list[PromptObservations]:
+    """``observe`` on already tokenized prompts."""
+    check_supported(model)
+    too_long = [i for i, ids in enumerate(token_ids) if len(ids) > options.max_tokens]
     if too_long:
-        raise ValueError(
-            f"Prompts {too_long} exceed max_tokens={options.max_tokens}; shorten them or raise it."
-        )
-    if sink_positions is not None and len(sink_positions) != len(encoded):
-        raise ValueError(f"sink_positions has {len(sink_positions)} entries for {len(encoded)} prompts.")
+        raise ValueError(f"Prompts {too_long} exceed max_tokens={options.max_tokens}; shorten them or raise it.")
+    if sink_positions is not None and len(sink_positions) != len(token_ids):
+        raise ValueError(f"sink_positions has {len(sink_positions)} entries for {len(token_ids)} prompts.")
     layers = probed_layers(model.config.get_text_config().num_hidden_layers, options.num_layers)
     from tqdm.auto import tqdm
 
     results: list[PromptObservations] = []
-    starts = range(0, len(encoded), options.batch_size)
+    starts = range(0, len(token_ids), options.batch_size)
     with probe_mode(model), torch.inference_mode():
         for start in tqdm(starts, desc="Sink Strength", unit="batch", disable=not progress):
             stop = start + options.batch_size
             forced = None if sink_positions is None else sink_positions[start:stop]
-            results.extend(_observe_batch(model, encoded[start:stop], layers, options, forced))
+            results.extend(_observe_batch(model, [list(t) for t in token_ids[start:stop]], layers, options, forced))
     return results
 
 

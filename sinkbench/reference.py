@@ -21,14 +21,18 @@ def naive_observations(
 ) -> list[PromptObservations]:
     """Per-prompt observations computed from materialised eager attention (batch size 1)."""
     options = options or ProbeOptions()
+    return naive_observations_tokens(model, encode_prompts(tokenizer, prompts, options.chat_template), options)
+
+
+def naive_observations_tokens(
+    model: torch.nn.Module, token_ids: Sequence[Sequence[int]], options: ProbeOptions
+) -> list[PromptObservations]:
+    """``naive_observations`` on already tokenized prompts."""
     previous = model.config._attn_implementation
     model.config._attn_implementation = "eager"
     try:
         with torch.inference_mode():
-            return [
-                _one_prompt(model, ids, options)
-                for ids in encode_prompts(tokenizer, prompts, options.chat_template)
-            ]
+            return [_one_prompt(model, list(ids), options) for ids in token_ids]
     finally:
         model.config._attn_implementation = previous
 

@@ -1,0 +1,141 @@
+"""Reading untrusted files safely and writing outputs atomically.
+
+Reads check the size with ``lstat`` before opening (symlinks and special files are refused), then parse
+strict JSON: ``NaN``/``Infinity`` (which Python's ``json`` accepts by default) and duplicate keys are
+errors. Writes go to a temporary file or folder beside the target and are moved into place with
+``os.replace``, so a failure never leaves a half-written output behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+
+class UnsafeFileError(ValueError):
+    """A file that cannot be accepted, with the fix to suggest."""
+
+    def __init__(self, message: str, fix: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+
+
+def check_size(path: Path, limit: int) -> int:
+    """Return the size of regular file ``path``, refusing links, special files and files over ``limit``."""
+    try:
+        info = os.lstat(path)
+    except OSError as error:
+        raise UnsafeFileError(f"cannot read the file: {error.strerror}.", "check that it exists") from error
+    if stat.S_ISLNK(info.st_mode):
+        raise UnsafeFileError("is a symbolic link.", "replace the link by the file itself")
+    if not stat.S_ISREG(info.st_mode):
+        raise UnsafeFileError("is not a regular file.", "replace it by a plain file")
+    if info.st_size > limit:
+        raise UnsafeFileError(
+            f"is {info.st_size:,} bytes; the cap for this kind of file is {limit:,} bytes.",
+            "remove what is not needed (e.g. drop --log_samples outputs of other tasks) or split the run",
+        )
+    return info.st_size
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name} is not allowed")
+
+
+def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        keys = [key for key, _ in pairs]
+        raise ValueError(f"duplicate key {next(key for key in keys if keys.count(key) > 1)!r}")
+    return result
+
+
+def parse_json(text: str) -> Any:
+    """Parse strict JSON: no NaN or Infinity, no duplicate keys.
+
+    Raises:
+        UnsafeFileError: the text is not strict JSON; the message gives line and column.
+    """
+    try:
+        return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_refuse_duplicate_keys)
+    except json.JSONDecodeError as error:
+        raise UnsafeFileError(
+            f"is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}.",
+            "fix the syntax (an lm-eval or sinkbench output file should be copied unmodified)",
+        ) from error
+    except ValueError as error:
+        raise UnsafeFileError(
+            f"is not accepted: {error}.", "write finite numbers only (null for a missing value), keys once"
+        ) from error
+    except RecursionError as error:
+        raise UnsafeFileError("is nested too deeply.", "flatten the document") from error
+
+
+def _decode(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UnsafeFileError(f"is not UTF-8 (byte {error.start}).", "save the file as UTF-8") from error
+
+
+def read_json(path: Path, limit: int) -> Any:
+    """Read a strict JSON file of at most ``limit`` bytes (see :func:`check_size`, :func:`parse_json`)."""
+    check_size(path, limit)
+    return parse_json(_decode(path.read_bytes()))
+
+
+def read_jsonl(path: Path, limit: int) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line number, object)`` for each non-blank line of a strict JSON-lines file."""
+    check_size(path, limit)
+    with path.open("rb") as stream:
+        for number, raw in enumerate(stream, start=1):
+            if not raw.strip():
+                continue
+            try:
+                yield number, parse_json(_decode(raw))
+            except UnsafeFileError as error:
+                raise UnsafeFileError(f"line {number} {error.message}", error.fix) from error
+
+
+def write_files_atomically(out_dir: Path, files: Mapping[str, str]) -> list[Path]:
+    """Write every ``name -> text`` into ``out_dir``: all to temporary files first, then rename each.
+
+    Other files in ``out_dir`` are left alone. Returns the written paths.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=out_dir))
+    try:
+        for name, text in files.items():
+            (staging / name).write_text(text, encoding="utf-8")
+        written = []
+        for name in files:
+            os.replace(staging / name, out_dir / name)
+            written.append(out_dir / name)
+        return written
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def install_directory(staged: Path, target: Path, *, replace: bool) -> None:
+    """Move the finished folder ``staged`` to ``target`` (same file system).
+
+    Raises:
+        FileExistsError: ``target`` exists and ``replace`` is false.
+    """
+    if target.exists() and not replace:
+        raise FileExistsError(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.exists():
+        os.replace(staged, target)
+        return
+    retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+    os.replace(target, retired / target.name)
+    os.replace(staged, target)
+    shutil.rmtree(retired, ignore_errors=True)

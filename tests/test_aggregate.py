@@ -1,0 +1,225 @@
+"""Tests of sinkbench.aggregate: the paper's statistics from the seeded entries, tables, atomic writes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sinkbench import stats
+from sinkbench.aggregate import (
+    CORRELATION_COLUMNS,
+    PAIRS_COLUMNS,
+    SCREENING_COLUMNS,
+    SubmissionsInvalid,
+    aggregate_submissions,
+    build_tables,
+)
+from sinkbench.cli import main
+from sinkbench.submissions import load_submissions
+
+REPO_SUBMISSIONS = Path(__file__).parents[1] / "submissions"
+FIXTURES = Path(__file__).parent / "fixtures" / "submissions"
+OUTPUTS = ("pairs.csv", "pairs.json", "correlations.json", "screening.csv", "regressions.csv")
+
+# FACTS.md Table 10: held-out predicted IFEval delta per pair (leave-one-pair-out linear fit on S).
+TABLE_10_PREDICTED = {
+    "qwen3-vl-8b-instruct": -0.92,
+    "internvl3.5-8b": -3.41,
+    "qwen2.5-vl-7b-instruct": -10.78,
+    "internvl3-8b": -10.95,
+    "llava-onevision-qwen2-7b-ov": -9.04,
+    "molmo2-o-7b": -13.74,
+}
+# FACTS.md Table 4 (six pairs): Spearman and LOO error per task.
+TABLE_4 = {
+    "ifeval_strict": (0.971, 2.54),
+    "eq_bench_strict": (0.971, 19.09),
+    "gsm8k_cot_strict": (0.971, 7.91),
+    "gpqa_diamond_cot_strict": (0.883, 1.96),
+}
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory):
+    out = tmp_path_factory.mktemp("seeded")
+    return aggregate_submissions(REPO_SUBMISSIONS, out), out
+
+
+def test_ifeval_fidelity_to_the_paper(seeded) -> None:
+    tables, _ = seeded
+    ifeval = tables.correlations.set_index("task").loc["ifeval_strict"]
+    assert ifeval["n"] == 6
+    assert round(ifeval["spearman"], 3) == 0.971
+    assert ifeval["loo_mae"] == pytest.approx(2.54, abs=0.1)
+    assert ifeval["baseline_mae"] == pytest.approx(4.40, abs=0.1)
+
+
+def test_table_10_held_out_predictions(seeded) -> None:
+    tables, _ = seeded
+    rows = tables.pairs[tables.pairs["task"] == "ifeval_strict"].set_index("entry")
+    for entry, predicted in TABLE_10_PREDICTED.items():
+        assert rows.loc[entry, "predicted_delta"] == pytest.approx(predicted, abs=0.05), entry
+
+
+def test_table_4_other_tasks(seeded) -> None:
+    correlations = seeded[0].correlations.set_index("task")
+    for task, (spearman, loo) in TABLE_4.items():
+        assert round(correlations.loc[task, "spearman"], 3) == spearman, task
+        assert correlations.loc[task, "loo_mae"] == pytest.approx(loo, abs=0.1), task
+
+
+def test_ifeval_delta_uses_the_derived_scores_and_keeps_the_printed_delta(seeded) -> None:
+    row = seeded[0].pairs.set_index(["entry", "task"]).loc[("qwen3-vl-8b-instruct", "ifeval_strict")]
+    assert (row["reference_score"], row["vlm_score"], row["reported_delta"]) == (83.18, 77.82, -5.4)
+    assert row["delta"] == pytest.approx(-5.36)
+    assert row["relative_degradation"] == pytest.approx(-5.36 / 83.18)
+    assert row["derived"] == "reference_score;vlm_score"
+
+
+def test_outputs_have_the_documented_columns(seeded) -> None:
+    tables, out = seeded
+    assert list(pd.read_csv(out / "pairs.csv").columns) == PAIRS_COLUMNS
+    assert list(json.loads((out / "pairs.json").read_text())[0]) == PAIRS_COLUMNS
+    correlations = json.loads((out / "correlations.json").read_text())
+    assert [row["task"] for row in correlations] == list(tables.correlations["task"])
+    assert list(correlations[0]) == CORRELATION_COLUMNS
+    assert correlations[0]["permutation_method"] == "exact"
+    assert correlations[0]["permutation_p"] == pytest.approx(8 / 720, abs=1e-6)
+    assert list(pd.read_csv(out / "screening.csv").columns) == SCREENING_COLUMNS
+
+
+def test_seeded_regressions_reproduce_tables_2_and_7(seeded) -> None:
+    regressions = seeded[0].regressions.set_index("entry")
+    qwen3 = regressions.loc["qwen3-vl-8b-instruct"]
+    assert [qwen3[key] for key in ("both_pass", "lost", "gained", "both_fail")] == [394, 56, 27, 64]
+    assert round(qwen3["net_points"], 1) == -5.4
+    assert qwen3["lost_combination"] == 14 and qwen3["lost_punctuation"] == 3
+    assert pd.isna(regressions.loc["internvl3.5-8b", "lost_combination"])  # "–" in Table 7, not zero
+
+
+def test_measured_regressions_match_prompts_by_key() -> None:
+    tables = build_tables(load_submissions(FIXTURES).entries)
+    row = tables.regressions.set_index("entry").loc["tiny-vlm"]
+    assert row["source"] == "samples"
+    assert [row[key] for key in ("n_prompts", "both_pass", "lost", "gained", "both_fail")] == [8, 2, 3, 1, 2]
+    # Lost prompts 2002 (no_comma), 2003 (no_comma + number_words), 2007 (two detectable_format ids):
+    assert row["lost_punctuation"] == 2 and row["lost_length_constraints"] == 1
+    assert row["lost_detectable_format"] == 1 and row["lost_keywords"] == 0
+    assert row["net_points"] == pytest.approx(-25.0)
+
+
+def _seeds_plus_fixture_backbone(tmp_path: Path) -> Path:
+    root = Path(shutil.copytree(REPO_SUBMISSIONS, tmp_path / "submissions"))
+    shutil.copytree(FIXTURES / "backbones" / "tiny-llm", root / "backbones" / "tiny-llm")
+    return root
+
+
+def test_screening_ranks_llms_and_predicts_from_the_fit_on_all_pairs(tmp_path: Path) -> None:
+    tables = aggregate_submissions(_seeds_plus_fixture_backbone(tmp_path), tmp_path / "out")
+    ifeval = tables.screening[tables.screening["task"] == "ifeval_strict"].set_index("model_id")
+    assert list(ifeval.index) == [
+        "Qwen/Qwen3-8B",
+        "Qwen/Qwen2-7B-Instruct",
+        "Qwen/Qwen2.5-7B-Instruct",
+        "sinkbench-fixtures/tiny-llm-base",
+        "allenai/Olmo-3-7B-Instruct",
+    ]
+    assert ifeval.loc["Qwen/Qwen3-8B", "entries"] == "internvl3.5-8b;qwen3-vl-8b-instruct"
+    pairs = tables.pairs[tables.pairs["task"] == "ifeval_strict"]
+    fit = stats.fit_line(pairs["sink_strength"], pairs["delta"])
+    backbone = ifeval.loc["sinkbench-fixtures/tiny-llm-base"]
+    assert backbone["role"] == "backbone" and backbone["rank"] == 4
+    assert backbone["predicted_delta"] == pytest.approx(fit.intercept + fit.slope * 0.5)
+    assert backbone["interval_low"] < backbone["predicted_delta"] < backbone["interval_high"]
+    assert backbone["n_pairs"] == 6
+
+
+def test_aggregate_is_deterministic_and_keeps_other_files(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "keep.txt").write_text("mine", encoding="utf-8")
+    aggregate_submissions(REPO_SUBMISSIONS, tmp_path / "a", seed=5)
+    aggregate_submissions(REPO_SUBMISSIONS, tmp_path / "b", seed=5)
+    for name in OUTPUTS:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    assert (tmp_path / "a" / "keep.txt").read_text() == "mine"
+    assert sorted(path.name for path in (tmp_path / "b").iterdir()) == sorted(OUTPUTS)
+
+
+def test_invalid_submissions_write_nothing(tmp_path: Path) -> None:
+    root = _seeds_plus_fixture_backbone(tmp_path)
+    shutil.copytree(root / "pairs" / "molmo2-o-7b", root / "pairs" / "molmo2-o-7b-copy")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "pairs.csv").write_text("previous", encoding="utf-8")
+    with pytest.raises(SubmissionsInvalid) as raised:
+        aggregate_submissions(root, out)
+    assert any("already submitted" in problem.message for problem in raised.value.problems)
+    assert [path.name for path in out.iterdir()] == ["pairs.csv"]
+    assert (out / "pairs.csv").read_text() == "previous"
+
+
+def _sparse_50_mb(root: Path) -> None:
+    with (root / "backbones/tiny-llm/results_2026-11-30T02-00-00.000000.json").open("wb") as stream:
+        stream.truncate(50 * 1024 * 1024)
+
+
+def _replace_in(relative: str, old: str, new: str):
+    def change(root: Path) -> None:
+        path = root / relative
+        path.write_text(path.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+
+    return change
+
+
+HOSTILE = {
+    "broken JSON": _replace_in("pairs/molmo2-o-7b/metadata.json", '"kind": "pair",', '"kind": "pair"'),
+    "NaN": _replace_in("backbones/tiny-llm/results_2026-11-30T02-00-00.000000.json", "0.5,", "NaN,"),
+    "Infinity": _replace_in("pairs/molmo2-o-7b/metadata.json", "-18.7", "-Infinity"),
+    "50 MB file": _sparse_50_mb,
+    "dot-dot name": lambda root: (root / "pairs/molmo2-o-7b").rename(root / "pairs/..molmo"),
+    "script in model id": _replace_in(
+        "pairs/molmo2-o-7b/metadata.json", "allenai/Molmo2-O-7B", "<script>x</script>"
+    ),
+    "duplicated pair": lambda root: shutil.copytree(root / "pairs/molmo2-o-7b", root / "pairs/molmo2-copy"),
+}
+
+
+@pytest.mark.parametrize("mutate", HOSTILE.values(), ids=HOSTILE.keys())
+def test_hostile_inputs_make_aggregate_write_nothing(tmp_path: Path, mutate) -> None:
+    root = _seeds_plus_fixture_backbone(tmp_path)
+    mutate(root)
+    with pytest.raises(SubmissionsInvalid):
+        aggregate_submissions(root, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_few_pairs_give_null_statistics_and_an_unpredicted_ranking(tmp_path: Path) -> None:
+    tables = aggregate_submissions(FIXTURES, tmp_path)
+    ifeval = json.loads((tmp_path / "correlations.json").read_text())[0]
+    assert ifeval["n"] == 2 and ifeval["spearman"] is None and ifeval["permutation_method"] is None
+    assert list(tables.screening["model_id"]) == [
+        "sinkbench-fixtures/tiny-llm-published",
+        "sinkbench-fixtures/tiny-llm-instruct",
+        "sinkbench-fixtures/tiny-llm-base",
+        "sinkbench-fixtures/tiny-llm-published-base",
+    ]
+    assert tables.screening["predicted_delta"].isna().all()
+
+
+def test_aggregate_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["aggregate", "--submissions", str(REPO_SUBMISSIONS), "--out", str(tmp_path / "out")]) == 0
+    assert "ifeval_strict            n=6   spearman=+0.971" in capsys.readouterr().out
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == sorted(OUTPUTS)
+    root = _seeds_plus_fixture_backbone(tmp_path)
+    (root / "pairs" / "molmo2-o-7b" / "metadata.json").write_text("{", encoding="utf-8")
+    assert main(["aggregate", "--submissions", str(root), "--out", str(tmp_path / "bad")]) == 1
+    assert (
+        "ERROR submissions/pairs/molmo2-o-7b/metadata.json: <file>: is not valid JSON"
+        in capsys.readouterr().out
+    )
+    assert not (tmp_path / "bad").exists()
+    assert main(["aggregate", "--submissions", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x")]) == 2

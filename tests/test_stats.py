@@ -1,0 +1,136 @@
+"""Tests of sinkbench.stats against values computed by hand."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from sinkbench import stats
+
+# The paper's six pairs: S of the reference LLM and the IFEval delta (FACTS.md Table 10).
+PAPER_S = [2.36, 2.36, 1.18, 1.18, 1.44, 0.24]
+PAPER_DELTA = [-5.4, -1.8, -9.6, -8.9, -7.9, -18.7]
+
+
+def test_spearman_and_kendall_by_hand() -> None:
+    # Ranks (1,2,3,4) vs (1,3,2,4): sum d^2 = 2, rho = 1 - 6*2/(4*15) = 0.8;
+    # 5 concordant and 1 discordant of 6 pairs, tau = (5-1)/6.
+    assert stats.spearman([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
+    assert stats.kendall([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(4 / 6)
+
+
+def test_spearman_agrees_with_scipy() -> None:
+    from scipy.stats import spearmanr
+
+    x, y = [3.0, 1.0, 2.0, 2.0, 5.0, 4.0], [1.0, 0.5, 0.5, 2.0, 9.0, 3.0]
+    assert stats.spearman(x, y) == pytest.approx(spearmanr(x, y).statistic)
+
+
+def test_spearman_uses_mid_ranks_for_ties() -> None:
+    # Mid-ranks (1.5, 1.5, 3) and (1, 2, 3): deviations (-.5, -.5, 1), (-1, 0, 1); r = 1.5 / sqrt(1.5 * 2).
+    assert stats.spearman([1, 1, 2], [1, 2, 3]) == pytest.approx(math.sqrt(3) / 2)
+
+
+def test_too_few_pairs_give_nan() -> None:
+    assert math.isnan(stats.spearman([1, 2], [2, 1]))
+    assert math.isnan(stats.loo_mae([1, 2], [2, 1]))
+    assert math.isnan(stats.baseline_mae([1.0, 2.0]))
+    assert all(math.isnan(value) for value in stats.spearman_bootstrap_ci([1, 2], [1, 2], seed=0))
+
+
+def _enumerated_two_sided_p(x: list[float], y: list[float]) -> float:
+    """Independent route: all n! pairings, rho from np.corrcoef of the mid-ranks."""
+    from scipy.stats import rankdata
+
+    rho = lambda a, b: np.corrcoef(rankdata(a), rankdata(b))[0, 1]  # noqa: E731
+    observed = rho(x, y)
+    values = np.array([rho(x, permuted) for permuted in itertools.permutations(y)])
+    greater, less = np.mean(values >= observed - 1e-12), np.mean(values <= observed + 1e-12)
+    return min(1.0, 2 * min(greater, less))
+
+
+def test_exact_permutation_p_by_hand() -> None:
+    # rho = 1 on 4 points: 1 of 24 pairings is as extreme on the upper side, so p = 2/24.
+    assert stats.permutation_p_value([1, 2, 3, 4], [1, 2, 3, 4], seed=0) == pytest.approx(2 / 24)
+
+
+def test_exact_permutation_p_on_the_paper_pairs_matches_enumeration() -> None:
+    p = stats.permutation_p_value(PAPER_S, PAPER_DELTA, seed=0)
+    # Tied S values make 2 x 2 = 4 of the 720 pairings reach rho = 0.971, so p = 2 * 4/720.
+    assert p == pytest.approx(8 / 720)
+    assert p == pytest.approx(_enumerated_two_sided_p(PAPER_S, PAPER_DELTA))
+
+
+def test_monte_carlo_permutation_above_the_exact_limit_is_seeded() -> None:
+    x = np.arange(stats.EXACT_PERMUTATION_MAX_N + 4, dtype=float)
+    first = stats.permutation_p_value(x, 2 * x, seed=3)
+    assert first == stats.permutation_p_value(x, 2 * x, seed=3)
+    # No random pairing of 12 points reaches rho = 1: p = 2 * 1/(9999 + 1), the observed pairing counted.
+    assert first == pytest.approx(2 / (stats.N_RESAMPLES + 1))
+
+
+def test_bootstrap_ci_is_seeded_and_brackets_the_estimate() -> None:
+    low, high = stats.spearman_bootstrap_ci(PAPER_S, PAPER_DELTA, seed=7)
+    assert (low, high) == stats.spearman_bootstrap_ci(PAPER_S, PAPER_DELTA, seed=7)
+    assert -1 <= low <= stats.spearman(PAPER_S, PAPER_DELTA) <= high <= 1
+
+
+def test_bootstrap_ci_of_a_monotone_relation_is_one() -> None:
+    # Every resample of strictly increasing pairs is monotone (ties appear in both variables alike).
+    assert stats.spearman_bootstrap_ci([1, 2, 3, 4, 5], [2, 4, 5, 8, 9], seed=0) == pytest.approx((1.0, 1.0))
+
+
+def test_leave_one_out_fit_by_hand() -> None:
+    # x = 0..3, y = (0, 1, 2, 4). Held out: i=0 -> line through (1,1),(2,2),(3,4): slope 3/2,
+    # intercept -2/3, so -2/3; i=1 -> 8/7; i=2 -> 18/7; i=3 -> 3 (points on y = x).
+    x, y = [0, 1, 2, 3], [0, 1, 2, 4]
+    np.testing.assert_allclose(stats.loo_predictions(x, y), [-2 / 3, 8 / 7, 18 / 7, 3])
+    assert stats.loo_mae(x, y) == pytest.approx((2 / 3 + 1 / 7 + 4 / 7 + 1) / 4)  # = 25/42
+
+
+def test_vectorised_leave_one_out_equals_refitting_linregress() -> None:
+    from scipy.stats import linregress
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(1.0, 2.0, size=40), rng.normal(-8.0, 5.0, size=40)
+    refits = []
+    for i in range(len(x)):
+        keep = np.arange(len(x)) != i
+        fit = linregress(x[keep], y[keep])
+        refits.append(fit.intercept + fit.slope * x[i])
+    np.testing.assert_allclose(stats.loo_predictions(x, y), refits, rtol=1e-10, atol=1e-10)
+
+
+def test_constant_mean_baseline_by_hand() -> None:
+    # Means of the others: 7/3, 2, 5/3, 1 -> errors 7/3, 1, 1/3, 3.
+    assert stats.baseline_mae([0, 1, 2, 4]) == pytest.approx(5 / 3)
+
+
+def test_loo_prediction_is_nan_when_the_others_share_one_s() -> None:
+    predictions = stats.loo_predictions([1, 1, 2], [0, 1, 5])
+    assert math.isnan(predictions[2]) and not math.isnan(predictions[0])
+    assert math.isnan(stats.loo_mae([1, 1, 2], [0, 1, 5]))
+
+
+def test_prediction_interval_by_hand() -> None:
+    # x = (0,1,2), y = (0,1,3): slope 3/2, intercept -1/6, SSE 1/6 on 1 dof, s = sqrt(1/6).
+    # At x0 = 1 (the mean): half-width = t(0.975, 1) * s * sqrt(1 + 1/3), t = 12.706204736.
+    fit = stats.fit_line([0, 1, 2], [0, 1, 3])
+    assert (fit.slope, fit.intercept) == (pytest.approx(1.5), pytest.approx(-1 / 6))
+    assert fit.residual_sd == pytest.approx(math.sqrt(1 / 6))
+    low, high = fit.prediction_interval([1.0])
+    half = 12.706204736 * math.sqrt(1 / 6) * math.sqrt(4 / 3)
+    assert low[0] == pytest.approx(4 / 3 - half) and high[0] == pytest.approx(4 / 3 + half)
+
+
+def test_fit_line_needs_two_distinct_s_values() -> None:
+    assert stats.fit_line([1.0, 1.0, 1.0], [0.0, 1.0, 2.0]) is None
+    assert stats.fit_line([1.0], [0.0]) is None
+
+
+def test_inputs_must_be_paired() -> None:
+    with pytest.raises(ValueError, match="1-D arrays of one length"):
+        stats.spearman([1, 2, 3], [1, 2])
