@@ -203,7 +203,9 @@ def observe_tokens(
     check_supported(model)
     too_long = [i for i, ids in enumerate(token_ids) if len(ids) > options.max_tokens]
     if too_long:
-        raise ValueError(f"Prompts {too_long} exceed max_tokens={options.max_tokens}; shorten them or raise it.")
+        raise ValueError(
+            f"Prompts {too_long} exceed max_tokens={options.max_tokens}; shorten them or raise it."
+        )
     if sink_positions is not None and len(sink_positions) != len(token_ids):
         raise ValueError(f"sink_positions has {len(sink_positions)} entries for {len(token_ids)} prompts.")
     layers = probed_layers(model.config.get_text_config().num_hidden_layers, options.num_layers)
@@ -215,7 +217,9 @@ def observe_tokens(
         for start in tqdm(starts, desc="Sink Strength", unit="batch", disable=not progress):
             stop = start + options.batch_size
             forced = None if sink_positions is None else sink_positions[start:stop]
-            results.extend(_observe_batch(model, [list(t) for t in token_ids[start:stop]], layers, options, forced))
+            results.extend(
+                _observe_batch(model, [list(t) for t in token_ids[start:stop]], layers, options, forced)
+            )
     return results
 
 
@@ -291,9 +295,9 @@ def _split(
     )
     return PromptObservations(
         layers=list(layers),
-        g=torch.stack([recorder.layers[layer].g[row, :, window] for layer in layers]).float().cpu(),
-        sink_position=sinks.cpu(),
-        first_token_attention=first.float().cpu(),
+        g=torch.stack([recorder.layers[layer].g[row, :, window] for layer in layers]),
+        sink_position=sinks,
+        first_token_attention=first,
     )
 
 

@@ -37,7 +37,7 @@ _QUERY_CHUNK = 256
 
 @dataclass
 class LayerObservations:
-    """What one probed layer yields for one batch.
+    """What one probed layer yields for one batch (kept on the CPU, float32).
 
     Attributes:
         g: ``(B, H, T)`` log-odds of attention on the sink; NaN where not an observation.
@@ -70,10 +70,13 @@ class SinkRecorder:
     layers: dict[int, LayerObservations] = field(default_factory=dict)
     first_token_attention: dict[int, torch.Tensor] = field(default_factory=dict)
 
-    @property
-    def first_position(self) -> torch.Tensor:
-        """``(B,)`` index of the first real token of each sequence."""
-        return self.query_valid.to(torch.int8).argmax(dim=1)
+    def valid_on(self, device: torch.device) -> torch.Tensor:
+        """``query_valid`` on ``device`` (layers of a ``device_map`` model live on several)."""
+        return self.query_valid.to(device, non_blocking=True)
+
+    def first_position_on(self, device: torch.device) -> torch.Tensor:
+        """``(B,)`` index of the first real token of each sequence, on ``device``."""
+        return self.valid_on(device).to(torch.int8).argmax(dim=1)
 
 
 def register_probe_attention() -> str:
@@ -178,12 +181,11 @@ def _record_layer(
     attend: Callable,
 ) -> None:
     """Store first-token attention (every layer) and sink statistics (probed layers)."""
-    first = recorder.first_position[:, None].expand(-1, q.shape[1])
+    valid = recorder.valid_on(q.device)
+    first = recorder.first_position_on(q.device)[:, None].expand(-1, q.shape[1])
     attention = torch.exp(_logit_at(q, k, first, scale) - lse)
     attention = attention.masked_fill(~_sink_visibility(first, bias, q.shape[-2])[0], 0.0)
-    recorder.first_token_attention[layer] = attention.masked_fill(
-        ~recorder.query_valid[:, None, :], float("nan")
-    )
+    recorder.first_token_attention[layer] = attention.masked_fill(~valid[:, None, :], float("nan")).cpu()
     if layer not in recorder.probed_layers:
         return
     if recorder.sink_mode == "query" and not (recorder.forced_sinks and layer in recorder.forced_sinks):
@@ -193,8 +195,10 @@ def _record_layer(
         sink = _head_sinks(recorder, layer, q, k, lse, bias, scale, attend)
         g, visible = _logodds_at(q, k, sink, bias, scale, attend)
     g = _drop_degenerate(g, recorder.keep_degenerate)
-    valid = visible & recorder.query_valid[:, None, :]
-    recorder.layers[layer] = LayerObservations(g=g.masked_fill(~valid, float("nan")), sink_position=sink)
+    observed = visible & valid[:, None, :]
+    recorder.layers[layer] = LayerObservations(
+        g=g.masked_fill(~observed, float("nan")).cpu(), sink_position=sink.cpu()
+    )
 
 
 def _logit_at(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, scale: float) -> torch.Tensor:
@@ -217,8 +221,8 @@ def _head_sinks(
     if recorder.forced_sinks and layer in recorder.forced_sinks:
         return recorder.forced_sinks[layer].to(q.device)
     if recorder.sink_mode == "first":
-        return recorder.first_position[:, None].expand(-1, q.shape[1]).contiguous()
-    received = _log_received_attention(q, k, lse, bias, scale, recorder.query_valid, attend)
+        return recorder.first_position_on(q.device)[:, None].expand(-1, q.shape[1]).contiguous()
+    received = _log_received_attention(q, k, lse, bias, scale, recorder.valid_on(q.device), attend)
     return received.argmax(dim=-1)
 
 

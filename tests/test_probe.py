@@ -140,3 +140,11 @@ def test_planted_sink_gives_hand_computed_s(logit):
     observations = observe(_planted_sink_model(logit), _WordTokenizer(), prompts, ProbeOptions(batch_size=2))
     assert all(int(obs.sink_position.flatten()[0]) == 0 for obs in observations)
     assert abs(sink_strength(pooled_g(observations)) - expected) < 1e-5
+
+
+def test_bfloat16_model_is_probed_with_float32_statistics():
+    model, tokenizer = tiny_causal_lm("llama"), tiny_tokenizer()
+    full = sink_strength(pooled_g(observe(model, tokenizer, PROMPTS, ProbeOptions())))
+    half = observe(model.to(torch.bfloat16), tokenizer, PROMPTS, ProbeOptions())
+    assert half[0].g.dtype == torch.float32
+    assert abs(sink_strength(pooled_g(half)) - full) < 0.05
