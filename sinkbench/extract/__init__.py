@@ -1,0 +1,36 @@
+"""A VLM's language backbone as a standalone causal LM (the paper's VLM-LM, FACTS.md section 2).
+
+``extract_lm(source, out)`` streams the backbone's tensors by name from the VLM's safetensors
+shards into a normal transformers causal-LM directory (config, sharded safetensors, tokenizer
+and chat template, ``provenance.json``), optionally checking its logits against the VLM.
+
+The heavy modules (transformers, torch) load on first use of ``extract_lm`` and friends, so the
+family registry stays cheap to import for ``sinkbench --help``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from sinkbench.extract.errors import ExtractError, VerificationError
+from sinkbench.extract.families import FAMILIES, supported_families
+
+_LAZY = {"extract_lm": "pipeline", "ExtractionResult": "pipeline", "PROVENANCE_FILE": "pipeline"}
+
+__all__ = [
+    "FAMILIES",
+    "PROVENANCE_FILE",
+    "ExtractError",
+    "ExtractionResult",
+    "VerificationError",
+    "extract_lm",
+    "supported_families",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Load the pipeline's exports on first access."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)

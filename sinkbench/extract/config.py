@@ -1,0 +1,60 @@
+"""The standalone causal-LM config of a VLM's language backbone.
+
+The text config's fields carry over unchanged, with two exceptions:
+
+* Multimodal RoPE (Qwen2-VL, Qwen2.5-VL; interleaved in Qwen3-VL) rotates each frequency by
+  one of three position streams (temporal, height, width). For text-only input the three
+  streams are the same 1-D positions, so every frequency rotates by the same angle whichever
+  stream it reads: MRoPE is plain 1-D RoPE, and the ``mrope_*`` keys are dropped
+  (``tests/test_extract.py`` checks the cos/sin tables are identical).
+* The tie flag is the VLM's (transformers reads it from the top-level config), so the
+  extracted model ties its LM head exactly when the VLM does.
+"""
+
+from __future__ import annotations
+
+from transformers import AutoConfig, PretrainedConfig
+from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+from sinkbench.extract.errors import ExtractError
+from sinkbench.extract.families import Family, ties_embeddings
+
+#: Text-config keys that describe the VLM's text model and mean nothing to a plain causal LM.
+_DROPPED_TEXT_KEYS = frozenset({"model_type", "architectures", "transformers_version", "_name_or_path"})
+#: Rope-parameter keys of multimodal RoPE; with text-only positions they have no effect.
+_MROPE_KEYS = ("mrope_section", "mrope_interleaved")
+
+
+def causal_lm_config(config: PretrainedConfig, family: Family) -> PretrainedConfig:
+    """Build the causal-LM config of a VLM's language backbone (see the module docstring).
+
+    Raises:
+        ExtractError: transformers has no ``*ForCausalLM`` for the text config's model type.
+    """
+    text = config.get_text_config(decoder=True)
+    target_type = family.causal_lm_type or text.model_type
+    architecture = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(target_type)
+    if architecture is None:
+        raise ExtractError(
+            f"{family.name} text_config has model_type {text.model_type!r}, which has no *ForCausalLM "
+            "class in transformers; this backbone cannot be run as a standalone causal LM."
+        )
+    fields = {key: value for key, value in text.to_dict().items() if key not in _DROPPED_TEXT_KEYS}
+    if isinstance(fields.get("rope_parameters"), dict):
+        fields["rope_parameters"] = _plain_rope(fields["rope_parameters"])
+    fields["tie_word_embeddings"] = ties_embeddings(config)
+    fields["architectures"] = [architecture]
+    fields["dtype"] = fields.get("dtype") or config.dtype
+    return AutoConfig.for_model(target_type, **fields)
+
+
+def _plain_rope(rope_parameters: dict) -> dict:
+    """Rope parameters without the multimodal keys (text-only MRoPE is 1-D RoPE).
+
+    Legacy configs mark MRoPE as ``rope_type`` or ``type`` ``"mrope"``; that marker goes too.
+    """
+    plain = {
+        key: value for key, value in rope_parameters.items() if key not in _MROPE_KEYS and value != "mrope"
+    }
+    plain.setdefault("rope_type", "default")
+    return plain

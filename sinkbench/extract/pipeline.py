@@ -1,0 +1,168 @@
+"""``extract_lm``: a VLM's language backbone as a standalone causal-LM directory, written atomically."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from transformers import GenerationConfig, PretrainedConfig
+from transformers.utils.hub import convert_file_size_to_int
+
+from sinkbench import __version__
+from sinkbench.extract.config import causal_lm_config
+from sinkbench.extract.errors import ExtractError, VerificationError
+from sinkbench.extract.families import Family, family_for
+from sinkbench.extract.keys import TensorRef, plan_tensors
+from sinkbench.extract.shards import plan_shards, write_shards
+from sinkbench.extract.source import Source, file_hashes, load_config, resolve_source, weight_files
+from sinkbench.extract.tokenizer import copy_tokenizer
+from sinkbench.extract.verify import TOLERANCE, compare_logits
+from sinkbench.safe_io import install_directory
+
+PROVENANCE_FILE = "provenance.json"
+DEFAULT_MAX_SHARD_SIZE = "5GB"
+
+
+@dataclass(frozen=True)
+class ExtractionResult:
+    """What ``extract_lm`` produced.
+
+    Attributes:
+        output: the causal-LM directory.
+        provenance: the contents of its ``provenance.json``.
+    """
+
+    output: Path
+    provenance: dict
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Everything known about an extraction before any tensor is read."""
+
+    source: Source
+    family: Family
+    files: list[Path]
+    refs: list[TensorRef]
+    target_config: PretrainedConfig
+
+
+def extract_lm(
+    source: str,
+    out: str | Path,
+    *,
+    verify: bool = False,
+    tokenizer_from: str | None = None,
+    max_shard_size: str | int = DEFAULT_MAX_SHARD_SIZE,
+    overwrite: bool = False,
+    revision: str | None = None,
+    tolerance: float = TOLERANCE,
+) -> ExtractionResult:
+    """Extract the language backbone of a VLM as a causal LM that ``from_pretrained`` and lm-eval load.
+
+    Everything is written to a temporary directory beside ``out`` and moved into place only when
+    complete (and verified, with ``verify``); on any error ``out`` is left untouched. Peak memory
+    is about 1.6 times the largest output shard (``--verify`` then loads one model at a time).
+
+    Args:
+        source: hub id or local directory of a supported VLM.
+        out: output directory.
+        verify: compare logits on a text-only probe against the VLM's own forward (float32).
+        tokenizer_from: take tokenizer and chat template from this reference LLM instead of the VLM.
+        max_shard_size: largest output shard (``"5GB"`` or bytes).
+        overwrite: replace an existing ``out``.
+        revision: hub revision for a hub id.
+        tolerance: largest acceptable max |logit difference| for ``verify``.
+
+    Raises:
+        ExtractError: bad source or output (unsupported family, missing or corrupt files).
+        VerificationError: ``verify`` found a logit difference above ``tolerance``.
+    """
+    out = Path(out).absolute()
+    if out.exists() and not overwrite:
+        raise ExtractError(f"OUT {out} already exists; choose a new directory or pass --overwrite")
+    shard_bytes = _shard_bytes(max_shard_size)
+    plan = _plan(resolve_source(source, revision))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    try:
+        tokenizer, shards = _write(plan, staging, tokenizer_from, shard_bytes)
+        verification = compare_logits(plan.source.path, staging, tolerance) if verify else None
+        if verification is not None and not verification["passed"]:
+            raise VerificationError(
+                f"extracted LM differs from {source}'s language path: max |logit diff| "
+                f"{verification['max_abs_logit_diff']:.3g} > tolerance {tolerance:g} (float32); OUT not written"
+            )
+        provenance = _provenance(plan, tokenizer, shards, verification)
+        (staging / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=2) + "\n")
+        install_directory(staging, out, replace=overwrite)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return ExtractionResult(out, provenance)
+
+
+def _shard_bytes(max_shard_size: str | int) -> int:
+    """``max_shard_size`` in bytes (``"5GB"``, ``"500MB"`` or an int); raises ExtractError if invalid."""
+    try:
+        size = convert_file_size_to_int(max_shard_size)
+    except ValueError as error:
+        raise ExtractError(f"max shard size {max_shard_size!r}: {error}") from error
+    if size <= 0:
+        raise ExtractError(f"max shard size {max_shard_size!r}: must be positive, e.g. '5GB'")
+    return size
+
+
+def _plan(source: Source) -> _Plan:
+    """Read the config and weight headers and map every backbone tensor (raises ExtractError)."""
+    config = load_config(source.path)
+    family = family_for(config, str(source.path / "config.json"))
+    target_config = causal_lm_config(config, family)
+    files = weight_files(source.path)
+    return _Plan(source, family, files, plan_tensors(config, family, target_config, files), target_config)
+
+
+def _write(
+    plan: _Plan, staging: Path, tokenizer_from: str | None, max_shard_bytes: int
+) -> tuple[dict, list[str]]:
+    """Write config, generation config, tokenizer (first: its checks are cheap) and weight shards.
+
+    Returns:
+        The tokenizer's provenance entry and the shard file names.
+    """
+    plan.target_config.save_pretrained(staging)
+    if (plan.source.path / "generation_config.json").is_file():
+        GenerationConfig.from_pretrained(plan.source.path).save_pretrained(staging)
+    tokenizer = copy_tokenizer(tokenizer_from or plan.source.path, plan.target_config.vocab_size, staging)
+    return tokenizer, write_shards(plan_shards(plan.refs, max_shard_bytes), staging)
+
+
+def _provenance(plan: _Plan, tokenizer: dict, shards: list[str], verification: dict | None) -> dict:
+    """The provenance record written beside the weights (a local reference tokenizer's files hashed too)."""
+    origin = Path(tokenizer["from"])
+    if origin != plan.source.path and origin.is_dir():
+        tokenizer = {**tokenizer, "files_sha256": file_hashes(origin, [])}
+    return {
+        "sinkbench_version": __version__,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "source": {
+            "id": plan.source.id,
+            "revision": plan.source.revision,
+            "files_sha256": file_hashes(plan.source.path, plan.files),
+        },
+        "family": plan.family.name,
+        "vlm_model_type": plan.family.model_type,
+        "causal_lm": {
+            "architecture": plan.target_config.architectures[0],
+            "model_type": plan.target_config.model_type,
+            "tied_embeddings": bool(plan.target_config.tie_word_embeddings),
+            "tensors": len(plan.refs),
+            "bytes": sum(ref.nbytes for ref in plan.refs),
+            "shards": shards,
+        },
+        "tokenizer": tokenizer,
+        "verification": verification,
+    }

@@ -1,0 +1,74 @@
+"""Carry the tokenizer and chat template over to the extracted LM."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from transformers import AutoTokenizer, PreTrainedTokenizerBase
+
+from sinkbench.extract.errors import ExtractError
+
+#: Older VLM repositories keep the processor's chat template here instead of in the tokenizer.
+PROCESSOR_TEMPLATE_FILE = "chat_template.json"
+#: A held-out text-only probe: plain prose and a formatted instruction, no special tokens.
+PROBE_TEXT = (
+    "The lighthouse keeper counted ships until dawn. Write exactly three bullet points about "
+    "tides, in lowercase, and end your answer with the word 'harbor'."
+)
+
+
+def copy_tokenizer(origin: str | Path, vocab_size: int, out_dir: Path) -> dict:
+    """Save the tokenizer (and chat template) of ``origin`` into ``out_dir``.
+
+    ``origin`` is the VLM directory by default, or the reference LLM (a directory or hub id).
+    When the tokenizer itself has no chat template, the processor's legacy
+    ``chat_template.json`` beside it is used. The saved tokenizer is reloaded the way users will
+    load it (``AutoTokenizer`` on ``out_dir``, whose ``config.json`` must already be written:
+    transformers picks some tokenizer classes by model type) and must encode a probe identically.
+
+    Args:
+        origin: where to take the tokenizer from.
+        vocab_size: the extracted LM's embedding rows; the tokenizer must not exceed them.
+        out_dir: the output directory.
+
+    Returns:
+        ``{"from": origin, "chat_template": where the template came from, or None}``.
+
+    Raises:
+        ExtractError: no tokenizer at ``origin``, more tokens than the embeddings, or no round trip.
+    """
+    tokenizer = load_tokenizer(origin)
+    template_source = "tokenizer" if tokenizer.chat_template else None
+    legacy = Path(origin) / PROCESSOR_TEMPLATE_FILE
+    if template_source is None and legacy.is_file():
+        tokenizer.chat_template = json.loads(legacy.read_text())["chat_template"]
+        template_source = PROCESSOR_TEMPLATE_FILE
+    if len(tokenizer) > vocab_size:
+        raise ExtractError(
+            f"tokenizer from {origin} has {len(tokenizer)} tokens but the extracted LM has only {vocab_size} "
+            "embedding rows; take the tokenizer from the matching model"
+        )
+    tokenizer.save_pretrained(out_dir)
+    if load_tokenizer(out_dir)(PROBE_TEXT).input_ids != tokenizer(PROBE_TEXT).input_ids:
+        raise ExtractError(
+            f"tokenizer from {origin} encodes differently once saved beside the extracted config "
+            "(transformers chooses the tokenizer class by model type); take it from the reference LLM"
+        )
+    return {"from": str(origin), "chat_template": template_source}
+
+
+def load_tokenizer(origin: str | Path) -> PreTrainedTokenizerBase:
+    """Load a tokenizer, turning transformers' assorted failures into one clear error.
+
+    transformers builds an empty tokenizer from a directory without tokenizer files, so a
+    tokenizer that encodes a probe word to nothing counts as missing.
+    """
+    hint = "pass --tokenizer-from with the reference LLM's dir or id"
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(origin)
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ExtractError(f"{origin}: no usable tokenizer ({error}); {hint}") from error
+    if not tokenizer("the", add_special_tokens=False).input_ids:
+        raise ExtractError(f"{origin}: no tokenizer files (tokenizer.json, tokenizer_config.json); {hint}")
+    return tokenizer

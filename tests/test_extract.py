@@ -1,0 +1,481 @@
+"""Tests for ``sinkbench.extract`` and ``sinkbench extract-lm`` on tiny random-init VLMs of every family."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+from tiny_models import CHAT_TEMPLATE, tiny_tokenizer
+from transformers import (
+    AutoModelForCausalLM,
+    AutoModelForImageTextToText,
+    AutoTokenizer,
+    Idefics3Config,
+    InternVLConfig,
+    LlamaConfig,
+    LlavaConfig,
+    LlavaNextConfig,
+    LlavaOnevisionConfig,
+    PretrainedConfig,
+    Qwen2_5_VLConfig,
+    Qwen2VLConfig,
+    Qwen3VLConfig,
+)
+
+import sinkbench
+from sinkbench.cli import main
+from sinkbench.extract import FAMILIES, PROVENANCE_FILE, ExtractError, VerificationError, extract_lm
+from sinkbench.extract.config import causal_lm_config
+from sinkbench.extract.families import family_for
+from sinkbench.extract.verify import compare_logits
+
+VOCAB = 320  # the tiny tokenizer's 300 tokens, then image/video placeholder ids
+TEXT = {"vocab_size": VOCAB, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 3}
+HEADS = {"num_attention_heads": 4, "num_key_value_heads": 2}
+MROPE = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 1, 1]}
+SPECIAL_IDS = {"bos_token_id": 1, "eos_token_id": 2}
+QWEN_VL_TOKENS = {
+    "image_token_id": 316,
+    "video_token_id": 317,
+    "vision_start_token_id": 318,
+    "vision_end_token_id": 319,
+}
+SMALL_VISION = {"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2}
+CLIP = {"model_type": "clip_vision_model", "image_size": 28, "patch_size": 14, **SMALL_VISION}
+SIGLIP = {"model_type": "siglip_vision_model", "image_size": 28, "patch_size": 14, **SMALL_VISION}
+QWEN_VISION = {"depth": 1, "hidden_size": 16, "intermediate_size": 32, "num_heads": 2, "out_hidden_size": 32}
+
+
+def _text(model_type: str | None = None, **extra) -> dict:
+    """A tiny text config; ``model_type`` only for families whose text config is the LLM's own."""
+    config = {**TEXT, **HEADS, **extra}
+    return {"model_type": model_type, **config} if model_type else config
+
+
+def _vlm_config(model_type: str, tie: bool = False) -> PretrainedConfig:
+    """A tiny config of each supported family (text backbones as the real checkpoints use)."""
+    builders = {
+        "llava": lambda: LlavaConfig(text_config=_text("llama"), vision_config=CLIP, image_token_index=319),
+        "llava_next": lambda: LlavaNextConfig(
+            text_config=_text("mistral"), vision_config=CLIP, image_token_index=319
+        ),
+        "llava_onevision": lambda: LlavaOnevisionConfig(
+            text_config=_text("qwen2"), vision_config=SIGLIP, image_token_index=318, video_token_index=319
+        ),
+        "qwen2_vl": lambda: Qwen2VLConfig(
+            text_config=_text(rope_parameters=MROPE, **SPECIAL_IDS),
+            vision_config={"depth": 1, "embed_dim": 16, "hidden_size": 32, "num_heads": 2},
+            **QWEN_VL_TOKENS,
+        ),
+        "qwen2_5_vl": lambda: Qwen2_5_VLConfig(
+            text_config=_text(rope_parameters=MROPE, **SPECIAL_IDS),
+            vision_config={**QWEN_VISION, "fullatt_block_indexes": [0]},
+            **QWEN_VL_TOKENS,
+        ),
+        "qwen3_vl": lambda: Qwen3VLConfig(
+            text_config=_text(head_dim=8, rope_parameters={**MROPE, "mrope_interleaved": True}),
+            vision_config={**QWEN_VISION, "deepstack_visual_indexes": [0], "num_position_embeddings": 16},
+            **QWEN_VL_TOKENS,
+        ),
+        "internvl": lambda: InternVLConfig(
+            text_config=_text("qwen3", head_dim=8),
+            vision_config={"image_size": 28, "patch_size": 14, **SMALL_VISION},
+            image_token_id=319,
+        ),
+        "idefics3": lambda: Idefics3Config(
+            text_config=_text("llama"),
+            vision_config={"image_size": 28, "patch_size": 14, **SMALL_VISION},
+            image_token_id=319,
+        ),
+    }
+    config = builders[model_type]()
+    config.tie_word_embeddings = tie
+    return config
+
+
+def _randomize(model: torch.nn.Module, seed: int) -> None:
+    """Give every weight O(1) spread so that a wrong tensor or wrong RoPE moves logits far above 1e-4."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            noise = torch.randn(parameter.shape, generator=generator)
+            is_norm = "norm" in name and parameter.dim() == 1
+            parameter.copy_(1.0 + 0.2 * noise if is_norm else 0.3 * noise)
+
+
+def save_tiny_vlm(path: Path, model_type: str, *, tie: bool = False, seed: int = 0, **save_kwargs) -> Path:
+    """Build, randomise and save a tiny VLM with the tiny tokenizer; return its directory."""
+    model = AutoModelForImageTextToText.from_config(_vlm_config(model_type, tie))
+    _randomize(model, seed)
+    model.save_pretrained(path, **save_kwargs)
+    tiny_tokenizer().save_pretrained(path)
+    return path
+
+
+FAMILY_TYPES = [family.model_type for family in FAMILIES]
+CASES = [(model_type, model_type == "internvl") for model_type in FAMILY_TYPES] + [
+    ("qwen2_vl", True),
+    ("llava", True),
+    ("internvl", False),
+]
+
+
+@pytest.fixture(scope="module")
+def extracted(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, bool], tuple[Path, Path]]:
+    """Every case extracted once with ``verify=True``: (VLM dir, extracted dir)."""
+    root = tmp_path_factory.mktemp("extract")
+    result = {}
+    for model_type, tie in CASES:
+        name = f"{model_type}-{'tied' if tie else 'untied'}"
+        source = save_tiny_vlm(root / f"{name}-vlm", model_type, tie=tie)
+        result[(model_type, tie)] = (source, extract_lm(str(source), root / f"{name}-lm", verify=True).output)
+    return result
+
+
+@pytest.mark.slow  # the shared fixture extracts and verifies 11 VLMs (about 40 s)
+@pytest.mark.parametrize(("model_type", "tie"), CASES)
+def test_extracted_lm_reproduces_vlm_logits(extracted, model_type: str, tie: bool) -> None:
+    source, out = extracted[(model_type, tie)]
+    provenance = json.loads((out / PROVENANCE_FILE).read_text())
+    assert provenance["verification"]["passed"] is True
+    assert provenance["verification"]["max_abs_logit_diff"] <= 1e-4
+    assert provenance["vlm_model_type"] == model_type
+    assert provenance["causal_lm"]["tied_embeddings"] is tie
+    vlm = AutoModelForImageTextToText.from_pretrained(source, dtype=torch.float32)
+    lm = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
+    backbone, extracted_backbone = vlm.get_decoder().state_dict(), lm.model.state_dict()
+    assert backbone.keys() == extracted_backbone.keys()  # q_norm/k_norm included where the family has them
+    assert all(torch.equal(extracted_backbone[key], value) for key, value in backbone.items())
+    assert torch.equal(lm.get_output_embeddings().weight, vlm.get_output_embeddings().weight)
+    assert (lm.lm_head.weight.data_ptr() == lm.model.embed_tokens.weight.data_ptr()) is tie
+    ids = torch.tensor([[4, 17, 30, 5, 8, 44, 61, 2, 12, 9, 70, 33]])
+    with torch.no_grad():
+        expected, actual = vlm(input_ids=ids).logits, lm(input_ids=ids).logits
+    assert expected.abs().max() > 1.0  # the weights are large enough for the comparison to mean something
+    torch.testing.assert_close(actual, expected, atol=1e-4, rtol=0)
+
+
+CHOICE_DOCS = [
+    {"question": "what color is the sky", "choices": ["blue", "red", "green"], "answer": 0},
+    {"question": "the cat and the dog", "choices": ["big", "small"], "answer": 1},
+    {"question": "which is cold", "choices": ["snow", "fire"], "answer": 0},
+    {"question": "the sun is", "choices": ["hot", "cold", "dark"], "answer": 0},
+]
+TASK_YAML = """task: sinkbench_tiny_choice
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: multiple_choice
+doc_to_text: "{{{{question}}}}"
+doc_to_choice: "{{{{choices}}}}"
+doc_to_target: answer
+metric_list:
+  - metric: acc
+    aggregation: mean
+    higher_is_better: true
+"""
+
+
+@pytest.fixture(scope="module")
+def task_manager(tmp_path_factory: pytest.TempPathFactory):
+    """An lm-eval TaskManager that knows only a tiny local multiple-choice task (no network)."""
+    from lm_eval.tasks import TaskManager
+
+    folder = tmp_path_factory.mktemp("tasks")
+    (folder / "docs.jsonl").write_text("".join(json.dumps(doc) + "\n" for doc in CHOICE_DOCS))
+    (folder / "tiny_choice.yaml").write_text(TASK_YAML.format(data=folder / "docs.jsonl"))
+    return TaskManager(include_path=str(folder), include_defaults=False)
+
+
+def _loglikelihood(model, tokenizer, context: str, continuation: str) -> float:
+    """log p(continuation | context), split into tokens the way lm-eval's HF model does."""
+    context_ids = tokenizer(context, add_special_tokens=False).input_ids
+    whole = tokenizer(context + continuation, add_special_tokens=False).input_ids
+    with torch.no_grad():
+        logprobs = model(input_ids=torch.tensor([whole[:-1]])).logits[0].log_softmax(-1)
+    positions = range(len(context_ids) - 1, len(whole) - 1)
+    return sum(logprobs[p, whole[p + 1]].item() for p in positions)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("model_type", "tie"), CASES[: len(FAMILY_TYPES)])
+def test_lm_eval_scores_the_extracted_lm(extracted, task_manager, model_type: str, tie: bool) -> None:
+    import lm_eval
+
+    _, out = extracted[(model_type, tie)]
+    results = lm_eval.simple_evaluate(
+        model="hf",
+        model_args={"pretrained": str(out), "dtype": "float32"},
+        tasks=["sinkbench_tiny_choice"],
+        task_manager=task_manager,
+        device="cpu",
+        batch_size=1,
+        log_samples=True,
+    )
+    model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    correct = []
+    for sample in sorted(results["samples"]["sinkbench_tiny_choice"], key=lambda s: s["doc_id"]):
+        expected = [_loglikelihood(model, tokenizer, *arguments) for arguments in sample["arguments"]]
+        scored = [loglikelihood for loglikelihood, _ in sample["filtered_resps"]]
+        assert scored == pytest.approx(expected, abs=1e-4)
+        correct.append(expected.index(max(expected)) == CHOICE_DOCS[sample["doc_id"]]["answer"])
+    assert results["results"]["sinkbench_tiny_choice"]["acc,none"] == pytest.approx(
+        sum(correct) / len(correct)
+    )
+
+
+@pytest.mark.parametrize("model_type", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl"])
+def test_text_only_mrope_is_plain_rope(model_type: str) -> None:
+    config = _vlm_config(model_type)
+    mrope = AutoModelForImageTextToText.from_config(config).model.language_model.rotary_emb
+    plain = AutoModelForCausalLM.from_config(causal_lm_config(config, family_for(config, "test")))
+    positions = torch.arange(64)[None]
+    x = torch.ones(1, 64, 8)
+    expected = plain.model.rotary_emb(x, positions)
+    text_only = mrope(x, positions[None].expand(3, -1, -1))
+    for got, want in zip(text_only, expected, strict=True):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    image_like = torch.stack([positions, positions // 8, positions % 8])  # (3, 1, T) grid positions
+    assert not torch.allclose(mrope(x, image_like)[0], expected[0])
+
+
+def test_legacy_qwen2_5_vl_config_becomes_a_plain_qwen2_config() -> None:
+    legacy = {  # the flat layout of Qwen2.5-VL's released config.json, shrunk
+        "model_type": "qwen2_5_vl",
+        **TEXT,
+        **HEADS,
+        **SPECIAL_IDS,
+        "rope_theta": 1000000.0,
+        "rope_scaling": {"type": "mrope", "mrope_section": [2, 1, 1]},
+        "torch_dtype": "bfloat16",
+        "vision_config": QWEN_VISION,
+    }
+    config = Qwen2_5_VLConfig.from_dict(legacy)
+    target = causal_lm_config(config, family_for(config, "test"))
+    assert target.model_type == "qwen2"
+    assert target.rope_parameters == {"rope_theta": 1000000.0, "rope_type": "default"}
+    assert (target.hidden_size, target.num_key_value_heads, target.dtype) == (32, 2, torch.bfloat16)
+    assert target.tie_word_embeddings is False
+
+
+@pytest.mark.slow  # uses the shared fixture
+def test_verification_detects_a_small_change(extracted, tmp_path: Path) -> None:
+    source, out = extracted[("qwen3_vl", False)]
+    edited = tmp_path / "edited"
+    shutil.copytree(out, edited)
+    tensors = load_file(edited / "model.safetensors")
+    tensors["model.layers.1.self_attn.k_norm.weight"] *= 1.01
+    save_file(tensors, edited / "model.safetensors", metadata={"format": "pt"})
+    result = compare_logits(source, edited)
+    assert result["passed"] is False
+    assert result["max_abs_logit_diff"] > 1e-4
+    assert compare_logits(source, out)["max_abs_logit_diff"] <= 1e-4
+
+
+def test_sharded_source_gives_sharded_output(tmp_path: Path) -> None:
+    source = save_tiny_vlm(tmp_path / "vlm", "qwen3_vl", max_shard_size="40KB")
+    assert (source / "model.safetensors.index.json").is_file()
+    result = extract_lm(str(source), tmp_path / "lm", verify=True, max_shard_size="30KB")
+    shards = result.provenance["causal_lm"]["shards"]
+    index = json.loads((result.output / "model.safetensors.index.json").read_text())
+    assert len(shards) > 1
+    assert sorted(set(index["weight_map"].values())) == shards
+    lm = AutoModelForCausalLM.from_pretrained(result.output)
+    sizes = {shard: [] for shard in shards}
+    for key, shard in index["weight_map"].items():
+        sizes[shard].append(lm.get_parameter(key).nbytes)
+    assert all(sum(tensors) <= 30_000 or len(tensors) == 1 for tensors in sizes.values())
+    assert result.provenance["verification"]["passed"] is True
+    assert set(result.provenance["source"]["files_sha256"]) >= {
+        *json.loads((source / "model.safetensors.index.json").read_text())["weight_map"].values(),
+        "config.json",
+    }
+
+
+@pytest.fixture
+def existing_out(tmp_path: Path) -> Path:
+    """An OUT that already holds something, to prove failed runs leave it untouched."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("previous extraction")
+    return out
+
+
+def _assert_untouched(out: Path) -> None:
+    assert sorted(path.name for path in out.iterdir()) == ["keep.txt"]
+    assert (out / "keep.txt").read_text() == "previous extraction"
+    assert not [path for path in out.parent.iterdir() if ".partial-" in path.name or ".old-" in path.name]
+
+
+def _plain_llm(path: Path) -> Path:
+    model = AutoModelForCausalLM.from_config(LlamaConfig(**TEXT, **HEADS))
+    model.save_pretrained(path)
+    tiny_tokenizer().save_pretrained(path)
+    return path
+
+
+def _truncate_weights(source: Path) -> None:
+    weights = source / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+
+
+def _drop_a_shard(source: Path) -> None:
+    index = json.loads((source / "model.safetensors.index.json").read_text())
+    (source / sorted(set(index["weight_map"].values()))[-1]).unlink()
+
+
+def _drop_tokenizer(source: Path) -> None:
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        (source / name).unlink(missing_ok=True)
+
+
+CORRUPTIONS = {
+    "truncated safetensors": ({}, _truncate_weights, r"model\.safetensors: not a readable safetensors file"),
+    "missing config": ({}, lambda source: (source / "config.json").unlink(), r"config\.json: missing"),
+    "missing shard": (
+        {"max_shard_size": "40KB"},
+        _drop_a_shard,
+        r"model\.safetensors\.index\.json: names shards that are missing: model-0000",
+    ),
+    "no tokenizer": ({}, _drop_tokenizer, r"no tokenizer files .* --tokenizer-from"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CORRUPTIONS))
+def test_corrupt_source_is_a_clear_error_and_out_is_untouched(
+    case: str, tmp_path: Path, existing_out
+) -> None:
+    save_kwargs, corrupt, message = CORRUPTIONS[case]
+    source = save_tiny_vlm(tmp_path / "vlm", "qwen2_vl", **save_kwargs)
+    corrupt(source)
+    with pytest.raises(ExtractError, match=message):
+        extract_lm(str(source), existing_out, overwrite=True)
+    _assert_untouched(existing_out)
+
+
+def test_unsupported_model_lists_supported_families(tmp_path: Path, existing_out, capsys) -> None:
+    source = _plain_llm(tmp_path / "llama")
+    assert main(["extract-lm", str(source), str(existing_out), "--overwrite"]) == 1
+    error = capsys.readouterr().err
+    assert "model_type 'llama' is not a supported VLM family" in error
+    assert all(f"{family.name} ({family.model_type})" in error for family in FAMILIES)
+    _assert_untouched(existing_out)
+
+
+def test_failed_verification_exits_1_and_leaves_out_untouched(
+    tmp_path: Path, existing_out, monkeypatch, capsys
+) -> None:
+    from sinkbench.extract import pipeline
+
+    def wrong_rope(config, family):  # a plausible bug: the extracted config loses the VLM's rope base
+        target = causal_lm_config(config, family)
+        target.rope_parameters = {**target.rope_parameters, "rope_theta": 500.0}
+        return target
+
+    monkeypatch.setattr(pipeline, "causal_lm_config", wrong_rope)
+    source = save_tiny_vlm(tmp_path / "vlm", "qwen2_vl")
+    assert main(["extract-lm", str(source), str(existing_out), "--verify", "--overwrite"]) == 1
+    assert re.search(r"max \|logit diff\| \S+ > tolerance 0\.0001", capsys.readouterr().err)
+    _assert_untouched(existing_out)
+    with pytest.raises(VerificationError):
+        extract_lm(str(source), tmp_path / "fresh", verify=True)
+    assert not (tmp_path / "fresh").exists()
+
+
+def test_existing_out_needs_overwrite(tmp_path: Path, existing_out) -> None:
+    source = save_tiny_vlm(tmp_path / "vlm", "llava")
+    with pytest.raises(ExtractError, match=r"already exists.*--overwrite"):
+        extract_lm(str(source), existing_out)
+    _assert_untouched(existing_out)
+    extract_lm(str(source), existing_out, overwrite=True)
+    assert not (existing_out / "keep.txt").exists()
+    assert (existing_out / "model.safetensors").is_file()
+
+
+def test_unreachable_hub_id_is_a_clear_error(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)  # read at import time, not from env
+    with pytest.raises(
+        ExtractError, match="not a local directory, and the hub snapshot could not be fetched"
+    ):
+        extract_lm("sinkbench-tests/no-such-vlm", tmp_path / "out")
+    with pytest.raises(ExtractError, match="not a directory and not a hub id"):
+        extract_lm(str(tmp_path / "missing" / "dir"), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_provenance_records_source_revision_hashes_and_tool(tmp_path: Path) -> None:
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    snapshot = tmp_path / "hub" / "models--org--tiny-vlm" / "snapshots" / commit
+    save_tiny_vlm(snapshot, "idefics3")
+    provenance = extract_lm(str(snapshot), tmp_path / "lm").provenance
+    assert provenance["source"]["revision"] == commit
+    assert provenance["sinkbench_version"] == sinkbench.__version__
+    assert provenance["family"] == "Idefics3"
+    assert provenance["verification"] is None
+    hashes = provenance["source"]["files_sha256"]
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= set(hashes)
+    for name, digest in hashes.items():
+        assert digest == hashlib.sha256((snapshot / name).read_bytes()).hexdigest()
+    assert json.loads((tmp_path / "lm" / PROVENANCE_FILE).read_text()) == provenance
+
+
+def test_tokenizer_and_template_come_from_vlm_or_reference(tmp_path: Path) -> None:
+    source = save_tiny_vlm(tmp_path / "vlm", "qwen3_vl")
+    from_vlm = extract_lm(str(source), tmp_path / "from-vlm")
+    assert AutoTokenizer.from_pretrained(from_vlm.output).chat_template == CHAT_TEMPLATE
+    assert from_vlm.provenance["tokenizer"] == {"from": str(source), "chat_template": "tokenizer"}
+
+    reference = _plain_llm(tmp_path / "reference")
+    reference_tokenizer = AutoTokenizer.from_pretrained(reference)
+    reference_tokenizer.chat_template = "{{ messages[0]['content'] }} reference"
+    reference_tokenizer.save_pretrained(reference)
+    from_reference = extract_lm(str(source), tmp_path / "from-ref", tokenizer_from=str(reference))
+    assert AutoTokenizer.from_pretrained(from_reference.output).chat_template.endswith(" reference")
+    assert from_reference.provenance["tokenizer"]["from"] == str(reference)
+    reference_hashes = from_reference.provenance["tokenizer"]["files_sha256"]
+    assert (
+        reference_hashes["tokenizer.json"]
+        == hashlib.sha256((reference / "tokenizer.json").read_bytes()).hexdigest()
+    )
+
+
+def test_processor_chat_template_is_used_when_the_tokenizer_has_none(tmp_path: Path) -> None:
+    source = save_tiny_vlm(tmp_path / "vlm", "llava_onevision")
+    (source / "chat_template.jinja").unlink()
+    (source / "chat_template.json").write_text(json.dumps({"chat_template": "{{ 'processor template' }}"}))
+    result = extract_lm(str(source), tmp_path / "lm")
+    assert AutoTokenizer.from_pretrained(result.output).chat_template == "{{ 'processor template' }}"
+    assert result.provenance["tokenizer"]["chat_template"] == "chat_template.json"
+
+
+def test_cli_extracts_and_verifies(tmp_path: Path, capsys) -> None:
+    source = save_tiny_vlm(tmp_path / "vlm", "llava_next")
+    assert main(["extract-lm", str(source), str(tmp_path / "lm"), "--verify"]) == 0
+    printed = capsys.readouterr().out
+    assert "LLaVA-NeXT -> MistralForCausalLM" in printed
+    assert "verified: max |logit diff| = 0" in printed
+    assert AutoModelForCausalLM.from_pretrained(tmp_path / "lm").config.model_type == "mistral"
+
+
+@pytest.mark.parametrize("size", ["lots", "-5GB"])
+def test_bad_shard_size_is_a_clear_error(size: str, tmp_path: Path, capsys) -> None:
+    assert main(["extract-lm", str(tmp_path), str(tmp_path / "out"), f"--max-shard-size={size}"]) == 1
+    assert f"max shard size {size!r}" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_help_names_every_supported_family(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["extract-lm", "--help"])
+    assert exit_info.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert all(f"{family.name} ({family.model_type})" in text for family in FAMILIES)
