@@ -39,7 +39,7 @@ import torch
 from sinkbench import __version__
 from sinkbench.measure import ProbeOptions, load_prompts, observe
 from sinkbench.models import ModelInfo, load_model
-from sinkbench.report import write_json_atomic
+from sinkbench.safe_io import write_json_atomic
 from sinkbench.strength import PromptObservations
 
 SINK_MODES = ("head", "first")

@@ -19,6 +19,8 @@ from typing import Any
 
 import torch
 
+from sinkbench.safe_io import install_directory
+
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "auto": "auto"}
 _CACHE_MARKER = "sinkbench-cache-complete"
 
@@ -137,8 +139,7 @@ def dequantized_dir(gguf: Path, cache_dir: Path | None = None, progress: bool = 
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         (staging / _CACHE_MARKER).write_text(f"{gguf}\n{sha}\n")
-        shutil.rmtree(target, ignore_errors=True)
-        os.replace(staging, target)
+        install_directory(staging, target, replace=True)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target, sha

@@ -1,12 +1,9 @@
-"""The Sink Strength report: one JSON document per screened model, written atomically."""
+"""The Sink Strength report: one JSON document per screened model, and its text rendering."""
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
+import math
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from sinkbench import __version__
@@ -30,26 +27,17 @@ def build_report(
         "metrics": {k: v for k, v in summary.scalar_metrics().items() if k != "sink_strength"},
         "profile": {
             "layers": summary.layers,
-            "median_g": summary.median_g,
-            "layer_median_g": summary.layer_median_g,
+            "median_g": [[_finite_or_none(v) for v in row] for row in summary.median_g],
+            "layer_median_g": [_finite_or_none(v) for v in summary.layer_median_g],
         },
         "sink_position_histogram": summary.to_dict()["sink_position_histogram"],
         "probe_seconds": round(seconds, 3),
     }
 
 
-def write_json_atomic(data: dict[str, Any], path: Path) -> None:
-    """Write JSON to ``path`` via a temporary file in the same folder, then rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(data, stream, indent=2, allow_nan=False)
-            stream.write("\n")
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+def _finite_or_none(value: float) -> float | None:
+    """JSON has no NaN: a head or layer without observations is ``null``."""
+    return value if math.isfinite(value) else None
 
 
 def format_profile(summary: SinkStrengthSummary) -> str:

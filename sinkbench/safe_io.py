@@ -123,6 +123,12 @@ def write_files_atomically(out_dir: Path, files: Mapping[str, str]) -> list[Path
         shutil.rmtree(staging, ignore_errors=True)
 
 
+def write_json_atomic(data: Any, path: Path) -> None:
+    """Write ``data`` as strict JSON (no NaN) to ``path`` through a sibling temporary file."""
+    text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+    write_files_atomically(path.parent, {path.name: text})
+
+
 def install_directory(staged: Path, target: Path, *, replace: bool) -> None:
     """Move the finished folder ``staged`` to ``target`` (same file system).
 

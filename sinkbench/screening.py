@@ -8,7 +8,8 @@ from typing import Any
 
 from sinkbench.measure import ProbeOptions, load_prompts, measure
 from sinkbench.models import load_model
-from sinkbench.report import build_report, format_profile, write_json_atomic
+from sinkbench.report import build_report, format_profile
+from sinkbench.safe_io import write_json_atomic
 
 
 def screen(

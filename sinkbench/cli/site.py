@@ -1,0 +1,80 @@
+"""``sinkbench site build`` and ``sinkbench site serve``: the leaderboard site."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``site`` command and its ``build`` / ``serve`` subcommands."""
+    parser = subparsers.add_parser("site", help="build or preview the leaderboard site")
+    actions = parser.add_subparsers(dest="site_command", metavar="ACTION", required=True)
+    build = actions.add_parser(
+        "build",
+        help="aggregate the submissions and build the static site with MkDocs",
+        description="Aggregate the submissions, render the pages, charts and downloads, and run MkDocs "
+        "(strict). Run it from a clone of the repository; the site replaces --out only if every step succeeds.",
+    )
+    _add_common(build)
+    build.set_defaults(handler=_build)
+    serve = actions.add_parser(
+        "serve",
+        help="build the site and serve it locally for a preview",
+        description="Build the site into --out, then serve it over HTTP until Ctrl-C.",
+    )
+    _add_common(serve)
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    serve.set_defaults(handler=_serve)
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--submissions",
+        type=Path,
+        default=Path("submissions"),
+        metavar="DIR",
+        help="submissions root holding pairs/ and backbones/ (default: submissions)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("_site"),
+        metavar="DIR",
+        help="where the built site goes (default: _site)",
+    )
+
+
+def _build(args: argparse.Namespace) -> int:
+    from sinkbench.site import build_site
+
+    return _report(lambda: build_site(args.submissions, args.out))
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from sinkbench.site import build_site, serve_site
+
+    status = _report(lambda: build_site(args.submissions, args.out))
+    if status == 0:
+        serve_site(args.out, host=args.host, port=args.port)
+    return status
+
+
+def _report(build) -> int:
+    """Run ``build``; print the result, or the validation problems (exit 1)."""
+    from sinkbench.aggregate import SubmissionsInvalid
+
+    try:
+        report = build()
+    except SubmissionsInvalid as error:
+        for problem in error.problems:
+            print(problem)
+        print(f"site build: {len(error.problems)} validation problem(s); nothing was written.")
+        return 1
+    total = sum(report.timings.values())
+    print(
+        f"Built {report.pages} pages, {report.plots} charts and {report.raw_files} raw files into "
+        f"{report.site_dir} in {total:.1f} s."
+    )
+    return 0

@@ -1,0 +1,181 @@
+"""Build and preview the leaderboard site: aggregate the submissions, render pages, run MkDocs.
+
+:func:`build_site` works in a temporary folder beside the output and moves the finished site into place
+only when every step succeeded, so a failed build never leaves a half-written site behind. The sources are
+read from a source checkout: ``mkdocs.yml`` at its root, ``site/templates`` (Jinja2) and ``site/docs``
+(static pages, assets and included prose).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from sinkbench.aggregate import aggregate_submissions
+from sinkbench.safe_io import install_directory
+from sinkbench.site_model import RawFile
+from sinkbench.site_pages import INCLUDED_SOURCES, PageWriter, draw_plots, make_environment, write_downloads
+from sinkbench.site_views import build_views
+from sinkbench.submissions import load_submissions
+
+#: The checkout this package was loaded from (an editable install or a clone).
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class SiteSources:
+    """Where the site's sources live in a checkout."""
+
+    root: Path
+
+    @property
+    def config(self) -> Path:
+        """``mkdocs.yml`` (Material theme, navigation, Markdown extensions)."""
+        return self.root / "mkdocs.yml"
+
+    @property
+    def templates(self) -> Path:
+        """Jinja2 templates of the generated pages."""
+        return self.root / "site" / "templates"
+
+    @property
+    def docs(self) -> Path:
+        """Static pages and assets, and the prose the templates include."""
+        return self.root / "site" / "docs"
+
+    def check(self) -> None:
+        """Raise FileNotFoundError naming the first missing source and how to get it."""
+        for path in (self.config, self.templates, self.docs):
+            if not path.exists():
+                raise FileNotFoundError(
+                    f"{path} is missing: `sinkbench site build` needs a source checkout of sinkbench "
+                    "(mkdocs.yml, site/templates, site/docs). Run it from a clone of the repository."
+                )
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    """What a build produced, and how long each stage took (seconds)."""
+
+    site_dir: Path
+    pages: int
+    plots: int
+    raw_files: int
+    timings: dict[str, float]
+
+
+def _copy_static(sources: SiteSources, docs_dir: Path) -> None:
+    """Copy ``site/docs`` into the generated docs folder, leaving out the prose templates include."""
+    ignore = shutil.ignore_patterns(*INCLUDED_SOURCES)
+    shutil.copytree(
+        sources.docs,
+        docs_dir,
+        ignore=lambda folder, names: ignore(folder, names) if Path(folder) == sources.docs else set(),
+    )
+
+
+def _run_mkdocs(config_file: Path, docs_dir: Path, site_dir: Path) -> None:
+    """``mkdocs build --strict`` of ``docs_dir`` into ``site_dir`` through MkDocs' Python API."""
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+
+    build(load_config(str(config_file), docs_dir=str(docs_dir), site_dir=str(site_dir), strict=True))
+
+
+def _copy_raw_files(files: list[RawFile], site_dir: Path) -> None:
+    for file in files:
+        target = site_dir / file.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(file.source, target)
+
+
+def build_timestamp() -> str:
+    """The build time in UTC, or ``SOURCE_DATE_EPOCH`` when set (reproducible builds)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    moment = datetime.fromtimestamp(int(epoch), timezone.utc) if epoch else datetime.now(timezone.utc)
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def build_site(
+    submissions_dir: Path = Path("submissions"),
+    out_dir: Path = Path("_site"),
+    *,
+    sources: SiteSources | None = None,
+    seed: int = 0,
+    workers: int | None = None,
+) -> BuildReport:
+    """Aggregate ``submissions_dir`` and build the static site into ``out_dir`` (replaced atomically).
+
+    Args:
+        submissions_dir: The submissions root (``pairs/`` and ``backbones/``).
+        out_dir: Where the finished site goes; an existing folder there is replaced.
+        sources: The checkout holding ``mkdocs.yml`` and ``site/``; defaults to :data:`PROJECT_ROOT`.
+        seed: Seed of the aggregation's bootstrap and permutation tests.
+        workers: Processes drawing charts; defaults to the CPU count.
+
+    Raises:
+        sinkbench.aggregate.SubmissionsInvalid: the submissions do not validate; nothing is written.
+        FileNotFoundError: a source is missing.
+        mkdocs.exceptions.Abort: MkDocs reported a warning or error (strict mode).
+    """
+    sources = sources or SiteSources(PROJECT_ROOT)
+    sources.check()
+    submissions_dir, out_dir = Path(submissions_dir), Path(out_dir).resolve()
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    timings: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix=f".{out_dir.name}.build-", dir=out_dir.parent) as work:
+        docs_dir, site_dir = Path(work) / "docs", Path(work) / "site"
+        with _timed(timings, "aggregate"):
+            _copy_static(sources, docs_dir)
+            tables = aggregate_submissions(submissions_dir, docs_dir / "downloads", seed=seed)
+            views = build_views(tables, load_submissions(submissions_dir).entries, submissions_dir)
+            write_downloads(tables, docs_dir / "downloads")
+        with _timed(timings, "pages"):
+            writer = PageWriter(make_environment(sources.templates), docs_dir, sources.docs)
+            pages = writer.write_all(views, updated=build_timestamp()) + writer.write_downloads_page(tables)
+        with _timed(timings, "plots"):
+            plots = draw_plots(views.plots(), docs_dir, workers=workers or os.cpu_count() or 1)
+        with _timed(timings, "mkdocs"):
+            _run_mkdocs(sources.config, docs_dir, site_dir)
+        with _timed(timings, "install"):
+            _copy_raw_files(views.raw_files(), site_dir)
+            install_directory(site_dir, out_dir, replace=True)
+    return BuildReport(out_dir, pages, plots, len(views.raw_files()), timings)
+
+
+@contextlib.contextmanager
+def _timed(timings: dict[str, float], stage: str) -> Iterator[None]:
+    """Record the wall time of the ``with`` body as ``timings[stage]``."""
+    started = time.perf_counter()
+    yield
+    timings[stage] = time.perf_counter() - started
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves files without logging every request to stderr."""
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def make_server(site_dir: Path, *, host: str = "127.0.0.1", port: int = 0) -> http.server.ThreadingHTTPServer:
+    """An HTTP server for a built site (``port=0`` picks a free port; see ``server_address``)."""
+    handler = functools.partial(_QuietHandler, directory=str(site_dir))
+    return http.server.ThreadingHTTPServer((host, port), handler)
+
+
+def serve_site(site_dir: Path, *, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Serve a built site over HTTP until interrupted (Ctrl-C)."""
+    with make_server(site_dir, host=host, port=port) as server:
+        print(f"Serving {site_dir} at http://{host}:{server.server_address[1]}/ (Ctrl-C to stop)")
+        with contextlib.suppress(KeyboardInterrupt):
+            server.serve_forever()

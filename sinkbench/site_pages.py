@@ -1,0 +1,224 @@
+"""Write the generated MkDocs sources of the leaderboard: Markdown pages from Jinja2 templates, SVG charts
+and the CSV/JSON downloads.
+
+Templates live in ``site/templates`` and render with autoescaping on, so every user-supplied string lands in
+the page as text. Pages put user strings only inside HTML blocks, which Python-Markdown passes through without
+reading Markdown syntax in them; page titles given to MkDocs are entry names, which validation limits to
+``[a-z0-9._-]``. Trusted project prose (``site/docs/home.md``, ``site/docs/methodology/*.md``) is inserted
+as Markdown.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+import pandas as pd
+from markupsafe import Markup
+
+from sinkbench.aggregate import DECIMALS, AggregateTables
+from sinkbench.plots import render_svg
+from sinkbench.site_model import BackboneView, PairView, PlotRef, Prediction, SiteViews
+
+#: Markdown from ``site/docs`` that templates include instead of publishing as pages of their own.
+INCLUDED_SOURCES = ("home.md", "methodology")
+#: The lead's definition of S and the choices made where the paper is silent (optional until written).
+SINK_STRENGTH_DOC = "methodology/sink-strength.md"
+PROTOCOL_DOC = "methodology/evaluation-protocol.md"
+#: Charts drawn in worker processes once there are more than this many (matplotlib is ~0.1 s a chart).
+PARALLEL_PLOTS_FROM = 24
+
+#: Each downloadable table: what it holds, for the Downloads page.
+TABLE_DESCRIPTIONS = {
+    "pairs": "One row per pair and task: scores, Δ in points, relative degradation, S, QK-norm class, "
+    "provenance and the leave-one-pair-out predicted Δ.",
+    "correlations": "One row per task: Spearman and Kendall of S against Δ, bootstrap CI, permutation p-value, "
+    "leave-one-pair-out and constant-baseline MAE, and the fit on all pairs.",
+    "screening": "One row per LLM and task: rank by S, predicted Δ from the fit on all pairs and its 95% "
+    "prediction interval.",
+    "regressions": "One row per pair with IFEval per-prompt outcomes: both-pass, lost, gained, both-fail, net "
+    "change and lost prompts per instruction category.",
+}
+_MINUS = "\u2212"
+_DASH = "\u2013"
+
+
+def format_number(value: float | None, digits: int = 2, signed: bool = False) -> str:
+    """``value`` with ``digits`` decimals, a true minus sign, ``+`` when ``signed``; an en dash if missing."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return _DASH
+    text = f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+    return text.replace("-", _MINUS)
+
+
+def sort_value(value: float | None) -> str:
+    """The ``data-sort`` attribute of a numeric cell: plain digits, empty when missing."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return ""
+    return format(value, ".10g")
+
+
+def format_percent(value: float | None) -> str:
+    """A fraction as a signed percentage with one decimal."""
+    return _DASH if value is None else f"{format_number(100 * value, 1, signed=True)}%"
+
+
+def format_interval(value: Prediction | Sequence[float | None] | None, digits: int = 1) -> str:
+    """``[low, high]`` of a prediction or a pair of numbers; an en dash if missing."""
+    if value is None:
+        return _DASH
+    low, high = (value.low, value.high) if isinstance(value, Prediction) else value
+    if low is None or high is None:
+        return _DASH
+    return f"[{format_number(low, digits)}, {format_number(high, digits)}]"
+
+
+def css_token(value: str) -> str:
+    """A value reduced to ``[a-z0-9-]`` for use in a class name."""
+    return re.sub(r"[^a-z0-9-]+", "-", value.lower()).strip("-") or "unknown"
+
+
+def make_environment(templates_dir: Path) -> jinja2.Environment:
+    """The Jinja2 environment of the site: autoescape on, undefined names are errors."""
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(templates_dir),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    environment.filters.update(
+        num=format_number,
+        sort_value=sort_value,
+        percent=format_percent,
+        interval=format_interval,
+        css_token=css_token,
+    )
+    return environment
+
+
+def _trusted_markdown(path: Path) -> Markup | None:
+    """Project prose inserted as Markdown (not escaped), or None when the file does not exist."""
+    return Markup(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+@dataclass(frozen=True)
+class PageWriter:
+    """Renders templates from ``templates_dir`` into ``docs_dir``; ``sources_dir`` holds the included prose."""
+
+    environment: jinja2.Environment
+    docs_dir: Path
+    sources_dir: Path
+
+    def write(self, template: str, target: str, **context: object) -> None:
+        """Render ``template`` with ``context`` to ``docs_dir/target``."""
+        path = self.docs_dir / target
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.environment.get_template(template).render(**context), encoding="utf-8")
+
+    def write_all(self, views: SiteViews, *, updated: str) -> int:
+        """Write every page of the site but Downloads; return how many were written."""
+        headline = next((p for p in views.scatters if p.chart.task_label == views.headline.label), None)
+        pages: dict[str, tuple[str, dict[str, object]]] = {
+            "index.md": (
+                "home.md.j2",
+                {
+                    "intro": _trusted_markdown(self.sources_dir / "home.md"),
+                    "counts": views.counts,
+                    "updated": updated,
+                    "headline_plot": headline,
+                },
+            ),
+            "leaderboard.md": (
+                "leaderboard.md.j2",
+                {"pairs": views.pairs, "filters": _filters(views, "leaderboard")},
+            ),
+            "screening.md": (
+                "screening.md.j2",
+                {"backbones": views.backbones, "filters": _filters(views, "screening")},
+            ),
+            "correlations.md": (
+                "correlations.md.j2",
+                {"correlations": views.correlations, "scatters": views.scatters},
+            ),
+            "methodology.md": (
+                "methodology.md.j2",
+                {
+                    "sink_strength": _trusted_markdown(self.sources_dir / SINK_STRENGTH_DOC),
+                    "protocol": _trusted_markdown(self.sources_dir / PROTOCOL_DOC),
+                },
+            ),
+        }
+        pages |= {f"pairs/{pair.slug}.md": ("pair.md.j2", {"pair": pair}) for pair in views.pairs}
+        pages |= {f"backbones/{b.slug}.md": ("backbone.md.j2", {"backbone": b}) for b in views.backbones}
+        common = {"task_columns": views.task_columns, "headline": views.headline}
+        for target, (template, context) in pages.items():
+            self.write(template, target, **common, **context)
+        return len(pages)
+
+    def write_downloads_page(self, tables: AggregateTables) -> int:
+        """The Downloads page: every table with its row count and columns. Returns 1 (one page)."""
+        rows = [
+            {"name": name, "rows": len(frame), "columns": list(frame.columns), "description": description}
+            for name, description in TABLE_DESCRIPTIONS.items()
+            if (frame := getattr(tables, name)) is not None
+        ]
+        self.write("downloads.md.j2", "downloads.md", tables=rows)
+        return 1
+
+
+def _filters(views: SiteViews, page: str) -> list[tuple[str, str, list[str]]]:
+    """Drop-down filters of the leaderboard or screening table: (row attribute, label, options)."""
+    if page == "leaderboard":
+        rows: Sequence[PairView | BackboneView] = views.pairs
+        second = ("provenance", "Provenance", sorted({p.provenance for p in views.pairs}))
+    else:
+        rows = views.backbones
+        second = ("role", "Role", sorted({b.role for b in views.backbones}))
+    return [("qk", "QK-norm", sorted({row.qk_norm for row in rows})), second]
+
+
+def write_downloads(tables: AggregateTables, downloads_dir: Path) -> list[Path]:
+    """Write CSV and JSON of every table that the aggregation did not already write in that format."""
+    writers: dict[str, Callable[[pd.DataFrame], str]] = {"csv": _csv_text, "json": _json_text}
+    written = []
+    for name in TABLE_DESCRIPTIONS:
+        frame = getattr(tables, name).round(DECIMALS)
+        for suffix, render in writers.items():
+            path = downloads_dir / f"{name}.{suffix}"
+            if not path.exists():
+                path.write_text(render(frame), encoding="utf-8")
+                written.append(path)
+    return written
+
+
+def _csv_text(frame: pd.DataFrame) -> str:
+    return frame.to_csv(index=False)
+
+
+def _json_text(frame: pd.DataFrame) -> str:
+    records = json.loads(frame.to_json(orient="records", double_precision=15))
+    return json.dumps(records, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def draw_plots(plots: Iterable[PlotRef], docs_dir: Path, *, workers: int = 1) -> int:
+    """Draw every chart to its SVG file under ``docs_dir``; in ``workers`` processes when there are many."""
+    plots = list(plots)
+    charts = [plot.chart for plot in plots]
+    if workers > 1 and len(plots) >= PARALLEL_PLOTS_FROM:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            svgs = list(pool.map(render_svg, charts, chunksize=8))
+    else:
+        svgs = [render_svg(chart) for chart in charts]
+    for plot, svg in zip(plots, svgs, strict=True):
+        path = docs_dir / plot.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(svg, encoding="utf-8")
+    return len(plots)

@@ -1,0 +1,142 @@
+"""The built leaderboard in a real browser: headless Debian Chromium driven by Playwright.
+
+Needs ``apt-get install chromium`` (``/usr/bin/chromium``) and the ``playwright`` Python package; Playwright never
+downloads a browser here. The site is built from the seeded ``submissions/`` and served from 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sinkbench.site import PROJECT_ROOT, build_site, make_server
+from sinkbench.submissions import load_submissions
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SEEDED = PROJECT_ROOT / "submissions"
+
+pytestmark = pytest.mark.browser
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
+if not CHROMIUM.exists():
+    pytest.skip(
+        f"{CHROMIUM} not found: install Debian's browser with `apt-get install chromium`",
+        allow_module_level=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    site = tmp_path_factory.mktemp("browser") / "site"
+    build_site(SEEDED, site)
+    server = make_server(site)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    thread.join()
+
+
+@pytest.fixture(scope="module")
+def requested() -> list[str]:
+    """Every URL the browser requested, in order."""
+    return []
+
+
+@pytest.fixture(scope="module")
+def page(base_url: str, requested: list[str]) -> Iterator[object]:
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+        tab = browser.new_page(viewport={"width": 1400, "height": 1000})
+        tab.on("request", lambda request: requested.append(request.url))
+        yield tab
+        browser.close()
+
+
+def _column_values(page: object, column: int) -> list[str]:
+    return page.eval_on_selector_all(
+        "#leaderboard tbody tr:not([hidden])", f"rows => rows.map(r => r.cells[{column}].dataset.sort)"
+    )
+
+
+def test_leaderboard_lists_every_seeded_pair(page: object, base_url: str) -> None:
+    page.goto(f"{base_url}/leaderboard.html")
+    names = page.eval_on_selector_all(
+        "#leaderboard tbody tr td:first-child a", "links => links.map(a => a.href)"
+    )
+    pairs = [entry for entry in load_submissions(SEEDED).entries if entry.kind == "pair"]
+    assert len(pairs) >= 6
+    assert sorted(url.rsplit("/", 1)[-1] for url in names) == sorted(f"{e.name}.html" for e in pairs)
+    assert page.locator("#leaderboard .sb-badge--reported").count() >= len(pairs)
+    assert page.inner_text('[data-sb-count="leaderboard"]') == f"{len(pairs)} of {len(pairs)} rows"
+
+
+def test_clicking_a_column_header_sorts_the_table(page: object, base_url: str) -> None:
+    page.goto(f"{base_url}/leaderboard.html")
+    header = page.locator("#leaderboard thead th", has_text="S (nats)")
+    column = page.locator("#leaderboard thead th").all_inner_texts().index("S (nats)")
+    header.click()
+    ascending = [float(v) for v in _column_values(page, column)]
+    assert ascending == sorted(ascending) and header.get_attribute("aria-sort") == "ascending"
+    header.click()
+    descending = [float(v) for v in _column_values(page, column)]
+    assert descending == sorted(ascending, reverse=True) and header.get_attribute("aria-sort") == "descending"
+    assert ascending[0] < ascending[-1]
+
+
+def test_the_filters_hide_rows(page: object, base_url: str) -> None:
+    page.goto(f"{base_url}/leaderboard.html")
+    rows = page.locator("#leaderboard tbody tr")
+    total = rows.count()
+    page.fill('input[data-sb-filter="leaderboard"]', "InternVL")
+    visible = page.locator("#leaderboard tbody tr:not([hidden])")
+    assert 0 < visible.count() < total
+    assert all("InternVL" in text for text in visible.all_inner_texts())
+    page.fill('input[data-sb-filter="leaderboard"]', "")
+    page.select_option('select[data-sb-filter="leaderboard"][data-sb-key="qk"]', "per-head")
+    kinds = page.eval_on_selector_all(
+        "#leaderboard tbody tr:not([hidden])", "rows => rows.map(r => r.dataset.sbQk)"
+    )
+    assert kinds and set(kinds) == {"per-head"} and len(kinds) < total
+    assert page.inner_text('[data-sb-count="leaderboard"]') == f"{len(kinds)} of {total} rows"
+
+
+def test_the_headline_scatter_plot_is_visible(page: object, base_url: str) -> None:
+    page.goto(f"{base_url}/index.html")
+    plot = page.locator('img[src$="scatter-ifeval_strict.svg"]')
+    plot.scroll_into_view_if_needed()
+    assert plot.is_visible()
+    assert page.evaluate("img => img.complete && img.naturalWidth > 0", plot.element_handle())
+    assert "Scatter plot of Sink Strength S" in plot.get_attribute("alt")
+
+
+def test_nothing_is_requested_from_another_host(page: object, base_url: str, requested: list[str]) -> None:
+    page.goto(f"{base_url}/correlations.html")
+    page.wait_for_load_state("networkidle")
+    assert requested and all(url.startswith(base_url) for url in requested), requested
+
+
+def test_screenshots_of_home_and_leaderboard(page: object, base_url: str, tmp_path: Path) -> None:
+    """Saves both pages under tmp_path, and in $SINKBENCH_SCREENSHOT_DIR when set."""
+    extra = os.environ.get("SINKBENCH_SCREENSHOT_DIR")
+    for name in ("index", "leaderboard"):
+        page.goto(f"{base_url}/{name}.html")
+        shot = tmp_path / f"{name}.png"
+        page.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 10_000
+        if extra:
+            Path(extra).mkdir(parents=True, exist_ok=True)
+            shutil.copy(shot, Path(extra) / f"site-{name}.png")
