@@ -79,6 +79,18 @@ class SinkRecorder:
         return self.valid_on(device).to(torch.int8).argmax(dim=1)
 
 
+@dataclass(frozen=True)
+class _LayerTensors:
+    """One layer's float32 queries and keys (GQA-expanded), log-sum-exp, bias and kernel."""
+
+    q: torch.Tensor
+    k: torch.Tensor
+    lse: torch.Tensor
+    bias: torch.Tensor | None
+    scale: float
+    attend: Callable
+
+
 def register_probe_attention() -> str:
     """Register ``sinkbench_probe`` (and SDPA-style masks for it); return its name. Idempotent."""
     AttentionInterface.register(ATTENTION_NAME, probe_attention)
@@ -113,7 +125,8 @@ def probe_attention(
     q32, k32 = query.float(), key.float()
     if query.dtype != torch.float32:
         lse = attend(q32, k32, k32, _as_float32(bias), scale)[1]
-    _record_layer(sink_recorder, module.layer_idx, q32, k32, lse.float(), _as_float32(bias), scale, attend)
+    tensors = _LayerTensors(q32, k32, lse.float(), _as_float32(bias), scale, attend)
+    _record_layer(sink_recorder, module.layer_idx, tensors)
     return output.transpose(1, 2).contiguous(), None
 
 
@@ -170,30 +183,21 @@ def _with_extra_coordinate(x: torch.Tensor, extra: torch.Tensor) -> torch.Tensor
     return torch.cat([x, extra.expand(*x.shape[:-1], 1).to(x.dtype)], dim=-1)
 
 
-def _record_layer(
-    recorder: SinkRecorder,
-    layer: int,
-    q: torch.Tensor,
-    k: torch.Tensor,
-    lse: torch.Tensor,
-    bias: torch.Tensor | None,
-    scale: float,
-    attend: Callable,
-) -> None:
+def _record_layer(recorder: SinkRecorder, layer: int, x: _LayerTensors) -> None:
     """Store first-token attention (every layer) and sink statistics (probed layers)."""
-    valid = recorder.valid_on(q.device)
-    first = recorder.first_position_on(q.device)[:, None].expand(-1, q.shape[1])
-    attention = torch.exp(_logit_at(q, k, first, scale) - lse)
-    attention = attention.masked_fill(~_sink_visibility(first, bias, q.shape[-2])[0], 0.0)
+    valid = recorder.valid_on(x.q.device)
+    first = recorder.first_position_on(x.q.device)[:, None].expand(-1, x.q.shape[1])
+    attention = torch.exp(_logit_at(x.q, x.k, first, x.scale) - x.lse)
+    attention = attention.masked_fill(~_sink_visibility(first, x.bias, x.q.shape[-2])[0], 0.0)
     recorder.first_token_attention[layer] = attention.masked_fill(~valid[:, None, :], float("nan")).cpu()
     if layer not in recorder.probed_layers:
         return
     if recorder.sink_mode == "query" and not (recorder.forced_sinks and layer in recorder.forced_sinks):
-        g, sink = _per_query_sink(q, k, bias, scale)
+        g, sink = _per_query_sink(x.q, x.k, x.bias, x.scale)
         visible = torch.ones_like(g, dtype=torch.bool)
     else:
-        sink = _head_sinks(recorder, layer, q, k, lse, bias, scale, attend)
-        g, visible = _logodds_at(q, k, sink, bias, scale, attend)
+        sink = _head_sinks(recorder, layer, x)
+        g, visible = _logodds_at(x, sink)
     g = _drop_degenerate(g, recorder.keep_degenerate)
     observed = visible & valid[:, None, :]
     recorder.layers[layer] = LayerObservations(
@@ -207,63 +211,40 @@ def _logit_at(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, scale: 
     return (q * k.gather(2, index)).sum(-1) * scale
 
 
-def _head_sinks(
-    recorder: SinkRecorder,
-    layer: int,
-    q: torch.Tensor,
-    k: torch.Tensor,
-    lse: torch.Tensor,
-    bias: torch.Tensor | None,
-    scale: float,
-    attend: Callable,
-) -> torch.Tensor:
+def _head_sinks(recorder: SinkRecorder, layer: int, x: _LayerTensors) -> torch.Tensor:
     """``(B, H)`` sink key per head: forced, first real token, or argmax of received attention."""
     if recorder.forced_sinks and layer in recorder.forced_sinks:
-        return recorder.forced_sinks[layer].to(q.device)
+        return recorder.forced_sinks[layer].to(x.q.device)
     if recorder.sink_mode == "first":
-        return recorder.first_position_on(q.device)[:, None].expand(-1, q.shape[1]).contiguous()
-    received = _log_received_attention(q, k, lse, bias, scale, recorder.valid_on(q.device), attend)
+        return recorder.first_position_on(x.q.device)[:, None].expand(-1, x.q.shape[1]).contiguous()
+    received = _log_received_attention(x, recorder.valid_on(x.q.device))
     return received.argmax(dim=-1)
 
 
-def _log_received_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    lse: torch.Tensor,
-    bias: torch.Tensor | None,
-    scale: float,
-    query_valid: torch.Tensor,
-    attend: Callable,
-) -> torch.Tensor:
+def _log_received_attention(x: _LayerTensors, query_valid: torch.Tensor) -> torch.Tensor:
     """``(B, H, T)`` log of the attention each key receives, summed over valid queries.
 
     ``log sum_q exp(scale * q.k - lse_q)`` is the log-sum-exp of an attention problem with
     keys as queries and queries as keys (plus a coordinate carrying ``-lse_q / scale``);
     reversing the sequence turns its anti-causal mask back into a causal one.
     """
-    query_term = (-lse / scale).masked_fill(~query_valid[:, None, :], -_EXCLUDED / scale)
-    new_queries = _with_extra_coordinate(k, torch.ones((), device=k.device)).flip(-2)
-    new_keys = torch.cat([q, query_term.unsqueeze(-1)], dim=-1).flip(-2)
-    reversed_bias = None if bias is None else bias.transpose(-1, -2).flip(-1, -2).contiguous()
-    received = attend(new_queries, new_keys, new_keys, reversed_bias, scale)[1].flip(-1)
+    query_term = (-x.lse / x.scale).masked_fill(~query_valid[:, None, :], -_EXCLUDED / x.scale)
+    new_queries = _with_extra_coordinate(x.k, torch.ones((), device=x.k.device)).flip(-2)
+    new_keys = torch.cat([x.q, query_term.unsqueeze(-1)], dim=-1).flip(-2)
+    reversed_bias = None if x.bias is None else x.bias.transpose(-1, -2).flip(-1, -2).contiguous()
+    received = x.attend(new_queries, new_keys, new_keys, reversed_bias, x.scale)[1].flip(-1)
     return received.masked_fill(~query_valid[:, None, :], float("-inf"))
 
 
-def _logodds_at(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    sink: torch.Tensor,
-    bias: torch.Tensor | None,
-    scale: float,
-    attend: Callable,
-) -> tuple[torch.Tensor, torch.Tensor]:
+def _logodds_at(x: _LayerTensors, sink: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``G = l_sink - logsumexp_{k != sink} l_k`` per query, and whether the sink is visible."""
-    sink_logit = _logit_at(q, k, sink, scale)
+    q, k = x.q, x.k
+    sink_logit = _logit_at(q, k, sink, x.scale)
     is_sink = torch.arange(k.shape[-2], device=k.device)[None, None, :] == sink[:, :, None]
-    penalised_keys = torch.cat([k, ((-_EXCLUDED / scale) * is_sink.to(k.dtype)).unsqueeze(-1)], dim=-1)
+    penalised_keys = torch.cat([k, ((-_EXCLUDED / x.scale) * is_sink.to(k.dtype)).unsqueeze(-1)], dim=-1)
     queries = _with_extra_coordinate(q, torch.ones((), device=q.device))
-    others = attend(queries, penalised_keys, penalised_keys, bias, scale)[1]
-    visible, alone = _sink_visibility(sink, bias, q.shape[-2])
+    others = x.attend(queries, penalised_keys, penalised_keys, x.bias, x.scale)[1]
+    visible, alone = _sink_visibility(sink, x.bias, q.shape[-2])
     g = (sink_logit - others).masked_fill(alone, float("inf"))
     return g, visible
 
