@@ -79,7 +79,12 @@ def worker(route: str, length: int, reps: int) -> dict:
             started = time.perf_counter()
             run()
             times.append(time.perf_counter() - started)
-    return {"route": route, "tokens": length, "seconds": statistics.median(times), "peak_mib": (_rss_kib("VmHWM") - base) / 1024}
+    return {
+        "route": route,
+        "tokens": length,
+        "seconds": statistics.median(times),
+        "peak_mib": (_rss_kib("VmHWM") - base) / 1024,
+    }
 
 
 def _spawn(route: str, length: int, reps: int) -> dict:
@@ -106,7 +111,9 @@ def main() -> None:
     for length in lengths:
         rows = {route: _spawn(route, length, reps) for route in ROUTES}
         for row in rows.values():
-            print(f"{length:>5} tokens  {row['route']:<8} {row['seconds']:8.3f} s  peak +{row['peak_mib']:8.1f} MiB")
+            print(
+                f"{length:>5} tokens  {row['route']:<8} {row['seconds']:8.3f} s  peak +{row['peak_mib']:8.1f} MiB"
+            )
         forward, probe, naive = (rows[r] for r in ROUTES)
         summary = (
             f"probe/forward={probe['seconds'] / forward['seconds']:.2f} "

@@ -3,9 +3,9 @@
 The entries are those of ``bench_aggregate.py`` (50% measured pairs, 40% measured backbones, 10% reported
 pairs); ``--profiles`` gives that fraction of the measured entries a ``sink_profile.json`` (10 layers x 32
 heads), so their pages carry a heatmap. Prints the wall time of each build stage, and the CPU time of the
-whole build (with the chart workers), which varies less on a shared machine. Run:
+whole build, which varies less on a shared machine. Run:
 
-    python benchmarks/bench_site.py [--sizes 10 100 1000] [--profiles 0.1] [--workers N]
+    python benchmarks/bench_site.py [--sizes 10 100 1000] [--profiles 0.1]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from bench_aggregate import generate
 
 from sinkbench.site import build_site
 
-STAGES = ("aggregate", "pages", "plots", "mkdocs", "install")
+STAGES = ("aggregate", "pages", "plots", "mkdocs", "entries", "install")
 
 
 def add_profiles(root: Path, fraction: float, seed: int = 0) -> int:
@@ -48,12 +48,12 @@ def add_profiles(root: Path, fraction: float, seed: int = 0) -> int:
 
 
 def _cpu_seconds() -> float:
-    """CPU time of this process and its finished children (the chart workers), user + system."""
+    """CPU time of this process and its finished children, user + system."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def bench(count: int, profiles: float, workers: int | None) -> tuple[dict[str, float], float, int, int]:
+def bench(count: int, profiles: float) -> tuple[dict[str, float], float, int, int]:
     """Stage wall times and total CPU seconds of one full build over ``count`` synthetic entries, with the
     numbers of pages and charts built."""
     with tempfile.TemporaryDirectory() as folder:
@@ -61,7 +61,7 @@ def bench(count: int, profiles: float, workers: int | None) -> tuple[dict[str, f
         generate(root, count)
         add_profiles(root, profiles)
         started = _cpu_seconds()
-        report = build_site(root, Path(folder) / "site", workers=workers)
+        report = build_site(root, Path(folder) / "site")
         return report.timings, _cpu_seconds() - started, report.pages, report.plots
 
 
@@ -71,12 +71,11 @@ def main() -> None:
     parser.add_argument(
         "--profiles", type=float, default=0.1, help="fraction of measured entries with a profile"
     )
-    parser.add_argument("--workers", type=int, default=None, help="chart processes (default: CPU count)")
     args = parser.parse_args()
     header = " ".join(f"{stage:>9}" for stage in STAGES)
     print(f"{'entries':>8} {'pages':>6} {'charts':>6} {header} {'wall s':>8} {'CPU s':>8}")
     for count in args.sizes:
-        timings, cpu, pages, plots = bench(count, args.profiles, args.workers)
+        timings, cpu, pages, plots = bench(count, args.profiles)
         stages = " ".join(f"{timings.get(stage, 0.0):>9.2f}" for stage in STAGES)
         print(
             f"{count:>8} {pages:>6} {plots:>6} {stages} {sum(timings.values()):>8.2f} {cpu:>8.2f}", flush=True

@@ -1,16 +1,16 @@
-"""SVG charts for the leaderboard site, drawn with matplotlib's object API (no pyplot, no global state).
+"""SVG charts for the leaderboard site, drawn with matplotlib's object API (no pyplot, no global state); the
+per-entry heatmaps are written directly as SVG (:mod:`sinkbench.svg_heatmap`), with matplotlib's colours.
 
-Each chart is a small frozen dataclass of plain numbers and labels (picklable, so charts can be drawn in
-worker processes) with an ``alt`` description and an ``svg()`` method. The SVG root carries a ``<title>`` and
-a ``<desc>`` holding the same description as the page's ``alt`` text. Labels may be user-supplied: matplotlib
-escapes them for XML, and :func:`_plain` stops ``$`` from starting mathtext. Output is deterministic (fixed
-hash salt, no date), so rebuilding an unchanged site changes no file.
+Each chart is a small frozen dataclass of plain numbers and labels with an ``alt`` description and an
+``svg()`` method. The SVG root carries a ``<title>`` and a ``<desc>`` holding the same description as the page's
+``alt`` text. Labels may be user-supplied: matplotlib escapes them for XML, and :func:`_plain` stops ``$`` from
+starting mathtext. Output is deterministic (fixed hash salt, no date), so rebuilding an unchanged site changes
+no file.
 """
 
 from __future__ import annotations
 
 import io
-import math
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
@@ -18,6 +18,8 @@ import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
+
+from sinkbench.svg_heatmap import heatmap_svg
 
 #: Colours per QK-norm class (colour-blind safe, Okabe-Ito), and the fallback for unknown classes.
 QK_COLOURS: dict[str, str] = {"per-head": "#0072B2", "layerwise": "#E69F00", "none": "#D55E00"}
@@ -168,25 +170,14 @@ class HeatmapChart:
         )
 
     def svg(self) -> str:
-        """Draw the chart; missing values (None) are left blank."""
-        heads = max((len(row) for row in self.median_g), default=0)
-        values = [
-            [math.nan if v is None else float(v) for v in row] + [math.nan] * (heads - len(row))
-            for row in self.median_g
-        ]
-        with matplotlib.rc_context(_STYLE):
-            figure, axes = _new_axes(6.4, max(2.4, 0.28 * len(self.layers) + 1.4), left=0.6)
-            axes.grid(False)
-            image = axes.imshow(values, aspect="auto", cmap="viridis", interpolation="nearest")
-            axes.set_yticks(range(len(self.layers)), [str(layer) for layer in self.layers])
-            axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-            axes.set_xlabel("attention head")
-            axes.set_ylabel("layer")
-            axes.set_title(
-                _plain(f"Median sink log-odds G per head: {self.model_label}"), loc="left", fontsize=10
-            )
-            figure.colorbar(image, ax=axes, label="median G (nats)", shrink=0.9)
-        return _to_svg(figure, f"Sink profile of {self.model_label}", self.alt)
+        """Draw the chart as hand-written SVG (:mod:`sinkbench.svg_heatmap`); missing values are left blank."""
+        return heatmap_svg(
+            self.median_g,
+            [str(layer) for layer in self.layers],
+            title=f"Sink profile of {self.model_label}",
+            heading=f"Median sink log-odds G per head: {self.model_label}",
+            alt=self.alt,
+        )
 
 
 @dataclass(frozen=True)
@@ -227,8 +218,3 @@ class CategoryChart:
 
 
 Chart = ScatterChart | HeatmapChart | CategoryChart
-
-
-def render_svg(chart: Chart) -> str:
-    """``chart.svg()`` as a plain function, for ``ProcessPoolExecutor.map``."""
-    return chart.svg()

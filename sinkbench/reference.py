@@ -21,7 +21,9 @@ def naive_observations(
 ) -> list[PromptObservations]:
     """Per-prompt observations computed from materialised eager attention (batch size 1)."""
     options = options or ProbeOptions()
-    return naive_observations_tokens(model, encode_prompts(tokenizer, prompts, options.chat_template), options)
+    return naive_observations_tokens(
+        model, encode_prompts(tokenizer, prompts, options.chat_template), options
+    )
 
 
 def naive_observations_tokens(

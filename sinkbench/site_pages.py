@@ -1,11 +1,11 @@
 """Write the generated MkDocs sources of the leaderboard: Markdown pages from Jinja2 templates, SVG charts
-and the CSV/JSON downloads.
+and the CSV/JSON downloads; and render the content of the entry pages, which skip MkDocs' Markdown.
 
 Templates live in ``site/templates`` and render with autoescaping on, so every user-supplied string lands in
-the page as text. Pages put user strings only inside HTML blocks, which Python-Markdown passes through without
-reading Markdown syntax in them; page titles given to MkDocs are entry names, which validation limits to
-``[a-z0-9._-]``. Trusted project prose (``site/docs/home.md``, ``site/docs/methodology/*.md``) is inserted
-as Markdown.
+the page as text. Markdown pages put user strings only inside HTML blocks, which the project's MkDocs hook keeps
+away from Markdown; entry pages (``pair.html.j2``, ``backbone.html.j2``) are plain HTML, written by
+:mod:`sinkbench.site_entries` into a shell page that MkDocs renders once. Trusted project prose
+(``site/docs/home.md``, ``site/docs/methodology/*.md``) is inserted as Markdown.
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +22,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from sinkbench.aggregate import DECIMALS, AggregateTables
-from sinkbench.plots import render_svg
+from sinkbench.site_entries import EntryPage, write_shells
 from sinkbench.site_model import BackboneView, PairView, PlotRef, Prediction, SiteViews
 
 #: Markdown from ``site/docs`` that templates include instead of publishing as pages of their own.
@@ -31,8 +30,6 @@ INCLUDED_SOURCES = ("home.md", "methodology")
 #: The lead's definition of S and the choices made where the paper is silent (optional until written).
 SINK_STRENGTH_DOC = "methodology/sink-strength.md"
 PROTOCOL_DOC = "methodology/evaluation-protocol.md"
-#: Charts drawn in worker processes once there are more than this many (matplotlib is ~0.1 s a chart).
-PARALLEL_PLOTS_FROM = 24
 
 #: Each downloadable table: what it holds, for the Downloads page.
 TABLE_DESCRIPTIONS = {
@@ -62,6 +59,21 @@ def sort_value(value: float | None) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return ""
     return format(value, ".10g")
+
+
+def number_cell(value: float | None, digits: int = 2, signed: bool = False, tone: bool = False) -> Markup:
+    """A table cell of a number (:func:`format_number`) with its ``data-sort`` key, red or green by sign if ``tone``.
+
+    The templates' ``num_cell`` global: a Python function renders the thousands of cells of a large site several
+    times faster than a Jinja macro. The markup is safe: only formatted numbers go into it.
+    """
+    classes = "sb-num"
+    if tone and value is not None and value < 0:
+        classes += " sb-loss"
+    elif tone and value is not None and value > 0:
+        classes += " sb-gain"
+    text = format_number(value, digits, signed)
+    return Markup(f'<td class="{classes}" data-sort="{sort_value(value)}">{text}</td>')
 
 
 def format_percent(value: float | None) -> str:
@@ -101,6 +113,7 @@ def make_environment(templates_dir: Path) -> jinja2.Environment:
         interval=format_interval,
         css_token=css_token,
     )
+    environment.globals["num_cell"] = number_cell
     return environment
 
 
@@ -124,7 +137,11 @@ class PageWriter:
         path.write_text(self.environment.get_template(template).render(**context), encoding="utf-8")
 
     def write_all(self, views: SiteViews, *, updated: str) -> int:
-        """Write every page of the site but Downloads; return how many were written."""
+        """Write the Markdown of every page but Downloads and the entry pages, and the entry page shells.
+
+        Returns:
+            How many pages were written (not counting the shells).
+        """
         headline = next((p for p in views.scatters if p.chart.task_label == views.headline.label), None)
         pages: dict[str, tuple[str, dict[str, object]]] = {
             "index.md": (
@@ -156,12 +173,18 @@ class PageWriter:
                 },
             ),
         }
-        pages |= {f"pairs/{pair.slug}.md": ("pair.md.j2", {"pair": pair}) for pair in views.pairs}
-        pages |= {f"backbones/{b.slug}.md": ("backbone.md.j2", {"backbone": b}) for b in views.backbones}
-        common = {"task_columns": views.task_columns, "headline": views.headline}
         for target, (template, context) in pages.items():
-            self.write(template, target, **common, **context)
+            self.write(template, target, **_common(views), **context)
+        write_shells(self.docs_dir)
         return len(pages)
+
+    def entry_pages(self, views: SiteViews) -> Iterator[EntryPage]:
+        """The content of every pair and backbone page (:mod:`sinkbench.site_entries`), rendered lazily."""
+        pair, backbone = (self.environment.get_template(f"{kind}.html.j2") for kind in ("pair", "backbone"))
+        for view in views.pairs:
+            yield EntryPage("pairs", view.slug, pair.render(pair=view, **_common(views)))
+        for view in views.backbones:
+            yield EntryPage("backbones", view.slug, backbone.render(backbone=view, **_common(views)))
 
     def write_downloads_page(self, tables: AggregateTables) -> int:
         """The Downloads page: every table with its row count and columns. Returns 1 (one page)."""
@@ -172,6 +195,11 @@ class PageWriter:
         ]
         self.write("downloads.md.j2", "downloads.md", tables=rows)
         return 1
+
+
+def _common(views: SiteViews) -> dict[str, object]:
+    """Context every page template gets."""
+    return {"task_columns": views.task_columns, "headline": views.headline}
 
 
 def _filters(views: SiteViews, page: str) -> list[tuple[str, str, list[str]]]:
@@ -208,17 +236,15 @@ def _json_text(frame: pd.DataFrame) -> str:
     return json.dumps(records, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def draw_plots(plots: Iterable[PlotRef], docs_dir: Path, *, workers: int = 1) -> int:
-    """Draw every chart to its SVG file under ``docs_dir``; in ``workers`` processes when there are many."""
+def draw_plots(plots: Iterable[PlotRef], docs_dir: Path) -> int:
+    """Draw every chart to its SVG file under ``docs_dir``; return how many.
+
+    In this process: the per-entry heatmaps take about a millisecond each and the matplotlib charts are one per
+    task or per pair with IFEval samples, so worker processes would cost more to start than they save.
+    """
     plots = list(plots)
-    charts = [plot.chart for plot in plots]
-    if workers > 1 and len(plots) >= PARALLEL_PLOTS_FROM:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            svgs = list(pool.map(render_svg, charts, chunksize=8))
-    else:
-        svgs = [render_svg(chart) for chart in charts]
-    for plot, svg in zip(plots, svgs, strict=True):
+    for plot in plots:
         path = docs_dir / plot.path
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(svg, encoding="utf-8")
+        path.write_text(plot.chart.svg(), encoding="utf-8")
     return len(plots)

@@ -9,9 +9,11 @@ strings; the templates escape it.
 from __future__ import annotations
 
 import math
+import os
 import re
+import stat
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,17 +72,29 @@ def _lm_eval_versions(sides: Iterable[Side]) -> list[str]:
 
 
 def _raw_files(entry: Entry, submissions_dir: Path) -> list[RawFile]:
-    folder = submissions_dir / _FOLDER_OF_KIND[entry.kind] / entry.name
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
-    prefix = f"raw/{_FOLDER_OF_KIND[entry.kind]}/{entry.name}"
+    """Every regular file in the entry's folder (symbolic links left out), by path, for its page to link to."""
+    kind_folder = _FOLDER_OF_KIND[entry.kind]
+    found = sorted(
+        _regular_files(submissions_dir / kind_folder / entry.name), key=lambda item: item[0].split("/")
+    )
     return [
-        RawFile(p.relative_to(folder).as_posix(), f"{prefix}/{p.relative_to(folder).as_posix()}", p, _size(p))
-        for p in files
+        RawFile(relative, f"raw/{kind_folder}/{entry.name}/{relative}", path, _size(size))
+        for relative, path, size in found
     ]
 
 
-def _size(path: Path) -> str:
-    size = path.stat().st_size
+def _regular_files(folder: Path) -> Iterator[tuple[str, Path, int]]:
+    """(POSIX path relative to ``folder``, path, bytes) of each regular file below it: one ``lstat`` each."""
+    for directory, _, names in os.walk(folder):
+        for name in names:
+            path = Path(directory, name)
+            info = path.lstat()
+            if stat.S_ISREG(info.st_mode):
+                yield path.relative_to(folder).as_posix(), path, info.st_size
+
+
+def _size(size: int) -> str:
+    """A file size for people: bytes, kB or MB (powers of 1,000)."""
     if size < 1000:
         return f"{size} bytes"
     return f"{size / 1000:.1f} kB" if size < 1_000_000 else f"{size / 1_000_000:.1f} MB"

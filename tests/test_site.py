@@ -27,6 +27,7 @@ from sinkbench.site_pages import (
     format_number,
     format_percent,
     make_environment,
+    number_cell,
     sort_value,
 )
 from sinkbench.site_views import slugify
@@ -186,7 +187,7 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> SiteSources:
 @pytest.fixture(scope="module")
 def site(submissions_dir: Path, sources: SiteSources, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("built") / "site"
-    report = build_site(submissions_dir, out, sources=sources, workers=1)
+    report = build_site(submissions_dir, out, sources=sources)
     assert report.site_dir == out.resolve()
     return out
 
@@ -436,4 +437,7 @@ def test_small_formatters() -> None:
     assert format_interval(Prediction("t", "T", -2.8, -9.34, 3.8)) == "[−9.3, 3.8]"
     assert format_interval((0.775, None), 3) == "–" and format_interval((0.775, 1.0), 3) == "[0.775, 1.000]"
     assert css_token('per-head"><script>') == "per-head-script" and css_token("<>") == "unknown"
+    assert number_cell(-1.25, 1, True, True) == '<td class="sb-num sb-loss" data-sort="-1.25">−1.2</td>'
+    assert number_cell(3, tone=True) == '<td class="sb-num sb-gain" data-sort="3">3.00</td>'
+    assert number_cell(None, tone=True) == '<td class="sb-num" data-sort="">–</td>'
     assert slugify("Qwen/Qwen2.5-7B-Instruct") == "qwen--qwen2.5-7b-instruct"

@@ -1,0 +1,1 @@
+"""``eq_bench_strict``: EQ-Bench v2.1 graded by its score-block parser."""

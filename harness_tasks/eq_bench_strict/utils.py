@@ -1,0 +1,77 @@
+"""Hooks for ``eq_bench_strict.yaml``, named after the YAML keys they serve.
+
+Scoring is lm-eval's EQ-Bench v2.1 scorer (``lm_eval.tasks.eq_bench.utils``), imported, not
+re-written: the answer must hold exactly the four reference emotions as ``Emotion: <integer>``
+pairs, or it is unparseable and scores 0.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lm_eval.tasks.eq_bench.utils import calculate_score_fullscale
+
+from harness_tasks._data import DataSource, load_task_data
+
+if TYPE_CHECKING:
+    import datasets
+
+#: Keys every ``reference_answer_fullscale`` must carry.
+REFERENCE_KEYS = tuple(f"emotion{i}" for i in range(1, 5)) + tuple(f"emotion{i}_score" for i in range(1, 5))
+
+
+def read_release_json(path: Path) -> list[dict]:
+    """Read the EQ-Bench release file (``eq_bench_v2_questions_171.json``) into hub-shaped rows.
+
+    The release maps question ids to ``prompt``, ``reference_answer`` and
+    ``reference_answer_fullscale`` objects; the hub (and lm-eval's scorer) holds the
+    references as text, so they are serialised here.
+    """
+    questions = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(questions, dict):
+        raise ValueError(f"{path}: expected a JSON object mapping question ids to questions")
+    rows = []
+    for qid, question in questions.items():
+        reference = question.get("reference_answer_fullscale") if isinstance(question, dict) else None
+        missing = [key for key in REFERENCE_KEYS if not isinstance(reference, dict) or key not in reference]
+        if "prompt" not in question or missing:
+            raise ValueError(
+                f"{path}: question {qid!r} needs 'prompt' and 'reference_answer_fullscale' with {list(REFERENCE_KEYS)}"
+            )
+        rows.append(
+            {
+                "id": str(qid),
+                "prompt": question["prompt"],
+                "reference_answer": json.dumps(question.get("reference_answer", {})),
+                "reference_answer_fullscale": json.dumps(reference),
+            }
+        )
+    return rows
+
+
+#: The EQ-Bench v2 set lm-eval's ``eq_bench`` task uses; the release JSON locally.
+SOURCE = DataSource(
+    hub_path="pbevan11/EQ-Bench",
+    hub_name=None,
+    split="validation",
+    local_file="eq_bench_v2_questions_171.json",
+    read_local=read_release_json,
+)
+
+
+def custom_dataset(**_metadata: object) -> datasets.DatasetDict:
+    """Load the 171 EQ-Bench v2 questions (hub, or ``SINKBENCH_DATA_DIR``)."""
+    return load_task_data(SOURCE)
+
+
+def process_results(doc: dict, results: list[str]) -> dict[str, float]:
+    """Score one answer with lm-eval's EQ-Bench v2.1 scorer.
+
+    Returns:
+        ``eqbench``: the question's score in points (100 is a perfect match, random answers
+        average 0, it can go negative); ``percent_parseable``: 100 when the score block
+        parsed, else 0 (and ``eqbench`` is 0).
+    """
+    return calculate_score_fullscale(doc, results)

@@ -1,0 +1,78 @@
+"""Hooks for ``gpqa_diamond_cot_strict.yaml``, named after the YAML keys they serve.
+
+Unlike lm-eval's GPQA tasks, which shuffle the four options with the global ``random``
+state, the option order here is a pure function of the question's ``Record ID``, so every
+model sees the same letters on every run.
+"""
+
+from __future__ import annotations
+
+import csv
+import random
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lm_eval.tasks.gpqa.cot_zeroshot.utils import preprocess
+
+from harness_tasks._data import DataSource, load_task_data
+
+if TYPE_CHECKING:
+    import datasets
+
+#: Columns of the GPQA release (and hub) rows that the task reads.
+COLUMNS = (
+    "Record ID",
+    "Question",
+    "Correct Answer",
+    "Incorrect Answer 1",
+    "Incorrect Answer 2",
+    "Incorrect Answer 3",
+)
+LETTERS = "ABCD"
+
+
+def read_release_csv(path: Path) -> list[dict]:
+    """Read the GPQA release CSV (``gpqa_diamond.csv``), checking the columns the task needs."""
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        missing = [column for column in COLUMNS if column not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(
+                f"{path}: missing column(s) {missing}; expected the GPQA release CSV with {list(COLUMNS)}"
+            )
+        return [{column: row[column] for column in COLUMNS} for row in reader]
+
+
+#: Idavidrein/gpqa (gpqa_diamond, 198 questions) on the hub; the release ``gpqa_diamond.csv`` locally.
+SOURCE = DataSource(
+    hub_path="Idavidrein/gpqa",
+    hub_name="gpqa_diamond",
+    split="train",
+    local_file="gpqa_diamond.csv",
+    read_local=read_release_csv,
+)
+
+
+def custom_dataset(**_metadata: object) -> datasets.DatasetDict:
+    """Load GPQA Diamond (hub, or ``SINKBENCH_DATA_DIR``)."""
+    return load_task_data(SOURCE)
+
+
+def shuffle_options(doc: dict) -> dict:
+    """Return the four options in a fixed per-question order and the correct letter.
+
+    Options are cleaned with lm-eval's GPQA ``preprocess`` (strip, title marks, double spaces).
+
+    Returns:
+        ``choices`` (four strings), ``choice1`` to ``choice4``, and ``answer`` as ``"(X)"``.
+    """
+    correct = preprocess(doc["Correct Answer"])
+    options = [preprocess(doc[f"Incorrect Answer {i}"]) for i in (1, 2, 3)] + [correct]
+    random.Random(f"sinkbench-gpqa:{doc['Record ID']}").shuffle(options)
+    fields = {f"choice{i}": option for i, option in enumerate(options, start=1)}
+    return {**fields, "choices": options, "answer": f"({LETTERS[options.index(correct)]})"}
+
+
+def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
+    """Add the shuffled options and the target letter to every question."""
+    return dataset.map(shuffle_options)

@@ -1,0 +1,1 @@
+"""``ifeval_strict``: IFEval graded by lm-eval's own instruction checkers."""

@@ -1,0 +1,52 @@
+"""Hooks for ``ifeval_strict.yaml``, named after the YAML keys they serve.
+
+Grading is lm-eval's own IFEval code (``lm_eval.tasks.ifeval``), imported, not re-written.
+It is imported lazily, after :func:`harness_tasks._punkt.ensure_punkt_tab`, because importing
+it otherwise tries to download NLTK's ``punkt_tab``.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from harness_tasks import _registry  # noqa: F401  (registers the flat_mean aggregation)
+from harness_tasks._data import DataSource, load_task_data, read_jsonl
+from harness_tasks._punkt import ensure_punkt_tab
+
+if TYPE_CHECKING:
+    import datasets
+
+#: google/IFEval on the hub; the original release ``input_data.jsonl`` locally.
+SOURCE = DataSource(
+    hub_path="google/IFEval",
+    hub_name=None,
+    split="train",
+    local_file="ifeval_input_data.jsonl",
+    read_local=read_jsonl,
+)
+
+
+@functools.cache
+def lm_eval_ifeval() -> ModuleType:
+    """Return ``lm_eval.tasks.ifeval.utils`` with NLTK's ``punkt_tab`` available offline."""
+    ensure_punkt_tab()
+    return importlib.import_module("lm_eval.tasks.ifeval.utils")
+
+
+def custom_dataset(**_metadata: object) -> datasets.DatasetDict:
+    """Load the 541 IFEval prompts (hub, or ``SINKBENCH_DATA_DIR``)."""
+    return load_task_data(SOURCE)
+
+
+def process_results(doc: dict, results: list[str]) -> dict[str, bool | list[bool]]:
+    """Grade one response with lm-eval's strict and loose IFEval checkers.
+
+    Returns:
+        ``prompt_level_strict_acc`` and ``prompt_level_loose_acc`` (bool: every instruction
+        followed) and ``inst_level_strict_acc`` and ``inst_level_loose_acc`` (one bool per
+        entry of ``doc["instruction_id_list"]``).
+    """
+    return lm_eval_ifeval().process_results(doc, results)

@@ -1,0 +1,131 @@
+"""Tests of the entry pages written from MkDocs-rendered shells (sinkbench.site_entries) and of the raw files."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sinkbench import site as site_module
+from sinkbench.site import build_site
+from sinkbench.site_entries import TOKEN, EntryShell
+from sinkbench.site_model import RawFile
+from sinkbench.submissions import load_submissions
+
+FIXTURES = Path(__file__).parent / "fixtures" / "submissions"
+SITE_URL = "https://example.org/board/"
+#: A reported pair whose display name is markup and also holds the shell's placeholder.
+MARKUP_PAIR = {
+    "schema_version": 1,
+    "kind": "pair",
+    "provenance": "reported",
+    "vlm": {"id": "org/markup-vlm", "revision": None, "display_name": f"<script>x()</script> {TOKEN}"},
+    "reference_llm": {"id": "org/markup-llm", "revision": None, "display_name": None},
+    "qk_norm": "none",
+    "vl_recipe": "unknown",
+    "submitter": "tester",
+    "citation": {"source": "A. Author (2026)"},
+    "reported": {
+        "sink_strength": {"value": 1.0, "table": "T1"},
+        "tasks": [{"task": "ifeval_strict", "delta": -2.0, "table": "T2"}],
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixtures and :data:`MARKUP_PAIR`, built with a ``site_url`` (so MkDocs writes a sitemap)."""
+    root = tmp_path_factory.mktemp("entries") / "submissions"
+    shutil.copytree(FIXTURES, root)
+    (root / "pairs" / "markup").mkdir()
+    (root / "pairs" / "markup" / "metadata.json").write_text(json.dumps(MARKUP_PAIR), encoding="utf-8")
+    out = root.parent / "site"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SINKBENCH_SITE_URL", SITE_URL)
+        build_site(root, out)
+    return out
+
+
+def _entry_pages(site: Path) -> list[Path]:
+    return sorted([*(site / "pairs").glob("*.html"), *(site / "backbones").glob("*.html")])
+
+
+def test_entry_page_has_the_theme_the_escaped_name_and_its_own_title(site: Path) -> None:
+    html = (site / "pairs" / "markup.html").read_text(encoding="utf-8")
+    assert "<title>markup - sinkbench leaderboard</title>" in html
+    assert f'<link rel="canonical" href="{SITE_URL}pairs/markup.html">' in html
+    assert '<header class="md-header"' in html and '<nav class="md-tabs"' in html
+    assert '<a href="../leaderboard.html" class="md-tabs__link">' in html
+    assert 'href="../assets/sinkbench.css"' in html and 'src="../assets/tables.js"' in html
+    assert f"<h1>&lt;script&gt;x()&lt;/script&gt; {TOKEN}</h1>" in html  # user text is left as it is
+    assert html.count("<h1>") == 1 and "<script>x()" not in html
+
+
+def test_every_entry_page_is_complete_and_no_shell_is_left(site: Path) -> None:
+    entries = load_submissions(site.parent / "submissions").entries
+    assert {p.stem for p in (site / "pairs").glob("*.html")} == {e.name for e in entries if e.kind == "pair"}
+    assert len(list((site / "backbones").glob("*.html"))) == len(
+        {(e.llm.id, e.llm.revision) for e in entries}
+    )
+    for page in _entry_pages(site):
+        html = page.read_text(encoding="utf-8")
+        assert f"<title>{page.stem} - sinkbench leaderboard</title>" in html, page
+        assert html.rstrip().endswith("</html>") and "<!--sb:entry-->" not in html, page
+    assert not list(site.rglob(f"{TOKEN}.*"))
+
+
+def test_sitemap_lists_every_entry_page_instead_of_the_shells(site: Path) -> None:
+    sitemap = (site / "sitemap.xml").read_text(encoding="utf-8")
+    listed = set(re.findall(r"<loc>([^<]+)</loc>", sitemap))
+    assert {f"{SITE_URL}{p.relative_to(site).as_posix()}" for p in _entry_pages(site)} <= listed
+    assert f"{SITE_URL}leaderboard.html" in listed and TOKEN not in sitemap
+    assert gzip.decompress((site / "sitemap.xml.gz").read_bytes()).decode("utf-8") == sitemap
+
+
+def test_shell_fills_content_and_name_but_not_inside_the_content() -> None:
+    shell = EntryShell.from_html(
+        f"<title>{TOKEN} - x</title><a href='{TOKEN}.html'>{TOKEN}</a><!--sb:entry--><h1>{TOKEN}</h1>"
+        f"<!--/sb:entry--><p>{TOKEN}</p>",
+        Path("shell.html"),
+    )
+    page = shell.page("a-b.c", f"<h1>{TOKEN}</h1>")
+    assert page == f"<title>a-b.c - x</title><a href='a-b.c.html'>a-b.c</a><h1>{TOKEN}</h1><p>a-b.c</p>"
+
+
+@pytest.mark.parametrize(
+    "html", ["<title>t</title><!--sb:entry--><!--/sb:entry-->", f"<title>{TOKEN}</title><!--sb:entry-->"]
+)
+def test_a_shell_of_another_shape_is_refused(html: str) -> None:
+    with pytest.raises(ValueError, match=r"shell\.html: expected one <!--sb:entry-->"):
+        EntryShell.from_html(html, Path("shell.html"))
+
+
+def test_a_page_name_must_be_a_slug() -> None:
+    shell = EntryShell(("<title>", "</title>"), ("",))
+    assert shell.page("ok", "") == "<title>ok</title>"
+    with pytest.raises(ValueError, match=r"'<b>' is not a slug"):
+        shell.page("<b>", "")
+
+
+def _refuse_link(source: Path, target: Path) -> None:
+    raise OSError(f"cannot link {source} to {target}: another device")
+
+
+@pytest.mark.parametrize("can_link", [True, False])
+def test_raw_files_are_linked_or_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, can_link: bool
+) -> None:
+    source = tmp_path / "results.json"
+    source.write_text('{"a": 1}', encoding="utf-8")
+    if not can_link:
+        monkeypatch.setattr(site_module.os, "link", _refuse_link)
+    files = [RawFile("results.json", f"raw/pairs/{name}/results.json", source, "8 bytes") for name in "ab"]
+    site_module._add_raw_files(files, tmp_path / "site")
+    for name in "ab":
+        target = tmp_path / "site" / "raw" / "pairs" / name / "results.json"
+        assert target.read_text(encoding="utf-8") == '{"a": 1}'
+        assert target.samefile(source) == can_link
