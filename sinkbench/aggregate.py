@@ -108,12 +108,13 @@ class SubmissionsInvalid(ValueError):
 
 @dataclass(frozen=True)
 class AggregateTables:
-    """The aggregated tables; each JSON/CSV output is one of these DataFrames."""
+    """The aggregated tables (each JSON/CSV output is one of these DataFrames) and the entries behind them."""
 
     pairs: pd.DataFrame
     correlations: pd.DataFrame
     screening: pd.DataFrame
     regressions: pd.DataFrame
+    entries: tuple[Entry, ...] = ()
 
 
 def _pair_rows(entries: Sequence[Entry]) -> list[dict]:
@@ -310,6 +311,7 @@ def build_tables(entries: Sequence[Entry], *, seed: int = 0) -> AggregateTables:
         correlations=correlations_table(pairs, seed=seed),
         screening=screening_table(ordered, pairs),
         regressions=regressions_table(ordered),
+        entries=tuple(ordered),
     )
 
 

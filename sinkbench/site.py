@@ -21,14 +21,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from sinkbench.aggregate import AggregateTables, SubmissionsInvalid, build_tables, render_outputs
-from sinkbench.safe_io import install_directory, write_files_atomically
+from sinkbench.aggregate import aggregate_submissions
+from sinkbench.safe_io import install_directory
 from sinkbench.site_entries import write_entry_pages
 from sinkbench.site_model import RawFile
 from sinkbench.site_pages import INCLUDED_SOURCES, PageWriter, draw_plots, make_environment, write_downloads
 from sinkbench.site_views import build_views
-from sinkbench.submission_entry import Entry
-from sinkbench.submissions import load_submissions
 
 #: The checkout this package was loaded from (an editable install or a clone).
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -84,25 +82,6 @@ def _copy_static(sources: SiteSources, docs_dir: Path) -> None:
         docs_dir,
         ignore=lambda folder, names: ignore(folder, names) if Path(folder) == sources.docs else set(),
     )
-
-
-def _aggregate(
-    submissions_dir: Path, downloads_dir: Path, seed: int
-) -> tuple[AggregateTables, tuple[Entry, ...]]:
-    """Load and validate the submissions once, build the tables and write the files ``sinkbench aggregate`` writes.
-
-    The steps of :func:`sinkbench.aggregate.aggregate_submissions`, which does not return the entries that the
-    pages also need (loading them a second time cost ~0.7 s at 1,000 entries).
-
-    Raises:
-        SubmissionsInvalid: the submissions do not validate; nothing is written.
-    """
-    loaded = load_submissions(submissions_dir)
-    if loaded.problems:
-        raise SubmissionsInvalid(loaded.problems)
-    tables = build_tables(loaded.entries, seed=seed)
-    write_files_atomically(downloads_dir, render_outputs(tables))
-    return tables, loaded.entries
 
 
 def _run_mkdocs(config_file: Path, docs_dir: Path, site_dir: Path) -> None:
@@ -169,8 +148,8 @@ def build_site(
         docs_dir, site_dir = Path(work) / "docs", Path(work) / "site"
         with _timed(timings, "aggregate"):
             _copy_static(sources, docs_dir)
-            tables, entries = _aggregate(submissions_dir, docs_dir / "downloads", seed)
-            views = build_views(tables, entries, submissions_dir)
+            tables = aggregate_submissions(submissions_dir, docs_dir / "downloads", seed=seed)
+            views = build_views(tables, tables.entries, submissions_dir)
             write_downloads(tables, docs_dir / "downloads")
         with _timed(timings, "pages"):
             writer = PageWriter(make_environment(sources.templates), docs_dir, sources.docs)

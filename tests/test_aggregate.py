@@ -113,7 +113,9 @@ def test_measured_regressions_match_prompts_by_key() -> None:
 
 
 def _seeds_plus_fixture_backbone(tmp_path: Path) -> Path:
-    root = Path(shutil.copytree(REPO_SUBMISSIONS, tmp_path / "submissions"))
+    """The six seeded paper pairs (not the repository's other entries) plus the fixture backbone."""
+    root = tmp_path / "submissions"
+    shutil.copytree(REPO_SUBMISSIONS / "pairs", root / "pairs")
     shutil.copytree(FIXTURES / "backbones" / "tiny-llm", root / "backbones" / "tiny-llm")
     return root
 
