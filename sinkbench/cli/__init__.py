@@ -28,13 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"sinkbench {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"sinkbench.cli.{name}")
-        except ModuleNotFoundError as error:
-            if error.name == f"sinkbench.cli.{name}":
-                continue
-            raise
-        module.register(subparsers)
+        importlib.import_module(f"sinkbench.cli.{name}").register(subparsers)
     return parser
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``site`` command and its ``build`` / ``serve`` subcommands."""
-    parser = subparsers.add_parser("site", help="build or preview the leaderboard site")
+    parser = subparsers.add_parser("site", help="Build or preview the leaderboard site (MkDocs Material).")
     actions = parser.add_subparsers(dest="site_command", metavar="ACTION", required=True)
     build = actions.add_parser(
         "build",
