@@ -40,9 +40,8 @@ from sinkbench import __version__
 from sinkbench.measure import ProbeOptions, load_prompts, observe
 from sinkbench.models import ModelInfo, load_model
 from sinkbench.safe_io import write_json_atomic
+from sinkbench.sink_modes import PER_HEAD_SINK_MODES
 from sinkbench.strength import PromptObservations
-
-SINK_MODES = ("head", "first")
 
 
 @dataclass(frozen=True)
@@ -154,8 +153,10 @@ def pair_margin(
         ValueError: unsupported options, or a pair whose vocabularies or shapes do not match.
     """
     options = options or ProbeOptions()
-    if options.sink_position not in SINK_MODES:
-        raise ValueError(f"margin needs one p_sink per head: sink_position must be one of {SINK_MODES}")
+    if options.sink_position not in PER_HEAD_SINK_MODES:
+        raise ValueError(
+            f"margin needs one p_sink per head: sink_position must be one of {PER_HEAD_SINK_MODES}"
+        )
     prompts = load_prompts(prompts_path)
     infos, reference_obs, vlm_obs = _probe_pair(reference, vlm_lm, prompts, options, dtype, device, progress)
     report = {

@@ -31,7 +31,8 @@ from typing import Any
 
 import torch
 
-from sinkbench.probe import SINK_MODES, SinkRecorder, register_probe_attention
+from sinkbench.probe import SinkRecorder, register_probe_attention
+from sinkbench.sink_modes import SINK_MODES
 from sinkbench.strength import PromptObservations, SinkStrengthSummary, summarize
 
 SUPPORTED_MODEL_TYPES = {

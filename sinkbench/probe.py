@@ -30,7 +30,6 @@ from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_f
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 ATTENTION_NAME = "sinkbench_probe"
-SINK_MODES = ("head", "query", "first")
 _EXCLUDED = 1.0e5  # logit penalty (after scaling) that removes the sink key from a flash call
 _QUERY_CHUNK = 256
 

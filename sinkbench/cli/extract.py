@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from sinkbench.sink_modes import PER_HEAD_SINK_MODES
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``extract-lm`` and ``margin`` subcommands."""
@@ -58,7 +60,7 @@ def _register_margin(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--num-layers", type=int, default=10, help="probe the last K layers (default 10)")
     parser.add_argument(
         "--sink-position",
-        choices=("head", "first"),
+        choices=PER_HEAD_SINK_MODES,
         default="head",
         help="how p_sink is chosen (default head)",
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-_SINK_MODES = ("head", "query", "first")
+from sinkbench.sink_modes import SINK_MODES
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--num-layers", type=int, default=10, help="probe the last K layers (default 10)")
     parser.add_argument(
-        "--sink-position", choices=_SINK_MODES, default="head", help="how p_sink is chosen (default head)"
+        "--sink-position", choices=SINK_MODES, default="head", help="how p_sink is chosen (default head)"
     )
     parser.add_argument("--keep-degenerate", action="store_true", help="keep a=1 observations as G=+inf")
     parser.add_argument("--chat-template", choices=("auto", "on", "off"), default="auto")
