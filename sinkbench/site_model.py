@@ -89,6 +89,16 @@ class Prediction:
     high: float | None
 
 
+@dataclass(frozen=True)
+class OwnScore:
+    """A backbone's own score on one task, in points; ``coverage`` is ``(evaluated, documents)`` of a
+    ``--limit`` run, None when the whole test set was evaluated."""
+
+    label: str
+    score: float
+    coverage: tuple[int, int] | None = None
+
+
 @dataclass
 class PairView:
     """Everything the leaderboard row and the page of one pair show."""
@@ -143,7 +153,8 @@ class BackboneView:
     sink_metrics: list[tuple[str, float]]
     lm_eval_versions: list[str]
     directories: list[str]
-    scores: list[tuple[str, float]]
+    scores: list[OwnScore]
+    notes: list[str]
     raw_files: list[RawFile]
     metrics: list[MetricRow] = field(default_factory=list)
     predictions: list[Prediction] = field(default_factory=list)

@@ -25,6 +25,7 @@ from sinkbench.site_model import (
     BackboneView,
     CorrelationRow,
     MetricRow,
+    OwnScore,
     PairView,
     PlotRef,
     Prediction,
@@ -245,15 +246,15 @@ def _predictions(rows: Iterable[Row]) -> list[Prediction]:
     ]
 
 
-def _own_scores(entries: Sequence[Entry]) -> list[tuple[str, float]]:
+def _own_scores(entries: Sequence[Entry]) -> list[OwnScore]:
     """The LLM's own score per task (reference side of pairs, or the backbone), first entry wins."""
-    scores: dict[str, float] = {}
+    scores: dict[str, OwnScore] = {}
     for entry in entries:
         for task, score in entry.scores.items():
             value = _number(score.reference_score)
             if value is not None:
-                scores.setdefault(task, value)
-    return [(TASKS[task].label, scores[task]) for task in TASKS if task in scores]
+                scores.setdefault(task, OwnScore(TASKS[task].label, value, score.coverage))
+    return [scores[task] for task in TASKS if task in scores]
 
 
 def _backbone_view(
@@ -285,6 +286,7 @@ def _backbone_view(
         lm_eval_versions=_lm_eval_versions(e.llm_side for e in entries if e.llm_side is not None),
         directories=[entry.directory for entry in entries],
         scores=_own_scores(entries),
+        notes=[entry.metadata.notes for entry in own if entry.metadata.notes],
         raw_files=[f for entry in own for f in _raw_files(entry, submissions_dir)],
         metrics=all_metrics([own[0].llm_side]) if own and own[0].llm_side is not None else [],
         predictions=_predictions(screening),

@@ -95,6 +95,8 @@ class TaskScore:
 
     ``delta`` is ``vlm_score - reference_score`` when both are known (more digits than a printed
     delta), else the published delta. ``derived`` names the values computed from published ones.
+    ``coverage`` is ``(evaluated, documents)`` when a measured run skipped documents (``--limit``; only a
+    backbone's own scores may, see :func:`sinkbench.results_rules.rule_no_limit`), else None.
     """
 
     task: str
@@ -103,6 +105,7 @@ class TaskScore:
     reported_delta: float | None
     derived: tuple[str, ...]
     source: str
+    coverage: tuple[int, int] | None = None
 
     @property
     def delta(self) -> float | None:
@@ -226,7 +229,7 @@ class Entry:
                 continue
             files = [side.results_for(task) for side in (llm, vlm) if side is not None]
             source = " | ".join(item.path for item in files if item is not None)
-            scores[task] = TaskScore(task, reference, other, None, (), source)
+            scores[task] = TaskScore(task, reference, other, None, (), source, _partial_coverage(llm, task))
         return scores
 
     def ifeval_outcomes(self) -> tuple[tuple[IfevalOutcome, ...], tuple[IfevalOutcome, ...]] | None:
@@ -235,3 +238,12 @@ class Entry:
         if reference is None or vlm is None or reference.ifeval is None or vlm.ifeval is None:
             return None
         return reference.ifeval, vlm.ifeval
+
+
+def _partial_coverage(side: Side | None, task: str) -> tuple[int, int] | None:
+    """``(evaluated, documents)`` of ``task`` on ``side`` when the run skipped documents, else None."""
+    found = side.results_for(task) if side is not None else None
+    count = found.data.n_samples.get(task) if found is not None else None
+    if count is None or count.effective == count.original:
+        return None
+    return count.effective, count.original

@@ -327,6 +327,15 @@ def test_pair_page_shows_revisions_lm_eval_version_and_raw_files(site: Path, ent
     assert "reference/results_" in page and "metadata.json" in page
 
 
+def test_backbone_page_labels_a_limited_run_and_shows_notes(site: Path, entries: list) -> None:
+    backbone = next(e for e in entries if e.kind == "backbone" and e.provenance == "measured")
+    assert backbone.scores["gsm8k_cot_strict"].coverage == (250, 1319)
+    page = _html(site, f"backbones/{slugify(backbone.llm.id)}.html")
+    row = re.search(r"<tr><td>GSM8K-CoT (.*?)</tr>", page)
+    assert row and "only 250 of 1,319 documents" in row.group(1) and ">2.40<" in row.group(1), row
+    assert "<dt>Notes</dt><dd>GSM8K-CoT on the first 250 problems only (--limit 250) &lt;b&gt;as text" in page
+
+
 def test_home_page_has_counts_headline_chart_and_last_update(site: Path, entries: list) -> None:
     html = _html(site, "index.html")
     pairs = sum(e.kind == "pair" for e in entries)

@@ -187,7 +187,7 @@ RULE_CASES = [
      "must take its numbers from its files"),
     ("reported with raw files", _results_in_reported_entry, "pairs/tiny-vlm-reported", "provenance",
      "holds raw result files"),
-    ("measured without files", lambda root: (root / BACKBONE / "results_2026-11-30T02-00-00.000000.json").unlink(),
+    ("measured without files", lambda root: [path.unlink() for path in (root / BACKBONE).glob("results_*.json")],
      BACKBONE, "provenance", "has no lm-eval results files"),
     ("reported with a profile", lambda root: shutil.copy(root / PAIR / "sink_profile.json",
      root / "pairs/tiny-vlm-reported/sink_profile.json"), "pairs/tiny-vlm-reported", "provenance",
@@ -353,6 +353,33 @@ def test_entry_with_unreadable_file_is_left_out_and_rules_skip_it(root: Path) ->
     loaded = load_submissions(root)
     assert "tiny-vlm" not in {entry.name for entry in loaded.entries}
     assert [problem.file for problem in loaded.problems] == [f"submissions/{VLM_RESULTS}"]
+
+
+BACKBONE_SINK = f"{BACKBONE}/results_2026-11-30T02-00-00.000000.json"
+BACKBONE_LIMITED = f"{BACKBONE}/results_2026-11-30T03-00-00.000000.json"
+
+
+def test_backbone_strict_suite_may_use_limit_and_its_coverage_is_kept(root: Path) -> None:
+    """The fixture backbone's GSM8K file is a ``--limit 250`` run; the same file in a pair is refused."""
+    scores = next(entry for entry in load_submissions(root).entries if entry.name == "tiny-llm").scores
+    assert scores["gsm8k_cot_strict"].coverage == (250, 1319)
+    assert scores["gsm8k_cot_strict"].reference_score == pytest.approx(2.4)
+    pair = next(entry for entry in load_submissions(root).entries if entry.name == "tiny-vlm").scores
+    assert pair["gsm8k_cot_strict"].coverage is None
+    shutil.copy(root / BACKBONE_LIMITED, root / PAIR / "reference")
+    problems = {(p.field, p.message) for p in load_submissions(root).problems}
+    assert ("config.limit", "the run used --limit 250.") in problems
+    assert ("n-samples.gsm8k_cot_strict", "evaluated 250 of 1319 documents.") in problems
+
+
+def test_limit_is_refused_for_sink_strength_even_in_a_backbone(root: Path) -> None:
+    edit_json(root / BACKBONE_SINK, _set(["config", "limit"], 5))
+    edit_json(root / BACKBONE_SINK, _set(["n-samples", "sink_strength", "effective"], 5))
+    problems = {(p.field, p.message) for p in load_submissions(root).problems}
+    assert problems == {
+        ("config.limit", "the run used --limit 5."),
+        ("n-samples.sink_strength", "evaluated 5 of 15 documents."),
+    }
 
 
 def test_problems_from_many_entries_are_reported_together(root: Path) -> None:
