@@ -227,9 +227,12 @@ class Entry:
             other = vlm.score(task) if vlm else None
             if reference is None and other is None:
                 continue
-            files = [side.results_for(task) for side in (llm, vlm) if side is not None]
+            reference_file = llm.results_for(task) if llm else None
+            files = [reference_file, vlm.results_for(task) if vlm else None]
             source = " | ".join(item.path for item in files if item is not None)
-            scores[task] = TaskScore(task, reference, other, None, (), source, _partial_coverage(llm, task))
+            scores[task] = TaskScore(
+                task, reference, other, None, (), source, _partial_coverage(reference_file, task)
+            )
         return scores
 
     def ifeval_outcomes(self) -> tuple[tuple[IfevalOutcome, ...], tuple[IfevalOutcome, ...]] | None:
@@ -240,9 +243,9 @@ class Entry:
         return reference.ifeval, vlm.ifeval
 
 
-def _partial_coverage(side: Side | None, task: str) -> tuple[int, int] | None:
-    """``(evaluated, documents)`` of ``task`` on ``side`` when the run skipped documents, else None."""
-    found = side.results_for(task) if side is not None else None
+def _partial_coverage(found: ResultsFile | None, task: str) -> tuple[int, int] | None:
+    """``(evaluated, documents)`` of ``task`` in the results file ``found`` when its run skipped documents, else
+    None."""
     count = found.data.n_samples.get(task) if found is not None else None
     if count is None or count.effective == count.original:
         return None
