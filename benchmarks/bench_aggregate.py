@@ -18,9 +18,15 @@ from pathlib import Path
 
 import numpy as np
 
-from sinkbench.aggregate import aggregate_submissions
-from sinkbench.submission_schema import FORMAT_TASKS, SINK_METRIC, SINK_SECONDARY_METRICS, SINK_TASK, TASKS
 from sinkbench.submissions import load_submissions
+from sinkbench.submissions.catalogue import (
+    FORMAT_TASKS,
+    SINK_METRIC,
+    SINK_SECONDARY_METRICS,
+    SINK_TASK,
+    TASKS,
+)
+from sinkbench.tables.aggregate import aggregate_submissions
 
 GENERATION = {"until": [], "do_sample": False, "temperature": 0.0, "max_gen_toks": 1280}
 

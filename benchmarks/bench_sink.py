@@ -3,9 +3,9 @@
 Routes, on SmolLM2-135M-Instruct (embedded default, float32, CPU), one prompt of N tokens:
 
 * ``forward``: the decoder stack with SDPA, no statistics (the floor: the probe cannot beat it);
-* ``probe``: ``sinkbench.measure.observe_tokens`` plus the summary (what ``sinkbench screen`` runs);
+* ``probe``: ``sinkbench.sink.observe.observe_tokens`` plus the summary (what ``sinkbench screen`` runs);
 * ``naive``: the decoder stack with eager attention and ``output_attentions=True`` plus S from
-  the materialised probabilities (``sinkbench.reference``).
+  the materialised probabilities (``sinkbench.sink.naive``).
 
 Each (route, length) runs in a fresh process. Memory is the peak resident set *above* the
 loaded model: the kernel's high-water mark is reset after loading (``/proc/self/clear_refs``).
@@ -38,7 +38,7 @@ def _rss_kib(field: str) -> int:
 
 def _tokens(tokenizer, length: int) -> list[int]:
     """Calibration prompts, concatenated and repeated to exactly ``length`` tokens."""
-    from sinkbench.measure import load_prompts
+    from sinkbench.sink.prompts import load_prompts
 
     text = " ".join(load_prompts())
     ids = tokenizer(text).input_ids
@@ -48,9 +48,10 @@ def _tokens(tokenizer, length: int) -> list[int]:
 def _route(name: str, model, ids: list[int]):
     import torch
 
-    from sinkbench.measure import ProbeOptions, observe_tokens
-    from sinkbench.reference import naive_observations_tokens
-    from sinkbench.strength import summarize
+    from sinkbench.sink.naive import naive_observations_tokens
+    from sinkbench.sink.observe import observe_tokens
+    from sinkbench.sink.options import ProbeOptions
+    from sinkbench.sink.strength import summarize
 
     options = ProbeOptions(batch_size=1)
     if name == "forward":

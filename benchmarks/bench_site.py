@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from bench_aggregate import generate
 
-from sinkbench.site import build_site
+from sinkbench.leaderboard.build import build_site
 
 STAGES = ("aggregate", "pages", "plots", "mkdocs", "entries", "install")
 

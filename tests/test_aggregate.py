@@ -1,4 +1,4 @@
-"""Tests of sinkbench.aggregate: the paper's statistics from the seeded entries, tables, atomic writes."""
+"""Tests of sinkbench.tables.build: the paper's statistics from the seeded entries, tables, atomic writes."""
 
 from __future__ import annotations
 
@@ -9,23 +9,24 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sinkbench import stats
-from sinkbench.aggregate import (
-    CORRELATION_COLUMNS,
-    PAIRS_COLUMNS,
-    SCREENING_COLUMNS,
-    SubmissionsInvalid,
-    aggregate_submissions,
-    build_tables,
-)
 from sinkbench.cli import main
-from sinkbench.submissions import load_submissions
+from sinkbench.submissions import SubmissionsInvalid, load_submissions
+from sinkbench.tables import stats
+from sinkbench.tables.aggregate import aggregate_submissions
+from sinkbench.tables.build import build_tables
+from sinkbench.tables.correlations import CORRELATION_COLUMNS
+from sinkbench.tables.pairs import PAIRS_COLUMNS
+from sinkbench.tables.screening import SCREENING_COLUMNS
 
 REPO_SUBMISSIONS = Path(__file__).parents[1] / "submissions"
 FIXTURES = Path(__file__).parent / "fixtures" / "submissions"
-OUTPUTS = ("pairs.csv", "pairs.json", "correlations.json", "screening.csv", "regressions.csv")
+OUTPUTS = tuple(
+    f"{name}.{suffix}"
+    for name in ("pairs", "correlations", "screening", "regressions")
+    for suffix in ("csv", "json")
+)
 
-# FACTS.md Table 10: held-out predicted IFEval delta per pair (leave-one-pair-out linear fit on S).
+# The paper (arXiv 2609.00746) Table 10, as transcribed in shared/paper/FACTS.md: held-out predicted IFEval delta per pair (leave-one-pair-out linear fit on S).
 TABLE_10_PREDICTED = {
     "qwen3-vl-8b-instruct": -0.92,
     "internvl3.5-8b": -3.41,
@@ -34,7 +35,7 @@ TABLE_10_PREDICTED = {
     "llava-onevision-qwen2-7b-ov": -9.04,
     "molmo2-o-7b": -13.74,
 }
-# FACTS.md Table 4 (six pairs): Spearman and LOO error per task.
+# The paper's Table 4 (six pairs): Spearman and LOO error per task.
 TABLE_4 = {
     "ifeval_strict": (0.971, 2.54),
     "eq_bench_strict": (0.971, 19.09),

@@ -1,4 +1,4 @@
-"""Tests for ``sinkbench.margin`` and ``sinkbench margin``: definitions, hand-computed values, a planted change."""
+"""Tests for ``sinkbench.sink.margin`` and ``sinkbench margin``: definitions, hand-computed values, a planted change."""
 
 from __future__ import annotations
 
@@ -14,10 +14,12 @@ from tiny_models import CONFIGS, save_tiny_model, tiny_tokenizer
 from transformers import AutoModelForCausalLM
 
 from sinkbench.cli import main
-from sinkbench.margin import margin_summary, pair_margin, paired_g
-from sinkbench.measure import ProbeOptions, load_prompts, observe
 from sinkbench.models import load_model
-from sinkbench.strength import PromptObservations, summarize
+from sinkbench.sink.margin import margin_summary, pair_margin, paired_g
+from sinkbench.sink.observe import observe
+from sinkbench.sink.options import ProbeOptions
+from sinkbench.sink.prompts import load_prompts
+from sinkbench.sink.strength import PromptObservations, summarize
 
 NAN = math.nan
 LAYERS = 4  # tiny_models' depth: probe every layer
@@ -47,13 +49,13 @@ def test_margin_quantities_match_a_hand_computation() -> None:
     # layer 2: G_base {1, 2, 4}, G_vlm {0.5, 2, 1} -> B_gap {0.5, 0, 3}
     # layer 3: the +inf VLM-LM value is not an observation: G_base {3, 0}, G_vlm {1, -1}, B_gap {2, 1}
     assert summary.layers == [2, 3]
-    assert [row.observations for row in summary.per_layer] == [3, 2]
+    assert [row.paired_observations for row in summary.per_layer] == [3, 2]
     assert [row.g_base for row in summary.per_layer] == [2.0, 1.5]
     assert [row.b_gap for row in summary.per_layer] == [0.5, 1.5]
     assert [row.margin for row in summary.per_layer] == [1.5, 0.0]
     assert [row.g_vlm for row in summary.per_layer] == [1.0, 0.0]
     # pooled: G_base {1, 2, 4, 3, 0} -> 2; B_gap {0.5, 0, 3, 2, 1} -> 1
-    assert (summary.overall.observations, summary.overall.g_base, summary.overall.b_gap) == (5, 2.0, 1.0)
+    assert (summary.overall.paired_observations, summary.overall.g_base, summary.overall.b_gap) == (5, 2.0, 1.0)
     assert summary.overall.margin == 1.0
     rows = summary.to_dict()["per_layer"]
     assert [row["layer"] for row in rows] == [2, 3]
@@ -128,7 +130,7 @@ def test_identical_pair_has_zero_gap_and_g_base_is_sink_strength(reference_dir: 
     summary = summarize(observe(loaded.model, loaded.tokenizer, load_prompts(), options))
     assert report["overall"]["b_gap"] < 1e-5
     assert report["overall"]["g_base"] == pytest.approx(summary.sink_strength, abs=1e-6)
-    assert report["overall"]["observations"] == summary.observations
+    assert report["overall"]["paired_observations"] == summary.observations
     assert [row["g_base"] for row in report["per_layer"]] == pytest.approx(summary.layer_median_g, abs=1e-6)
 
 

@@ -1,4 +1,4 @@
-"""Options, prompts and guards of ``sinkbench.measure``."""
+"""Options, prompts and guards of ``sinkbench.sink.observe``."""
 
 from __future__ import annotations
 
@@ -9,15 +9,9 @@ import pytest
 from tiny_models import tiny_causal_lm, tiny_tokenizer
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from sinkbench.measure import (
-    ProbeOptions,
-    check_supported,
-    encode_prompts,
-    load_prompts,
-    observe,
-    probe_mode,
-    probed_layers,
-)
+from sinkbench.sink.observe import check_supported, encode_prompts, observe, probe_mode, probed_layers
+from sinkbench.sink.options import ProbeOptions
+from sinkbench.sink.prompts import load_prompts
 
 IFEVAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "ifeval_input_data.jsonl"
 

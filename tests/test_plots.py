@@ -1,4 +1,4 @@
-"""Tests of the site's SVG charts (sinkbench.plots)."""
+"""Tests of the site's SVG charts (sinkbench.leaderboard.plots)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from xml.etree import ElementTree
 from matplotlib import colormaps
 from matplotlib.colors import to_hex
 
-from sinkbench.plots import CategoryChart, HeatmapChart, ScatterChart, ScatterPoint
+from sinkbench.leaderboard.plots import CategoryChart, HeatmapChart, ScatterChart, ScatterPoint
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -10,9 +10,10 @@ import torch
 from tiny_models import tiny_causal_lm, tiny_tokenizer
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from sinkbench.measure import ProbeOptions, observe
-from sinkbench.reference import naive_observations
-from sinkbench.strength import pooled_g, sink_strength, summarize
+from sinkbench.sink.naive import naive_observations
+from sinkbench.sink.observe import observe
+from sinkbench.sink.options import ProbeOptions
+from sinkbench.sink.strength import pooled_g, sink_strength, summarize
 
 PROMPTS = [
     "Write a short note to a friend about the weather.",

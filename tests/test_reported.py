@@ -1,4 +1,4 @@
-"""Tests of sinkbench.reported (import-reported) and of the seeded reported entries against FACTS.md."""
+"""Tests of sinkbench.submissions.import_reported (import-reported) and of the seeded reported entries against FACTS.md."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from sinkbench.aggregate import build_tables
 from sinkbench.cli import main
-from sinkbench.reported import ImportFailed, entry_name, import_reported
 from sinkbench.submissions import load_submissions
+from sinkbench.submissions.import_reported import ImportFailed, entry_name, import_reported
+from sinkbench.tables.build import build_tables
 
 REPO_SUBMISSIONS = Path(__file__).parents[1] / "submissions"
 FACTS = Path(__file__).parents[1].parent / "shared" / "paper" / "FACTS.md"

@@ -7,9 +7,11 @@ import pytest
 import transformers
 from tiny_models import save_tiny_model, tiny_tokenizer
 
-from harness_tasks.sink_strength.bridge import serve_sink_strength
-from sinkbench.lm_eval_runner import lm_eval_argv, tasks_path
-from sinkbench.measure import ProbeOptions, load_prompts, measure
+from sinkbench.harness.request import serve_sink_strength
+from sinkbench.harness.run import lm_eval_argv, tasks_path
+from sinkbench.sink.observe import measure
+from sinkbench.sink.options import ProbeOptions
+from sinkbench.sink.prompts import load_prompts
 
 METRICS = ("sink_strength", "share_g_above_2", "position0_mass", "sink_rate_0.3", "observations")
 

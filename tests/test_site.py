@@ -1,4 +1,4 @@
-"""Tests of the leaderboard site build (sinkbench.site, site_views, site_pages, plots; site/ templates)."""
+"""Tests of the leaderboard site build (sinkbench.leaderboard: build, views, pages, plots; its templates)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,10 @@ from urllib.parse import unquote, urlsplit
 import pytest
 from markupsafe import Markup
 
-from sinkbench.aggregate import SubmissionsInvalid
 from sinkbench.cli import build_parser, main
-from sinkbench.site import PROJECT_ROOT, SiteSources, build_site, make_server
-from sinkbench.site_model import Prediction
-from sinkbench.site_pages import (
+from sinkbench.leaderboard.build import SOURCES_DIR, SiteSources, build_site, make_server
+from sinkbench.leaderboard.content import Prediction
+from sinkbench.leaderboard.pages import (
     css_token,
     format_interval,
     format_number,
@@ -30,9 +29,10 @@ from sinkbench.site_pages import (
     number_cell,
     sort_value,
 )
-from sinkbench.site_views import slugify
-from sinkbench.submissions import load_submissions
+from sinkbench.leaderboard.views import slugify
+from sinkbench.submissions import SubmissionsInvalid, load_submissions
 
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures" / "submissions"
 LEAD_MARKER = "Sink Strength definition marker 7f3a"
 #: A reported pair whose every free-text field tries to inject HTML, Markdown or mathtext.
@@ -174,10 +174,9 @@ def submissions_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory: pytest.TempPathFactory) -> SiteSources:
     """A copy of the project's site sources in which the lead's definition of S holds a marker."""
-    root = tmp_path_factory.mktemp("sources")
-    shutil.copy(PROJECT_ROOT / "mkdocs.yml", root / "mkdocs.yml")
-    shutil.copytree(PROJECT_ROOT / "site", root / "site")
-    definition = root / "site" / "docs" / "methodology" / "sink-strength.md"
+    root = tmp_path_factory.mktemp("sources") / "leaderboard"
+    shutil.copytree(SOURCES_DIR, root, ignore=shutil.ignore_patterns("__pycache__"))
+    definition = root / "docs" / "methodology" / "sink-strength.md"
     definition.write_text(
         f"## Sink Strength\n\n{LEAD_MARKER}: S is a median of log-odds.\n", encoding="utf-8"
     )
@@ -359,7 +358,7 @@ def test_methodology_includes_the_definition_of_s_and_the_protocol(site: Path) -
 
 
 def test_methodology_says_so_when_the_definition_is_not_written_yet() -> None:
-    template = make_environment(PROJECT_ROOT / "site" / "templates").get_template("methodology.md.j2")
+    template = make_environment(SOURCES_DIR / "templates").get_template("methodology.md.j2")
     text = template.render(sink_strength=None, protocol=Markup("## Evaluation protocol"))
     assert "The definition of Sink Strength is being written" in text and "## Evaluation protocol" in text
 
@@ -391,7 +390,7 @@ def test_invalid_submissions_leave_the_existing_site_untouched(tmp_path: Path, c
 
 
 def test_missing_sources_name_the_file_and_the_fix(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match=r"mkdocs\.yml is missing.*source checkout"):
+    with pytest.raises(FileNotFoundError, match=r"mkdocs\.yml is missing.*reinstall sinkbench"):
         build_site(FIXTURES, tmp_path / "site", sources=SiteSources(tmp_path))
 
 
@@ -406,7 +405,7 @@ def test_site_commands_have_help(argv: list[str], capsys) -> None:
 
 
 def test_submit_guide_uses_only_commands_and_tasks_that_exist() -> None:
-    guide = (PROJECT_ROOT / "site" / "docs" / "submit.md").read_text(encoding="utf-8")
+    guide = (SOURCES_DIR / "docs" / "submit.md").read_text(encoding="utf-8")
     subcommands = build_parser()._subparsers._group_actions[0].choices  # argparse keeps them here
     used = set(re.findall(r"^sinkbench ([a-z-]+)", guide, flags=re.MULTILINE))
     assert used >= {"screen", "validate", "site"} and used <= set(subcommands), used - set(subcommands)
@@ -428,7 +427,7 @@ def test_format_number(value: float | None, digits: int, signed: bool, expected:
 
 
 def test_mkdocs_hook_passes_raw_blocks_around_markdown() -> None:
-    spec = importlib.util.spec_from_file_location("mkdocs_hooks", PROJECT_ROOT / "site" / "mkdocs_hooks.py")
+    spec = importlib.util.spec_from_file_location("mkdocs_hooks", SOURCES_DIR / "mkdocs_hooks.py")
     hooks = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hooks)
     page = SimpleNamespace(file=SimpleNamespace(src_uri="pairs/x.md"))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sinkbench.site import PROJECT_ROOT, build_site, make_server
+from sinkbench.leaderboard.build import build_site, make_server
 from sinkbench.submissions import load_submissions
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -27,7 +27,7 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-SEEDED = PROJECT_ROOT / "submissions"
+SEEDED = Path(__file__).resolve().parents[1] / "submissions"
 
 pytestmark = pytest.mark.browser
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")

@@ -1,4 +1,4 @@
-"""Tests of the entry pages written from MkDocs-rendered shells (sinkbench.site_entries) and of the raw files."""
+"""Tests of the entry pages written from MkDocs-rendered shells (sinkbench.leaderboard.entry_pages) and of the raw files."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from sinkbench import site as site_module
-from sinkbench.site import build_site
-from sinkbench.site_entries import TOKEN, EntryShell
-from sinkbench.site_model import RawFile
+from sinkbench.leaderboard import build as site_module
+from sinkbench.leaderboard.build import build_site
+from sinkbench.leaderboard.content import RawFile
+from sinkbench.leaderboard.entry_pages import TOKEN, EntryShell
 from sinkbench.submissions import load_submissions
 
 FIXTURES = Path(__file__).parent / "fixtures" / "submissions"

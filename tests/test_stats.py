@@ -1,4 +1,4 @@
-"""Tests of sinkbench.stats against values computed by hand."""
+"""Tests of sinkbench.tables.stats against values computed by hand."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from sinkbench import stats
+from sinkbench.tables import stats
 
-# The paper's six pairs: S of the reference LLM and the IFEval delta (FACTS.md Table 10).
+# The paper's six pairs: S of the reference LLM and the IFEval delta (the paper's Table 10).
 PAPER_S = [2.36, 2.36, 1.18, 1.18, 1.44, 0.24]
 PAPER_DELTA = [-5.4, -1.8, -9.6, -8.9, -7.9, -18.7]
 

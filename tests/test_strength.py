@@ -1,4 +1,4 @@
-"""Pure statistics of ``sinkbench.strength`` against hand-computed values."""
+"""Pure statistics of ``sinkbench.sink.strength`` against hand-computed values."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from sinkbench.strength import (
+from sinkbench.sink.strength import (
     PromptObservations,
     layer_head_medians,
     layer_medians,

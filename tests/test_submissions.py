@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from sinkbench.cli import main
-from sinkbench.submission_schema import METADATA_ADAPTER, SIZE_LIMITS
 from sinkbench.submissions import load_submissions
+from sinkbench.submissions.schema import METADATA_ADAPTER, SIZE_LIMITS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "submissions"
 REPO_SUBMISSIONS = Path(__file__).parents[1] / "submissions"

@@ -1,0 +1,1 @@
+"""``sink_strength``: Sink Strength S of a base LLM, measured by the sinkbench probe inside lm-eval."""

@@ -1,9 +1,9 @@
 """lm-eval task ``sink_strength``: hooks named after the YAML keys they serve.
 
 One document per calibration prompt. Each emits a ``sink_strength`` request, served by
-``bridge.serve_sink_strength`` on the model lm-eval already loaded; the per-prompt
-observations are pooled by the aggregation hooks, so S is the median over *all*
-observations, not a mean of per-prompt medians.
+:func:`sinkbench.harness.request.serve_sink_strength` on the model lm-eval already loaded; the
+per-prompt observations are pooled by the aggregation hooks, so S is the median over *all*
+observations, not a mean of per-prompt medians. Metric names and thresholds: :mod:`sinkbench.sink.metrics`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ import datasets
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from harness_tasks.sink_strength.bridge import REQUEST_TYPE, install_request_handler
-from sinkbench.measure import ProbeOptions, load_prompts
-from sinkbench.strength import (
+from sinkbench.harness.request import REQUEST_TYPE, install_request_handler
+from sinkbench.sink.metrics import SINK_METRICS
+from sinkbench.sink.options import ProbeOptions
+from sinkbench.sink.prompts import load_prompts
+from sinkbench.sink.strength import (
     PromptObservations,
     pooled_g,
     position0_mass,
@@ -25,8 +27,6 @@ from sinkbench.strength import (
     sink_strength,
 )
 
-METRICS = ("sink_strength", "share_g_above_2", "position0_mass", "sink_rate_0.3", "observations")
-
 
 class SinkStrengthTask(ConfigurableTask):
     """A ConfigurableTask whose requests are probe passes instead of generations."""
@@ -34,7 +34,10 @@ class SinkStrengthTask(ConfigurableTask):
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         config = {key: value for key, value in (config or {}).items() if key != "class"}
         super().__init__(config=config)
-        self.probe_options = ProbeOptions.from_mapping((self.config.metadata or {}).get("probe"))
+        metadata = self.config.metadata if self.config.metadata is not None else {}
+        self.probe_options = ProbeOptions.from_mapping(metadata.get("probe"))
+        metadata["probe"] = self.probe_options.to_dict()  # the results file records every effective option
+        self.config.metadata = metadata
         install_request_handler()
 
     def construct_requests(self, doc: dict, ctx: Any, **kwargs: Any) -> Instance:
@@ -56,7 +59,7 @@ def calibration_dataset(calibration_file: str | None = None, **_: Any) -> dict[s
 
 def process_results(doc: dict, results: list[PromptObservations]) -> dict[str, PromptObservations]:
     """Every metric receives the prompt's observations; aggregation pools them."""
-    return dict.fromkeys(METRICS, results[0])
+    return dict.fromkeys((metric.name for metric in SINK_METRICS), results[0])
 
 
 def aggregate_sink_strength(items: list[PromptObservations]) -> float:
@@ -64,19 +67,19 @@ def aggregate_sink_strength(items: list[PromptObservations]) -> float:
     return sink_strength(pooled_g(items))
 
 
-def aggregate_share_g_above_2(items: list[PromptObservations]) -> float:
-    """Fraction of observations with G > 2."""
-    return share_above(pooled_g(items), 2.0)
+def aggregate_share_g_above(items: list[PromptObservations]) -> float:
+    """Fraction of observations with G above the threshold."""
+    return share_above(pooled_g(items))
 
 
 def aggregate_position0_mass(items: list[PromptObservations]) -> float:
-    """Paper C.3 probe: first-token attention over probed layers x heads x last 8 queries."""
-    return position0_mass(items, 8)
+    """Paper C.3 probe: first-token attention over probed layers x heads x the last queries."""
+    return position0_mass(items)
 
 
 def aggregate_sink_rate(items: list[PromptObservations]) -> float:
-    """Gu et al.'s Sink_1^0.3 over all layers."""
-    return sink_rate(items, 0.3)
+    """Gu et al.'s Sink_1^eps over all layers."""
+    return sink_rate(items)
 
 
 def aggregate_observations(items: list[PromptObservations]) -> float:

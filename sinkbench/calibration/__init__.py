@@ -1,0 +1,1 @@
+"""The packaged calibration prompt sets of Sink Strength (data files only)."""

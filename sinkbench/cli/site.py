@@ -47,13 +47,13 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from sinkbench.site import build_site
+    from sinkbench.leaderboard.build import build_site
 
     return _report(lambda: build_site(args.submissions, args.out))
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from sinkbench.site import build_site, serve_site
+    from sinkbench.leaderboard.build import build_site, serve_site
 
     status = _report(lambda: build_site(args.submissions, args.out))
     if status == 0:
@@ -63,7 +63,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _report(build) -> int:
     """Run ``build``; print the result, or the validation problems (exit 1)."""
-    from sinkbench.aggregate import SubmissionsInvalid
+    from sinkbench.submissions import SubmissionsInvalid
 
     try:
         report = build()

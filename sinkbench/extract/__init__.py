@@ -1,4 +1,4 @@
-"""A VLM's language backbone as a standalone causal LM (the paper's VLM-LM, FACTS.md section 2).
+"""A VLM's language backbone as a standalone causal LM (the paper's VLM-LM, arXiv 2609.00746 Appendix B.2).
 
 ``extract_lm(source, out)`` streams the backbone's tensors by name from the VLM's safetensors
 shards into a normal transformers causal-LM directory (config, sharded safetensors, tokenizer

@@ -25,6 +25,9 @@ from typing import TYPE_CHECKING
 
 from sinkbench.extract.errors import ExtractError
 
+#: Largest output shard of ``extract-lm`` unless told otherwise.
+DEFAULT_MAX_SHARD_SIZE = "5GB"
+
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
 

@@ -6,25 +6,23 @@ import json
 import shutil
 import tempfile
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 from transformers import GenerationConfig, PretrainedConfig
 from transformers.utils.hub import convert_file_size_to_int
 
-from sinkbench import __version__
 from sinkbench.extract.config import causal_lm_config
 from sinkbench.extract.errors import ExtractError, VerificationError
-from sinkbench.extract.families import Family, family_for
+from sinkbench.extract.families import DEFAULT_MAX_SHARD_SIZE, Family, family_for
 from sinkbench.extract.keys import TensorRef, plan_tensors
 from sinkbench.extract.shards import plan_shards, write_shards
 from sinkbench.extract.source import Source, file_hashes, load_config, resolve_source, weight_files
 from sinkbench.extract.tokenizer import copy_tokenizer
 from sinkbench.extract.verify import TOLERANCE, compare_logits
+from sinkbench.provenance import report_header
 from sinkbench.safe_io import install_directory
 
 PROVENANCE_FILE = "provenance.json"
-DEFAULT_MAX_SHARD_SIZE = "5GB"
 
 
 @dataclass(frozen=True)
@@ -146,8 +144,7 @@ def _provenance(plan: _Plan, tokenizer: dict, shards: list[str], verification: d
     if origin != plan.source.path and origin.is_dir():
         tokenizer = {**tokenizer, "files_sha256": file_hashes(origin, [])}
     return {
-        "sinkbench_version": __version__,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **report_header(),
         "source": {
             "id": plan.source.id,
             "revision": plan.source.revision,

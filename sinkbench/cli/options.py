@@ -1,0 +1,109 @@
+"""Options shared by several commands: how to load a model and how to probe it.
+
+Defaults come from their one home (:class:`sinkbench.sink.options.ProbeOptions`); every help line ends with
+the default, so ``--help`` says what happens when an option is left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import fields
+
+from sinkbench.sink.options import CHAT_TEMPLATE_MODES, PADDING_SIDES, SINK_MODES, ProbeOptions
+
+DTYPE_CHOICES = ("float32", "bfloat16", "float16", "auto")
+_DEFAULTS = {field.name: field.default for field in fields(ProbeOptions)}
+
+
+def add_model_options(parser: argparse.ArgumentParser, *, model: str = "the model") -> None:
+    """``--dtype``, ``--device``, ``--device-map`` and ``--revision`` (of ``model``): how weights are loaded."""
+    parser.add_argument(
+        "--dtype",
+        default="float32",
+        choices=DTYPE_CHOICES,
+        help="weight and activation dtype; the paper measured in bfloat16 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--device",
+        default=None,
+        help="device to run on, e.g. cpu or cuda:0 (default: where transformers loads it)",
+    )
+    parser.add_argument(
+        "--device-map",
+        default=None,
+        metavar="MAP",
+        help="accelerate device map, e.g. auto to shard a large model over GPUs (default: none)",
+    )
+    parser.add_argument(
+        "--revision", default=None, help=f"Hub revision (commit, tag or branch) of {model} (default: main)"
+    )
+
+
+def add_probe_options(parser: argparse.ArgumentParser, *, sink_modes: Sequence[str] = SINK_MODES) -> None:
+    """The probe options of :class:`~sinkbench.sink.options.ProbeOptions` that a user may want to change."""
+    parser.add_argument(
+        "--prompts",
+        metavar="FILE",
+        default=None,
+        help="calibration prompts, .jsonl with a 'prompt' field per line or .txt with one prompt per line "
+        "(default: the 15 packaged prompts)",
+    )
+    parser.add_argument(
+        "--num-layers",
+        type=int,
+        default=_DEFAULTS["num_layers"],
+        metavar="K",
+        help="probe the last K decoder layers, all of them if the model has fewer (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--sink-position",
+        choices=sink_modes,
+        default=_DEFAULTS["sink_position"],
+        help="how the sink key is chosen: head = the key each head attends to most, query = each query's "
+        "own argmax, first = the first token (default: %(default)s)",
+    )
+    if "query" in sink_modes:
+        parser.add_argument(
+            "--keep-degenerate",
+            action="store_true",
+            help="count queries that can see only the sink key (attention 1, so G is infinite) as observations "
+            "instead of dropping them (default: dropped)",
+        )
+    parser.add_argument(
+        "--chat-template",
+        choices=CHAT_TEMPLATE_MODES,
+        default=_DEFAULTS["chat_template"],
+        help="wrap each prompt as a user turn with the tokenizer's chat template: auto = when it has one "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--padding-side",
+        choices=PADDING_SIDES,
+        default=_DEFAULTS["padding_side"],
+        help="where batches are padded; S does not depend on it (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=_DEFAULTS["batch_size"],
+        metavar="N",
+        help="prompts per forward pass; S does not depend on it (default: %(default)s)",
+    )
+
+
+def probe_options(args: argparse.Namespace) -> ProbeOptions:
+    """The :class:`~sinkbench.sink.options.ProbeOptions` of parsed command-line arguments."""
+    return ProbeOptions(
+        num_layers=args.num_layers,
+        sink_position=args.sink_position,
+        keep_degenerate=getattr(args, "keep_degenerate", _DEFAULTS["keep_degenerate"]),
+        chat_template=args.chat_template,
+        padding_side=args.padding_side,
+        batch_size=args.batch_size,
+    )
+
+
+def add_quiet(parser: argparse.ArgumentParser) -> None:
+    """``--quiet``: no progress bars."""
+    parser.add_argument("--quiet", action="store_true", help="no progress bars (default: shown)")

@@ -1,0 +1,147 @@
+"""``sinkbench validate``, ``sinkbench aggregate`` and ``sinkbench import-reported``: commands on the submissions folder."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sinkbench.submissions.entry import Problem
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``validate``, ``aggregate`` and ``import-reported``."""
+    _add_validate(subparsers)
+    _add_aggregate(subparsers)
+    _add_import_reported(subparsers)
+
+
+def _add_validate(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "validate",
+        help="Check submission entries; exit 1 and list every problem found.",
+        description="Validate submission entries (schemas, required tasks, matched settings, duplicates, "
+        "size caps, safe names). Each problem names the file, the field and the fix.",
+    )
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        default=["submissions"],
+        metavar="PATH",
+        help="a submissions folder (holding pairs/ and backbones/), a kind folder or an entry folder "
+        "(default: submissions)",
+    )
+    parser.set_defaults(handler=_validate)
+
+
+def _add_aggregate(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "aggregate",
+        help="Build the pairs, correlations, screening and regressions tables from valid submissions.",
+        description="Validate the submissions, then write pairs.csv, pairs.json, correlations.json, "
+        "screening.csv and regressions.csv into --out (atomically; deterministic for a seed).",
+    )
+    parser.add_argument(
+        "--submissions", type=Path, default=Path("submissions"), metavar="DIR", help="default: submissions"
+    )
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and permutation tests")
+    parser.set_defaults(handler=_aggregate)
+
+
+def _add_import_reported(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "import-reported",
+        help="Create reported pair entries from a CSV of published numbers.",
+        description="Create one reported pair entry per VLM from a CSV with columns "
+        "vlm,reference_llm,qk_norm,sink_strength,task,delta and optionally reference_score,vlm_score,table,"
+        "sink_strength_table,derived. Nothing is written unless every entry validates.",
+    )
+    parser.add_argument("csv", type=Path, metavar="FILE.csv", help="one row per pair and task")
+    parser.add_argument("--source", required=True, metavar="CITATION", help="citation of the publication")
+    parser.add_argument("--url", default=None, help="link to the publication (http or https)")
+    parser.add_argument(
+        "--submitter", default="sinkbench import-reported", help="who transcribed the numbers"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("submissions"),
+        metavar="DIR",
+        help="submissions folder to write into",
+    )
+    parser.add_argument("--force", action="store_true", help="replace entries that already exist")
+    parser.set_defaults(handler=_import_reported)
+
+
+def _report(problems: Sequence[Problem]) -> None:
+    for problem in problems:
+        print(f"ERROR {problem}")
+
+
+def _missing(paths: Sequence[Path]) -> bool:
+    missing = [str(path) for path in paths if not path.exists()]
+    if missing:
+        print(f"error: no such file or folder: {', '.join(missing)}", file=sys.stderr)
+    return bool(missing)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from sinkbench.submissions import load_submissions
+
+    paths = [Path(path) for path in args.paths]
+    if _missing(paths):
+        return 2
+    loaded = load_submissions(paths)
+    _report(loaded.problems)
+    print(
+        f"{loaded.checked} entries checked, {len(loaded.entries)} loaded, {len(loaded.problems)} problem(s)."
+    )
+    return 1 if loaded.problems else 0
+
+
+def _aggregate(args: argparse.Namespace) -> int:
+    from sinkbench.submissions import SubmissionsInvalid
+    from sinkbench.tables.aggregate import aggregate_submissions
+
+    if _missing([args.submissions]):
+        return 2
+    try:
+        tables = aggregate_submissions(args.submissions, args.out, seed=args.seed)
+    except SubmissionsInvalid as error:
+        _report(error.problems)
+        print(f"{len(error.problems)} problem(s); nothing written.")
+        return 1
+    for row in tables.correlations.itertuples():
+        print(
+            f"{row.task:<24} n={row.n:<3} spearman={row.spearman:+.3f} loo_mae={row.loo_mae:.2f} "
+            f"baseline_mae={row.baseline_mae:.2f}"
+        )
+    print(f"wrote {len(tables.pairs)} pair rows, {len(tables.screening)} screening rows to {args.out}")
+    return 0
+
+
+def _import_reported(args: argparse.Namespace) -> int:
+    from sinkbench.submissions.import_reported import ImportFailed, import_reported
+
+    if _missing([args.csv]):
+        return 2
+    try:
+        written = import_reported(
+            args.csv,
+            source=args.source,
+            out_dir=args.out,
+            url=args.url,
+            submitter=args.submitter,
+            force=args.force,
+        )
+    except ImportFailed as error:
+        _report(error.problems)
+        print(f"{len(error.problems)} problem(s); nothing written.")
+        return 1
+    for path in written:
+        print(f"wrote {path}/metadata.json")
+    return 0

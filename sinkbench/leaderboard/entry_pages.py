@@ -1,0 +1,137 @@
+"""Entry pages (one per pair and per backbone) built from a MkDocs-rendered shell instead of page by page.
+
+MkDocs with Material spends about 10 ms of CPU per page (a Markdown converter, then the theme's templates), which
+made the thousands of entry pages of a large leaderboard most of its build time. So MkDocs renders one real
+*shell* page per entry folder (``pairs/``, ``backbones/``): same folder depth as the entry pages, so every
+relative asset and navigation URL in it is right for them too; title :data:`TOKEN`; content a marked
+placeholder. After ``mkdocs build``, :func:`write_entry_pages` cuts the shell's HTML around the placeholder and
+writes each entry page as the shell with its content block replaced by the entry's HTML (rendered by the site's
+autoescaped Jinja templates) and every :data:`TOKEN` (``<title>``, the header's page title, the canonical URL)
+replaced by the entry's slug. It then deletes the shells and lists the entry pages in the sitemap in their place.
+Entry pages stay out of the search index (the Leaderboard and Screening tables list every model) and have no
+table of contents sidebar.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The shell's name and title: ``~`` keeps it apart from every slug (``[a-z0-9._-]``), in URLs and in HTML.
+TOKEN = "sb~entry"
+#: The folders of entry pages, each with one shell page.
+ENTRY_FOLDERS = ("pairs", "backbones")
+_START, _END = "<!--sb:entry-->", "<!--/sb:entry-->"
+#: The shell's Markdown. Its ``<h1>`` stops Material from adding a heading of its own; the raw block markers let
+#: the project's MkDocs hook (sinkbench/leaderboard/mkdocs_hooks.py) pass the placeholder through Markdown untouched.
+SHELL_MARKDOWN = f"""---
+title: {TOKEN}
+search:
+  exclude: true
+hide:
+  - toc
+---
+
+<!--sb:raw-->
+{_START}
+<h1>{TOKEN}</h1>
+{_END}
+<!--/sb:raw-->
+"""
+_SLUG = re.compile(r"[a-z0-9._-]+")
+_SITEMAP_URL = re.compile(r"[ \t]*<url>.*?</url>\n?", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class EntryPage:
+    """One entry page: its folder (one of :data:`ENTRY_FOLDERS`), file name stem and content HTML."""
+
+    folder: str
+    slug: str
+    content: str
+
+
+@dataclass(frozen=True)
+class EntryShell:
+    """A built shell page cut around its content block; ``head`` and ``tail`` are split at each :data:`TOKEN`."""
+
+    head: tuple[str, ...]
+    tail: tuple[str, ...]
+
+    @classmethod
+    def from_html(cls, html: str, source: Path) -> EntryShell:
+        """Cut the HTML of a built shell page (read from ``source``, named in errors)."""
+        if html.count(_START) != 1 or html.count(_END) != 1 or TOKEN not in html.split(_START)[0]:
+            raise ValueError(
+                f"{source}: expected one {_START} ... {_END} content block and the title {TOKEN!r} before it; "
+                "the MkDocs theme or sinkbench/leaderboard/mkdocs_hooks.py changed how the shell page is rendered."
+            )
+        head, rest = html.split(_START)
+        tail = rest.split(_END)[1]
+        return cls(tuple(head.split(TOKEN)), tuple(tail.split(TOKEN)))
+
+    def page(self, slug: str, content: str) -> str:
+        """The full HTML of the entry page ``slug`` with ``content`` in the shell's content block."""
+        if not _SLUG.fullmatch(slug):
+            raise ValueError(f"entry page name {slug!r} is not a slug: expected only [a-z0-9._-].")
+        return slug.join(self.head) + content + slug.join(self.tail)
+
+
+def write_shells(docs_dir: Path) -> None:
+    """Add the shell page of each entry folder to the generated MkDocs sources in ``docs_dir``."""
+    for folder in ENTRY_FOLDERS:
+        path = docs_dir / folder / f"{TOKEN}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(SHELL_MARKDOWN, encoding="utf-8")
+
+
+def write_entry_pages(site_dir: Path, pages: Iterable[EntryPage]) -> int:
+    """Write every entry page into the built ``site_dir`` from its shell; remove the shells. Returns the count.
+
+    Raises:
+        ValueError: a shell page is not shaped as expected, or a page name is not a slug.
+    """
+    shells = {folder: _shell_path(site_dir, folder) for folder in ENTRY_FOLDERS}
+    cut = {
+        folder: EntryShell.from_html(path.read_text(encoding="utf-8"), path)
+        for folder, path in shells.items()
+    }
+    slugs: dict[str, list[str]] = {folder: [] for folder in ENTRY_FOLDERS}
+    for page in pages:
+        html = cut[page.folder].page(page.slug, page.content)
+        (site_dir / page.folder / f"{page.slug}.html").write_text(html, encoding="utf-8")
+        slugs[page.folder].append(page.slug)
+    for path in shells.values():
+        path.unlink()
+    _list_in_sitemap(site_dir / "sitemap.xml", slugs)
+    return sum(map(len, slugs.values()))
+
+
+def _shell_path(site_dir: Path, folder: str) -> Path:
+    return site_dir / folder / f"{TOKEN}.html"
+
+
+def _list_in_sitemap(sitemap: Path, slugs: dict[str, list[str]]) -> None:
+    """Replace each shell's ``<url>`` in ``sitemap`` (and its ``.gz`` twin) by one ``<url>`` per entry page.
+
+    MkDocs lists pages in the sitemap only when ``site_url`` is set; otherwise there is nothing to replace.
+    """
+    if not sitemap.is_file():
+        return
+
+    def expand(match: re.Match[str]) -> str:
+        block = match.group(0)
+        folder = next((f for f in ENTRY_FOLDERS if f"/{f}/{TOKEN}.html" in block), None)
+        return block if folder is None else "".join(block.replace(TOKEN, slug) for slug in slugs[folder])
+
+    text = _SITEMAP_URL.sub(expand, sitemap.read_text(encoding="utf-8"))
+    sitemap.write_text(text, encoding="utf-8")
+    packed = sitemap.with_name(sitemap.name + ".gz")
+    if packed.is_file():
+        with gzip.open(packed) as stream:  # keep MkDocs' timestamp, so rebuilds stay reproducible
+            stream.read()
+            mtime = stream.mtime
+        packed.write_bytes(gzip.compress(text.encode("utf-8"), mtime=mtime))

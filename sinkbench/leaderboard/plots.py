@@ -1,0 +1,220 @@
+"""SVG charts for the leaderboard site, drawn with matplotlib's object API (no pyplot, no global state); the
+per-entry heatmaps are written directly as SVG (:mod:`sinkbench.leaderboard.svg_heatmap`), with matplotlib's colours.
+
+Each chart is a small frozen dataclass of plain numbers and labels with an ``alt`` description and an
+``svg()`` method. The SVG root carries a ``<title>`` and a ``<desc>`` holding the same description as the page's
+``alt`` text. Labels may be user-supplied: matplotlib escapes them for XML, and :func:`_plain` stops ``$`` from
+starting mathtext. Output is deterministic (fixed hash salt, no date), so rebuilding an unchanged site changes
+no file.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from xml.sax.saxutils import escape
+
+import matplotlib
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from sinkbench.leaderboard.svg_heatmap import heatmap_svg
+
+#: Colours per QK-norm class (colour-blind safe, Okabe-Ito), and the fallback for unknown classes.
+QK_COLOURS: dict[str, str] = {"per-head": "#0072B2", "layerwise": "#E69F00", "none": "#D55E00"}
+_OTHER_COLOUR = "#7f7f7f"
+#: Most point labels drawn on a scatter; beyond this the chart relies on the table below it.
+MAX_POINT_LABELS = 30
+
+_STYLE = {
+    "svg.fonttype": "none",
+    "svg.hashsalt": "sinkbench",
+    "font.family": ["DejaVu Sans", "sans-serif"],
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.color": "#e0e0e0",
+    "grid.linewidth": 0.6,
+}
+
+
+@dataclass(frozen=True)
+class ScatterPoint:
+    """One pair on an S-versus-delta scatter."""
+
+    label: str
+    sink_strength: float
+    delta: float
+    qk_norm: str
+
+
+def _plain(text: str) -> str:
+    """Escape ``$`` so matplotlib draws user text literally instead of parsing it as mathtext."""
+    return text.replace("$", r"\$")
+
+
+def _to_svg(figure: Figure, title: str, description: str) -> str:
+    """Serialise ``figure`` as SVG with ``<title>`` and ``<desc>`` as the first children of the root."""
+    buffer = io.StringIO()
+    with matplotlib.rc_context(_STYLE):
+        figure.savefig(buffer, format="svg", metadata={"Title": title, "Date": None, "Creator": None})
+    return buffer.getvalue().replace("</title>", f"</title>\n <desc>{escape(description)}</desc>", 1)
+
+
+def _new_axes(width: float, height: float, left: float) -> tuple[Figure, Axes]:
+    """A figure with one axes and fixed margins in inches (``left`` fits the y tick labels).
+
+    Fixed margins instead of a layout engine: constrained layout measures every text twice and doubles the
+    drawing time, which matters with one chart per entry.
+    """
+    figure = Figure(figsize=(width, height))
+    figure.subplots_adjust(
+        left=left / width, right=1 - 0.25 / width, bottom=0.55 / height, top=1 - 0.4 / height
+    )
+    return figure, figure.subplots()
+
+
+@dataclass(frozen=True)
+class ScatterChart:
+    """Sink Strength S (x) against the observed delta in points (y) per pair, with the fit line.
+
+    ``fit`` is ``(slope, intercept)`` of the least-squares line the aggregation computed, or None.
+    """
+
+    points: tuple[ScatterPoint, ...]
+    task_label: str
+    fit: tuple[float, float] | None = None
+
+    @property
+    def alt(self) -> str:
+        """One-paragraph description for ``alt`` and ``<desc>``."""
+        text = f"Scatter plot of Sink Strength S against the observed {self.task_label} delta for "
+        text += f"{len(self.points)} pairs."
+        if self.fit is not None:
+            text += f" Least-squares fit: delta = {self.fit[1]:+.2f} {self.fit[0]:+.2f} × S points."
+        return text
+
+    def svg(self) -> str:
+        """Draw the chart."""
+        with matplotlib.rc_context(_STYLE):
+            figure, axes = _new_axes(6.4, 4.0, left=0.75)
+            self._draw_points(axes)
+            if self.fit is not None and self.points:
+                xs = [min(p.sink_strength for p in self.points), max(p.sink_strength for p in self.points)]
+                slope, intercept = self.fit
+                axes.plot(
+                    xs,
+                    [intercept + slope * x for x in xs],
+                    color="#3f51b5",
+                    linestyle="--",
+                    linewidth=1.2,
+                    label="least-squares fit",
+                    zorder=2,
+                )
+            axes.axhline(0.0, color="#9e9e9e", linewidth=0.8, zorder=1)
+            axes.set_xlabel("Sink Strength S of the reference LLM (nats)")
+            axes.set_ylabel(f"{_plain(self.task_label)} Δ, VLM-LM − reference (points)")
+            axes.set_title(_plain(f"{self.task_label}: S vs observed Δ"), loc="left", fontsize=10)
+            if self.points:
+                axes.legend(frameon=False, fontsize=7.5, loc="best")
+        return _to_svg(figure, f"{self.task_label}: Sink Strength vs delta", self.alt)
+
+    def _draw_points(self, axes: Axes) -> None:
+        """One coloured series per QK-norm class; point labels while there are few enough to read."""
+        for qk_norm in sorted({p.qk_norm for p in self.points}):
+            group = [p for p in self.points if p.qk_norm == qk_norm]
+            axes.scatter(
+                [p.sink_strength for p in group],
+                [p.delta for p in group],
+                s=36,
+                zorder=3,
+                color=QK_COLOURS.get(qk_norm, _OTHER_COLOUR),
+                edgecolor="white",
+                linewidth=0.6,
+                label=f"QK-norm: {_plain(qk_norm)}",
+            )
+        if len(self.points) <= MAX_POINT_LABELS:
+            xs = [p.sink_strength for p in self.points]
+            middle = (min(xs) + max(xs)) / 2
+            for p in self.points:
+                right = p.sink_strength <= middle  # labels point inwards, so none runs off the figure
+                axes.annotate(
+                    _plain(p.label),
+                    (p.sink_strength, p.delta),
+                    xytext=(5 if right else -5, 4),
+                    textcoords="offset points",
+                    ha="left" if right else "right",
+                    fontsize=7.5,
+                    color="#333333",
+                )
+
+
+@dataclass(frozen=True)
+class HeatmapChart:
+    """Per-layer x per-head median sink log-odds G (nats) of a probed LLM (``sink_profile.json``)."""
+
+    layers: tuple[int, ...]
+    median_g: tuple[tuple[float | None, ...], ...]
+    model_label: str
+
+    @property
+    def alt(self) -> str:
+        """One-paragraph description for ``alt`` and ``<desc>``."""
+        heads = max((len(row) for row in self.median_g), default=0)
+        span = f"{self.layers[0]} to {self.layers[-1]}" if self.layers else "none"
+        return (
+            f"Heatmap of the median sink log-odds G of {self.model_label} over {len(self.layers)} probed "
+            f"layers (rows, layers {span}) and {heads} attention heads (columns)."
+        )
+
+    def svg(self) -> str:
+        """Draw the chart as hand-written SVG (:mod:`sinkbench.leaderboard.svg_heatmap`); missing values are left blank."""
+        return heatmap_svg(
+            self.median_g,
+            [str(layer) for layer in self.layers],
+            title=f"Sink profile of {self.model_label}",
+            heading=f"Median sink log-odds G per head: {self.model_label}",
+            alt=self.alt,
+        )
+
+
+@dataclass(frozen=True)
+class CategoryChart:
+    """IFEval prompts lost by the VLM-LM per violated instruction category (horizontal bars)."""
+
+    counts: tuple[tuple[str, int], ...]
+    pair_label: str
+
+    @property
+    def alt(self) -> str:
+        """One-paragraph description for ``alt`` and ``<desc>``."""
+        listing = ", ".join(f"{name} {count}" for name, count in self.counts)
+        return (
+            f"Bar chart of IFEval prompts that {self.pair_label} lost, per instruction category: {listing}."
+        )
+
+    def svg(self) -> str:
+        """Draw the chart."""
+        names = [name for name, _ in self.counts]
+        with matplotlib.rc_context(_STYLE):
+            figure, axes = _new_axes(
+                6.4, max(2.0, 0.3 * len(names) + 1.2), left=0.25 + 0.065 * max(map(len, names), default=4)
+            )
+            axes.grid(axis="y", visible=False)
+            bars = axes.barh(
+                range(len(names)), [count for _, count in self.counts], color="#3f51b5", height=0.65
+            )
+            axes.set_yticks(range(len(names)), [_plain(name) for name in names])
+            axes.invert_yaxis()
+            axes.bar_label(bars, padding=3, fontsize=7.5)
+            axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+            axes.set_xlabel("IFEval prompts lost (a prompt counts once per violated category)")
+            axes.set_title(
+                _plain(f"Regressed IFEval prompts by category: {self.pair_label}"), loc="left", fontsize=10
+            )
+        return _to_svg(figure, f"IFEval regressions by category: {self.pair_label}", self.alt)
+
+
+Chart = ScatterChart | HeatmapChart | CategoryChart

@@ -1,0 +1,26 @@
+"""What counts as a number: one definition for files, tables and pages (finite, and never a bool)."""
+
+from __future__ import annotations
+
+import math
+
+
+def is_finite_number(value: object) -> bool:
+    """True for an int or float that is finite; False for bools, strings, None, NaN and infinities."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value)
+
+
+def finite_or_none(value: object) -> float | None:
+    """``value`` as a float when it is a finite number (numpy and pandas scalars included), else None.
+
+    Missing values of pandas (``pd.NA``, ``NaN``) and JSON's ``null`` all become None.
+    """
+    if value is None or isinstance(value, (bool, str)):
+        return None
+    try:
+        number = float(value)  # numpy and pandas scalars
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None

@@ -1,0 +1,257 @@
+"""Create ``reported`` pair entries in bulk from a CSV of published numbers.
+
+One CSV row per pair and task, columns ``vlm,reference_llm,qk_norm,sink_strength,task,delta`` and
+optionally ``reference_score,vlm_score`` (points), ``table`` (where the row's numbers are printed),
+``sink_strength_table`` and ``derived`` (``;``-separated names of values computed from published ones).
+Every entry is built and validated in a staging folder first; only if all of them pass are they moved
+into place, and an existing entry is replaced only with ``force``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from sinkbench.safe_io import UnsafeFileError, check_size, install_directory
+from sinkbench.submissions import load_entry, load_submissions
+from sinkbench.submissions.entry import Entry, Problem
+from sinkbench.submissions.rules import rule_no_duplicates, run_rules
+from sinkbench.submissions.schema import ENTRY_NAME_PATTERN
+
+REQUIRED_COLUMNS = ("vlm", "reference_llm", "qk_norm", "sink_strength", "task", "delta")
+OPTIONAL_COLUMNS = ("reference_score", "vlm_score", "table", "sink_strength_table", "derived")
+NUMBER_COLUMNS = ("sink_strength", "delta", "reference_score", "vlm_score")
+#: Cap on the CSV size, checked before reading.
+CSV_SIZE_LIMIT = 5_000_000
+NOT_STATED = "not stated"
+
+
+class ImportFailed(ValueError):
+    """Raised when the CSV or an entry built from it is invalid, or would overwrite; nothing is written."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        super().__init__(f"{len(problems)} problem(s); nothing was written")
+        self.problems = tuple(problems)
+
+
+def entry_name(vlm_id: str) -> str:
+    """Entry folder name for a VLM id: the part after the last ``/``, lower-cased, unsafe characters -> ``-``."""
+    return re.sub(r"[^a-z0-9._-]+", "-", vlm_id.rsplit("/", 1)[-1].lower()).strip("-.")
+
+
+def _number(text: str) -> float | None:
+    if text.strip() == "":
+        return None
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError("not a finite number")
+    return value
+
+
+def _parse_row(
+    row: dict[str | None, str | None], line: int, shown: str
+) -> tuple[dict[str, Any], list[Problem]]:
+    """Strip the cells and parse the number columns; a cell that is not a finite number is a problem."""
+    parsed: dict[str, Any] = {key: (value or "").strip() for key, value in row.items() if key is not None}
+    problems = []
+    for column in NUMBER_COLUMNS:
+        try:
+            parsed[column] = _number(parsed.get(column, ""))
+        except ValueError:
+            problems.append(
+                Problem(
+                    shown,
+                    f"line {line}: {column}",
+                    f"{parsed[column]!r} is not a finite number.",
+                    "write a decimal number in points (S in nats)",
+                )
+            )
+    return parsed, problems
+
+
+def _rows(path: Path, shown: str) -> Iterator[tuple[int, dict[str, Any]] | Problem]:
+    """Yield ``(line, row with parsed numbers)`` per valid row, or the problems of a file or row."""
+    try:
+        check_size(path, CSV_SIZE_LIMIT)
+        text = path.read_bytes().decode("utf-8-sig")
+    except (UnsafeFileError, UnicodeDecodeError) as error:
+        message = getattr(error, "message", f"is not UTF-8: {error}.")
+        yield Problem(shown, "", message, "save a plain UTF-8 CSV file")
+        return
+    reader = csv.DictReader(io.StringIO(text))
+    columns = set(reader.fieldnames or [])
+    missing = set(REQUIRED_COLUMNS) - columns
+    unknown = columns - set(REQUIRED_COLUMNS) - set(OPTIONAL_COLUMNS)
+    if missing or unknown:
+        yield Problem(
+            shown,
+            "header",
+            f"missing columns {sorted(missing)}, unknown columns {sorted(unknown)}.",
+            f"use columns {', '.join(REQUIRED_COLUMNS)} and optionally {', '.join(OPTIONAL_COLUMNS)}",
+        )
+        return
+    for row in reader:
+        parsed, problems = _parse_row(row, reader.line_num, shown)
+        yield from problems or [(reader.line_num, parsed)]
+
+
+def _task_item(row: dict[str, Any]) -> dict[str, Any]:
+    item = {"task": row["task"], "delta": row["delta"], "table": row.get("table") or NOT_STATED}
+    for column in ("reference_score", "vlm_score"):
+        if row[column] is not None:
+            item[column] = row[column]
+    derived = [name for name in (row.get("derived") or "").split(";") if name.strip()]
+    if derived:
+        item["derived"] = [name.strip() for name in derived]
+    return item
+
+
+def build_metadata(rows: Sequence[dict[str, Any]], *, source: str, url: str | None, submitter: str) -> dict:
+    """The ``metadata.json`` content of one reported pair from its CSV rows (one per task)."""
+    first = rows[0]
+    citation = {"source": source, **({"url": url} if url else {})}
+    return {
+        "schema_version": 1,
+        "kind": "pair",
+        "provenance": "reported",
+        "vlm": {"id": first["vlm"], "revision": None},
+        "reference_llm": {"id": first["reference_llm"], "revision": None},
+        "qk_norm": first["qk_norm"],
+        "vl_recipe": NOT_STATED,
+        "submitter": submitter,
+        "citation": citation,
+        "reported": {
+            "sink_strength": {
+                "value": first["sink_strength"],
+                "table": first.get("sink_strength_table") or NOT_STATED,
+            },
+            "tasks": [_task_item(row) for row in rows],
+        },
+    }
+
+
+def _group(path: Path, shown: str) -> tuple[dict[str, list[dict[str, Any]]], list[Problem]]:
+    """Rows grouped by VLM id, with problems for unreadable cells and conflicting or repeated rows."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    problems: list[Problem] = []
+    for item in _rows(path, shown):
+        if isinstance(item, Problem):
+            problems.append(item)
+            continue
+        line, row = item
+        rows = groups[row["vlm"]]
+        for column in ("reference_llm", "qk_norm", "sink_strength"):
+            if rows and row[column] != rows[0][column]:
+                problems.append(
+                    Problem(
+                        shown,
+                        f"line {line}: {column}",
+                        f"{row[column]!r} conflicts with "
+                        f"{rows[0][column]!r} in an earlier row of {row['vlm']}.",
+                        "one pair has one reference LLM, QK class and S",
+                    )
+                )
+        if any(other["task"] == row["task"] for other in rows):
+            problems.append(
+                Problem(
+                    shown,
+                    f"line {line}: task",
+                    f"{row['task']} of {row['vlm']} appears twice.",
+                    "keep one row per pair and task",
+                )
+            )
+        rows.append(row)
+    return groups, problems
+
+
+def _stage(
+    groups: dict[str, list[dict]], staging: Path, out_dir: Path, **meta: Any
+) -> tuple[list[Entry], list[Problem]]:
+    """Write each entry into ``staging/pairs/<name>`` and load it back; return (entries, problems).
+
+    Problems name the path the entry would get, ``<out_dir>/pairs/<name>``.
+    """
+    entries, problems, names = [], [], {}
+    for vlm, rows in groups.items():
+        name = entry_name(vlm)
+        if not re.match(ENTRY_NAME_PATTERN, name) or name in names:
+            reason = f"is also the name of {names[name]!r}" if name in names else "is not a valid entry name"
+            problems.append(
+                Problem(
+                    f"{out_dir.name}/pairs/{name}",
+                    "vlm",
+                    f"{name!r} (from {vlm!r}) {reason}.",
+                    "use distinct Hub ids of the form org/model-name",
+                )
+            )
+            continue
+        names[name] = vlm
+        folder = staging / "pairs" / name
+        folder.mkdir(parents=True)
+        content = json.dumps(build_metadata(rows, **meta), indent=2, ensure_ascii=False, allow_nan=False)
+        (folder / "metadata.json").write_text(content + "\n", encoding="utf-8")
+        entry, found = load_entry(folder, f"{out_dir.name}/pairs/{name}")
+        problems.extend(found)
+        if entry is not None:
+            entries.append(entry)
+    return entries, problems
+
+
+def _conflicts(entries: Sequence[Entry], out_dir: Path, *, force: bool) -> list[Problem]:
+    """Existing entries that would be overwritten (without ``force``) and duplicates of existing VLMs."""
+    names = {entry.name for entry in entries}
+    problems = [
+        Problem(entry.directory, "", "already exists.", "pass --force to replace it, or remove it first")
+        for entry in entries
+        if os.path.lexists(out_dir / "pairs" / entry.name) and not force
+    ]
+    existing = [entry for entry in load_submissions(out_dir).entries if entry.name not in names]
+    problems.extend(rule_no_duplicates([*existing, *entries]))
+    return problems
+
+
+def import_reported(
+    csv_path: Path,
+    *,
+    source: str,
+    out_dir: Path,
+    url: str | None = None,
+    submitter: str = "sinkbench import-reported",
+    force: bool = False,
+) -> list[Path]:
+    """Create one reported pair entry per VLM of ``csv_path`` under ``out_dir/pairs/``.
+
+    Returns:
+        The entry folders written.
+
+    Raises:
+        ImportFailed: any problem in the CSV or the entries built from it, or an existing entry
+            without ``force``; nothing is written then.
+    """
+    groups, problems = _group(csv_path, csv_path.name)
+    base = out_dir if out_dir.is_dir() else out_dir.parent  # same file system as the targets
+    base.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".sinkbench-import-", dir=base))
+    try:
+        entries, found = _stage(groups, staging, out_dir, source=source, url=url, submitter=submitter)
+        problems += found + run_rules(entries) + _conflicts(entries, out_dir, force=force)
+        if problems or not entries:
+            raise ImportFailed(
+                problems or [Problem(csv_path.name, "", "has no rows.", "add one row per pair and task")]
+            )
+        targets = [out_dir / "pairs" / entry.name for entry in entries]
+        for entry, target in zip(entries, targets, strict=True):
+            install_directory(staging / "pairs" / entry.name, target, replace=force)
+        return targets
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,252 @@
+"""Validation rules on the lm-eval files of measured entries: results files and IFEval samples.
+
+Each rule takes one :class:`~sinkbench.submissions.entry.Entry` and yields problems; the registry that runs
+them is :data:`sinkbench.submissions.rules.ENTRY_RULES`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from sinkbench.numbers import is_finite_number
+from sinkbench.sink.metrics import SECONDARY_METRICS, SINK_STRENGTH
+from sinkbench.submissions.catalogue import IFEVAL_TASK, SINK_TASK, TASKS
+from sinkbench.submissions.entry import Entry, Problem, ResultsFile
+
+_LM_EVAL_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?")
+_UNPINNED_REVISIONS = {None, "", "main"}
+_RERUN = "rerun both sides with identical lm_eval settings (see submissions/README.md)"
+_SAME_RUN = "submit the samples file of the same run"
+_NO_LIMIT_FIX = (
+    "rerun sink_strength without --limit (a backbone's strict-suite tasks may use --limit, in a results file "
+    "of their own)"
+)
+
+#: QK-norm class by Hugging Face ``model_type``; unknown types are not detected.
+QK_NORM_BY_MODEL_TYPE = {
+    **dict.fromkeys(("qwen3", "qwen3_moe", "qwen3_vl", "qwen3_vl_text", "gemma3", "gemma3_text"), "per-head"),
+    **dict.fromkeys(("olmo2", "olmo3", "olmoe"), "layerwise"),
+    **dict.fromkeys(
+        ("llama", "mistral", "qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl", "gemma", "gemma2", "phi3"),
+        "none",
+    ),
+}
+
+
+def detect_qk_norm(config: Mapping[str, Any]) -> str | None:
+    """QK-norm class from a Hugging Face ``config.json`` (its own or its ``text_config`` model type)."""
+    text_config = config.get("text_config")
+    for candidate in (config, text_config if isinstance(text_config, Mapping) else {}):
+        found = QK_NORM_BY_MODEL_TYPE.get(str(candidate.get("model_type", "")))
+        if found:
+            return found
+    return None
+
+
+def _results(entry: Entry) -> Iterator[ResultsFile]:
+    for side in entry.sides.values():
+        yield from side.results
+
+
+def rule_task_in_one_file(entry: Entry) -> Iterator[Problem]:
+    """Within one side, each task appears in one results file only (no ambiguous reruns)."""
+    for side in entry.sides.values():
+        seen: dict[str, str] = {}
+        for item in side.results:
+            for task in item.data.results:
+                if task in seen:
+                    yield Problem(
+                        item.path,
+                        f"results.{task}",
+                        f"{task} is also in {seen[task]}.",
+                        "keep the results of one run per task",
+                    )
+                seen.setdefault(task, item.path)
+
+
+def rule_no_limit(entry: Entry) -> Iterator[Problem]:
+    """Full test sets wherever a statistic reads the numbers: both sides of a pair and every ``sink_strength``.
+
+    A backbone's own strict-suite scores feed no statistic, so they may come from a ``--limit`` run in a results
+    file without ``sink_strength``; the site shows them with their coverage (e.g. "250 of 1,319 documents").
+    """
+    partial_allowed = entry.kind == "backbone"
+    for item in _results(entry):
+        if item.data.config.limit is not None and not (
+            partial_allowed and SINK_TASK not in item.data.results
+        ):
+            yield Problem(
+                item.path,
+                "config.limit",
+                f"the run used --limit {item.data.config.limit}.",
+                _NO_LIMIT_FIX if partial_allowed else "rerun without --limit",
+            )
+        for task, count in item.data.n_samples.items():
+            if count.effective != count.original and not (partial_allowed and task != SINK_TASK):
+                yield Problem(
+                    item.path,
+                    f"n-samples.{task}",
+                    f"evaluated {count.effective} of {count.original} documents.",
+                    "rerun on the full test set, without --limit",
+                )
+
+
+def rule_lm_eval_version(entry: Entry) -> Iterator[Problem]:
+    """Every results file records the lm-eval version that wrote it."""
+    for item in _results(entry):
+        version = item.data.lm_eval_version
+        if not version or not _LM_EVAL_VERSION.match(version):
+            yield Problem(
+                item.path,
+                "lm_eval_version",
+                f"no lm-eval version recorded (got {version!r}).",
+                "submit the results file exactly as lm_eval wrote it (lm-eval >= 0.4.3)",
+            )
+
+
+def _range_problem(item: ResultsFile, task: str, key: str, low: float, high: float) -> Problem | None:
+    value = item.data.results[task].get(key)
+    if not is_finite_number(value):
+        return Problem(
+            item.path,
+            f"results.{task}.{key}",
+            f"metric missing or not a number (got {value!r}; a finite number is expected).",
+            "submit the results file exactly as lm_eval wrote it",
+        )
+    if not low <= value <= high:
+        return Problem(
+            item.path,
+            f"results.{task}.{key}",
+            f"{value} is outside [{low}, {high}].",
+            "check the run: this value is impossible for this metric",
+        )
+    return None
+
+
+def _metric_ranges(task: str) -> dict[str, tuple[float, float]]:
+    if task == SINK_TASK:
+        return {
+            metric.results_key: (metric.low, metric.high) for metric in (SINK_STRENGTH, *SECONDARY_METRICS)
+        }
+    spec = TASKS[task]
+    return {spec.metric: (0.0, 100.0 / spec.scale)}
+
+
+def rule_metrics_in_range(entry: Entry) -> Iterator[Problem]:
+    """Headline metrics (and S's secondary metrics) are numbers within their possible range."""
+    for item in _results(entry):
+        for task in item.data.results:
+            if task != SINK_TASK and task not in TASKS:
+                continue
+            for key, (low, high) in _metric_ranges(task).items():
+                problem = _range_problem(item, task, key, low, high)
+                if problem:
+                    yield problem
+
+
+def _settings(item: ResultsFile, task: str) -> dict[str, Any]:
+    data = item.data
+    config = data.configs.get(task)
+    return {
+        f"versions.{task}": data.versions.get(task),
+        f"n-shot.{task}": data.n_shot.get(task),
+        f"configs.{task}.generation_kwargs": config.generation_kwargs if config else None,
+        "config.gen_kwargs": data.config.gen_kwargs or None,
+        "chat template applied": data.chat_template is not None,
+        "fewshot_as_multiturn": bool(data.fewshot_as_multiturn),
+        "system_instruction_sha": data.system_instruction_sha,
+    }
+
+
+def rule_pair_settings_match(entry: Entry) -> Iterator[Problem]:
+    """Both sides of a pair ran each task with the same version, few-shot, chat template and generation."""
+    reference, vlm = entry.sides.get("reference"), entry.sides.get("vlm")
+    if reference is None or vlm is None:
+        return
+    reported: set[tuple[str, str]] = set()  # file-wide settings are reported once per file
+    for task in TASKS:
+        left, right = reference.results_for(task), vlm.results_for(task)
+        if left is None or right is None:
+            continue
+        theirs = _settings(right, task)
+        for field, value in _settings(left, task).items():
+            if theirs[field] != value and (right.path, field) not in reported:
+                reported.add((right.path, field))
+                yield Problem(
+                    right.path,
+                    field,
+                    f"differs between sides: reference {value!r}, VLM-LM {theirs[field]!r}.",
+                    _RERUN,
+                )
+
+
+def rule_revision_matches_results(entry: Entry) -> Iterator[Problem]:
+    """A revision that lm-eval recorded in a results file agrees with the metadata."""
+    refs = {"reference": entry.llm, "vlm": entry.vlm, "backbone": entry.llm}
+    for role, side in entry.sides.items():
+        expected = refs[role].revision if refs[role] else None
+        for item in side.results:
+            recorded = {item.data.config.model_revision, item.data.config.model_sha} - _UNPINNED_REVISIONS
+            if expected and recorded and expected not in recorded:
+                yield Problem(
+                    item.path,
+                    "config.model_revision",
+                    f"results record revision {sorted(recorded)} but metadata says {expected!r}.",
+                    "correct the revision in metadata.json or submit the matching results",
+                )
+
+
+def rule_qk_norm_matches_config(entry: Entry) -> Iterator[Problem]:
+    """The declared QK-norm class agrees with the one detected from a submitted ``config.json``."""
+    for side in entry.sides.values():
+        detected = detect_qk_norm(side.model_config) if side.model_config else None
+        if detected and detected != entry.metadata.qk_norm:
+            yield Problem(
+                entry.metadata_file,
+                "qk_norm",
+                f"is {entry.metadata.qk_norm!r} but {side.directory}/config.json says {detected!r}.",
+                f"set qk_norm to {detected!r}",
+            )
+
+
+def rule_samples_match_results(entry: Entry) -> Iterator[Problem]:
+    """An IFEval samples file has one line per evaluated prompt and reproduces the headline accuracy."""
+    for side in entry.sides.values():
+        found = side.results_for(IFEVAL_TASK)
+        if side.ifeval is None or found is None:
+            continue
+        count = found.data.n_samples.get(IFEVAL_TASK)
+        accuracy = side.metric(IFEVAL_TASK, TASKS[IFEVAL_TASK].metric)
+        passed = sum(outcome.passed for outcome in side.ifeval) / max(len(side.ifeval), 1)
+        if count is not None and count.effective != len(side.ifeval):
+            yield Problem(
+                side.ifeval_samples_path,
+                "",
+                f"has {len(side.ifeval)} prompts but the results evaluated {count.effective}.",
+                _SAME_RUN,
+            )
+        elif accuracy is not None and abs(passed - accuracy) > 1e-6:
+            yield Problem(
+                side.ifeval_samples_path,
+                "prompt_level_strict_acc",
+                f"mean {passed:.6f} differs from the results' {accuracy:.6f}.",
+                _SAME_RUN,
+            )
+
+
+def rule_samples_cover_same_prompts(entry: Entry) -> Iterator[Problem]:
+    """Both sides' IFEval samples hold the same prompts, so regressions can be matched by ``doc.key``."""
+    outcomes = entry.ifeval_outcomes()
+    if outcomes is None:
+        return
+    keys = [{outcome.key for outcome in side} for side in outcomes]
+    if keys[0] != keys[1]:
+        only = sorted(keys[0] ^ keys[1])[:5]
+        yield Problem(
+            entry.sides["vlm"].ifeval_samples_path,
+            "doc.key",
+            f"prompt keys differ between sides (e.g. {', '.join(only)}).",
+            "evaluate both sides on the full ifeval_strict task",
+        )

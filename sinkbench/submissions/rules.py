@@ -1,0 +1,270 @@
+"""Validation rules for loaded submission entries: each rule is a small function returning problems.
+
+Entry rules take one :class:`~sinkbench.submissions.entry.Entry`; cross-entry rules take all of them.
+Rules on metadata and reported numbers live here, rules on lm-eval files in :mod:`sinkbench.submissions.results_rules`.
+:func:`run_rules` runs every rule and returns all problems together. File-level checks (size caps,
+strict JSON, schemas) happen earlier, while loading, in :mod:`sinkbench.submissions`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+from sinkbench.submissions import results_rules
+from sinkbench.submissions.catalogue import (
+    FOLDER_OF_KIND,
+    FORMAT_TASKS,
+    IFEVAL_CATEGORIES,
+    IFEVAL_TASK,
+    SINK_TASK,
+)
+from sinkbench.submissions.entry import Entry, Problem
+from sinkbench.submissions.schema import IfevalRegressionCounts, ModelRef, PairMetadata
+
+#: Reported deltas are printed to 0.1 pt and scores to 0.01 pt, so they may disagree by this much.
+DELTA_TOLERANCE = 0.1
+#: Published scores recovered from counts are rounded to 0.01 pt.
+COUNT_SCORE_TOLERANCE = 0.01
+EntryRule = Callable[[Entry], Iterable[Problem]]
+
+
+def rule_kind_matches_folder(entry: Entry) -> Iterator[Problem]:
+    """An entry sits in the folder of its kind: pairs/ for pairs, backbones/ for backbones."""
+    folder = entry.directory.split("/")[-2] if "/" in entry.directory else ""
+    expected = FOLDER_OF_KIND[entry.kind]
+    if folder != expected:
+        yield Problem(
+            entry.metadata_file,
+            "kind",
+            f"kind is {entry.kind!r} but the entry is in {folder}/.",
+            f"move the entry to {expected}/ or correct `kind`",
+        )
+
+
+def rule_reported_entry_contents(entry: Entry) -> Iterator[Problem]:
+    """A ``reported`` entry carries a citation and the published numbers, and no raw files."""
+    if entry.provenance != "reported":
+        return
+    if entry.metadata.reported is None:
+        yield Problem(
+            entry.metadata_file,
+            "reported",
+            "a reported entry has no `reported` numbers.",
+            "add the `reported` block with the published numbers and their tables",
+        )
+    if entry.metadata.citation is None:
+        yield Problem(
+            entry.metadata_file,
+            "citation",
+            "a reported entry has no citation.",
+            "add `citation.source` (authors, title, arXiv id) and `citation.url`",
+        )
+    if entry.sides or entry.sink_profile is not None:
+        yield Problem(
+            entry.directory,
+            "provenance",
+            "a reported entry holds raw result files.",
+            "set provenance to 'measured' and drop `reported`, or remove the files",
+        )
+
+
+def rule_measured_entry_contents(entry: Entry) -> Iterator[Problem]:
+    """A ``measured`` entry takes its numbers from its lm-eval results files, which must be there."""
+    if entry.provenance != "measured":
+        return
+    if entry.metadata.reported is not None:
+        yield Problem(
+            entry.metadata_file,
+            "reported",
+            "a measured entry must take its numbers from its files.",
+            "remove the `reported` block, or set provenance to 'reported'",
+        )
+    if not entry.sides:
+        yield Problem(
+            entry.directory,
+            "provenance",
+            "a measured entry has no lm-eval results files.",
+            "add the results files (see submissions/README.md) or set provenance to 'reported'",
+        )
+
+
+def rule_revisions_recorded(entry: Entry) -> Iterator[Problem]:
+    """Measured entries pin the revision of every model they evaluated."""
+    if entry.provenance != "measured":
+        return
+    refs = {"vlm": entry.vlm, "reference_llm": entry.llm} if entry.kind == "pair" else {"model": entry.llm}
+    for field, ref in refs.items():
+        if ref is not None and ref.revision is None:
+            yield Problem(
+                entry.metadata_file,
+                f"{field}.revision",
+                "the model revision is not recorded.",
+                "add the commit hash of the weights you evaluated (or sha256:<hex> of a local file)",
+            )
+
+
+def _required_tasks(entry: Entry) -> dict[str, tuple[str, ...]]:
+    if entry.kind == "pair":
+        return {"reference": (SINK_TASK, *FORMAT_TASKS), "vlm": FORMAT_TASKS}
+    return {"backbone": (SINK_TASK,)}
+
+
+def rule_required_tasks(entry: Entry) -> Iterator[Problem]:
+    """Measured pairs: S and the strict suite on the reference, the strict suite on the VLM-LM; backbones: S.
+
+    Reported pairs must at least report the headline task, ``ifeval_strict``.
+    """
+    if entry.provenance == "reported":
+        if entry.kind == "pair" and IFEVAL_TASK not in entry.scores:
+            yield Problem(
+                entry.metadata_file,
+                "reported.tasks",
+                f"the headline task {IFEVAL_TASK} is missing.",
+                f"add an entry with task {IFEVAL_TASK!r} and its delta",
+            )
+        return
+    for role, tasks in _required_tasks(entry).items():
+        side = entry.sides.get(role)
+        missing = [task for task in tasks if side is None or side.results_for(task) is None]
+        if missing:
+            yield Problem(
+                side.directory if side else f"{entry.directory}/{role}",
+                "results",
+                f"required tasks missing: {', '.join(missing)}.",
+                f"run lm_eval with --tasks {','.join(missing)} and add the results file",
+            )
+
+
+def rule_reported_delta_matches_scores(entry: Entry) -> Iterator[Problem]:
+    """A reported delta agrees with the reported scores (vlm - reference) up to rounding."""
+    for task, score in entry.scores.items():
+        if score.reported_delta is None or score.reference_score is None or score.vlm_score is None:
+            continue
+        gap = score.vlm_score - score.reference_score
+        if abs(gap - score.reported_delta) > DELTA_TOLERANCE:
+            yield Problem(
+                entry.metadata_file,
+                f"reported.tasks.{task}.delta",
+                f"{score.reported_delta} but vlm_score - reference_score = {gap:.2f}.",
+                "check the transcription of both",
+            )
+
+
+def rule_reported_regressions_consistent(entry: Entry) -> Iterator[Problem]:
+    """Published IFEval counts add up, categories are known and bounded, and agree with the scores."""
+    counts = entry.reported_regressions
+    if counts is None:
+        return
+    field = "reported.ifeval_regressions"
+    total = counts.both_pass + counts.lost + counts.gained + counts.both_fail
+    if total != counts.n_prompts:
+        yield Problem(
+            entry.metadata_file,
+            field,
+            f"counts add up to {total}, not n_prompts={counts.n_prompts}.",
+            "check the transcription of the four counts",
+        )
+    for category, value in counts.lost_by_category.items():
+        if category not in IFEVAL_CATEGORIES:
+            yield Problem(
+                entry.metadata_file,
+                f"{field}.lost_by_category.{category}",
+                "unknown category.",
+                f"use one of {', '.join(IFEVAL_CATEGORIES)}",
+            )
+        elif value is not None and value > counts.lost:
+            yield Problem(
+                entry.metadata_file,
+                f"{field}.lost_by_category.{category}",
+                f"{value} exceeds the {counts.lost} lost prompts.",
+                "check the transcription",
+            )
+    yield from _scores_agree_with_counts(entry, counts)
+
+
+def _scores_agree_with_counts(entry: Entry, counts: IfevalRegressionCounts) -> Iterator[Problem]:
+    """IFEval scores = (both-pass + lost) / n and (both-pass + gained) / n, in points."""
+    score = entry.scores.get(IFEVAL_TASK)
+    if score is None:
+        return
+    expected = {
+        "reference_score": 100 * (counts.both_pass + counts.lost) / counts.n_prompts,
+        "vlm_score": 100 * (counts.both_pass + counts.gained) / counts.n_prompts,
+    }
+    for field, value in expected.items():
+        given = getattr(score, field)
+        if given is not None and abs(given - value) > COUNT_SCORE_TOLERANCE:
+            yield Problem(
+                entry.metadata_file,
+                f"reported.tasks.{IFEVAL_TASK}.{field}",
+                f"{given} disagrees with the regression counts ({value:.2f}).",
+                "check the transcription",
+            )
+
+
+def rule_sink_profile_shape(entry: Entry) -> Iterator[Problem]:
+    """A sink profile's matrix has one row per probed layer and the same number of heads in each row."""
+    profile = entry.sink_profile
+    if profile is None:
+        return
+    matrix = profile.profile
+    widths = {len(row) for row in matrix.median_g}
+    rows_ok = len(matrix.median_g) == len(matrix.layers) == len(matrix.layer_median_g)
+    if not rows_ok or len(widths) > 1:
+        yield Problem(
+            f"{entry.directory}/sink_profile.json",
+            "profile.median_g",
+            f"has {len(matrix.median_g)} rows of widths {sorted(widths)} for {len(matrix.layers)} layers.",
+            "submit the file exactly as `sinkbench screen --output` wrote it",
+        )
+
+
+def _model(entry: Entry) -> ModelRef:
+    """The model an entry is about: the VLM of a pair, the LLM of a backbone."""
+    return entry.vlm if isinstance(entry.metadata, PairMetadata) else entry.llm
+
+
+def rule_no_duplicates(entries: Sequence[Entry]) -> Iterator[Problem]:
+    """No two entries of a kind hold the same model (the VLM of a pair, the LLM of a backbone) at one revision."""
+    seen: dict[tuple[str, str, str | None], Entry] = {}
+    for entry in entries:
+        model = _model(entry)
+        key = (entry.kind, model.id.lower(), model.revision)
+        if key in seen:
+            revision = f"revision {model.revision!r}" if model.revision else "an unrecorded revision"
+            yield Problem(
+                entry.metadata_file,
+                "vlm" if entry.kind == "pair" else "model",
+                f"{model.id} at {revision} is already submitted as {seen[key].directory}.",
+                "update the existing entry instead of adding a new one",
+            )
+        seen.setdefault(key, entry)
+
+
+ENTRY_RULES: tuple[EntryRule, ...] = (
+    rule_kind_matches_folder,
+    rule_reported_entry_contents,
+    rule_measured_entry_contents,
+    rule_revisions_recorded,
+    rule_required_tasks,
+    results_rules.rule_task_in_one_file,
+    results_rules.rule_no_limit,
+    results_rules.rule_lm_eval_version,
+    results_rules.rule_metrics_in_range,
+    results_rules.rule_pair_settings_match,
+    results_rules.rule_revision_matches_results,
+    results_rules.rule_qk_norm_matches_config,
+    rule_reported_delta_matches_scores,
+    rule_reported_regressions_consistent,
+    results_rules.rule_samples_match_results,
+    results_rules.rule_samples_cover_same_prompts,
+    rule_sink_profile_shape,
+)
+CROSS_ENTRY_RULES = (rule_no_duplicates,)
+
+
+def run_rules(entries: Sequence[Entry]) -> list[Problem]:
+    """Run every entry rule on every entry, then the cross-entry rules; return all problems."""
+    problems = [problem for entry in entries for rule in ENTRY_RULES for problem in rule(entry)]
+    problems.extend(problem for rule in CROSS_ENTRY_RULES for problem in rule(entries))
+    return problems

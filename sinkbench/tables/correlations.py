@@ -1,0 +1,58 @@
+"""The correlations table: per task, how well S ranks and predicts the observed deltas of the pairs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from sinkbench.submissions.catalogue import TASKS
+from sinkbench.tables import stats
+from sinkbench.tables.pairs import usable_pairs
+
+CORRELATION_COLUMNS = [
+    "task",
+    "n",
+    "spearman",
+    "spearman_ci",
+    "kendall",
+    "permutation_p",
+    "loo_mae",
+    "baseline_mae",
+    "permutation_method",
+    "slope",
+    "intercept",
+    "residual_sd",
+]
+
+
+def _permutation_method(n: int) -> str | None:
+    if n < stats.MIN_PAIRS:
+        return None
+    return "exact" if n <= stats.EXACT_PERMUTATION_MAX_N else "monte-carlo"
+
+
+def _correlation(task: str, usable: pd.DataFrame, seed: int) -> dict:
+    s, delta = usable["sink_strength"].to_numpy(), usable["delta"].to_numpy()
+    fit = stats.fit_line(s, delta) if len(s) >= stats.MIN_PAIRS else None
+    return {
+        "task": task,
+        "n": len(s),
+        "spearman": stats.spearman(s, delta),
+        "spearman_ci": list(stats.spearman_bootstrap_ci(s, delta, seed=seed)),
+        "kendall": stats.kendall(s, delta),
+        "permutation_p": stats.permutation_p_value(s, delta, seed=seed),
+        "loo_mae": stats.loo_mae(s, delta),
+        "baseline_mae": stats.baseline_mae(delta),
+        "permutation_method": _permutation_method(len(s)),
+        "slope": fit.slope if fit else np.nan,
+        "intercept": fit.intercept if fit else np.nan,
+        "residual_sd": fit.residual_sd if fit else np.nan,
+    }
+
+
+def correlations_table(pairs: pd.DataFrame, *, seed: int) -> pd.DataFrame:
+    """One row per task with pairs: Spearman, bootstrap CI, Kendall, permutation p, LOO and baseline MAE."""
+    rows = [
+        _correlation(task, usable_pairs(pairs, task), seed) for task in TASKS if (pairs["task"] == task).any()
+    ]
+    return pd.DataFrame(rows, columns=CORRELATION_COLUMNS)
