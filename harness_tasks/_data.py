@@ -1,23 +1,28 @@
-"""The ``SINKBENCH_DATA_DIR`` switch shared by the strict-format tasks.
+"""Where the strict-format tasks take their documents from: the hub, or ``SINKBENCH_DATA_DIR``.
 
-Every strict task loads its documents through :func:`load_task_data`. Without the switch it
-loads the hub dataset users expect (``datasets.load_dataset``, honouring ``HF_DATASETS_OFFLINE``
-and the local Hugging Face cache). With ``SINKBENCH_DATA_DIR=DIR`` it reads the task's original
-release file from ``DIR`` instead and never touches the network; a missing file is an error,
-never a silent fallback to the hub.
+Every strict task is a :class:`DataTask` that loads its documents through :func:`load_task_data`.
+Without the switch it loads the hub dataset users expect (``datasets.load_dataset``, honouring
+``HF_DATASETS_OFFLINE`` and the local Hugging Face cache). With ``SINKBENCH_DATA_DIR=DIR`` it reads
+the task's original release file from ``DIR`` instead and never touches the network; a missing file
+is an error, never a silent fallback to the hub. Either way the task records where its documents came
+from (the local file and its sha256, or the hub dataset) under ``metadata.data`` in the results file.
+
+A task whose documents cannot be loaded ends the run with :class:`DataUnavailable`: one line naming the
+file or dataset and the fix, and no traceback, under ``lm_eval`` and ``sinkbench eval`` alike.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, ClassVar
 
-if TYPE_CHECKING:
-    import datasets
+import datasets
+from lm_eval.api.task import ConfigurableTask
 
 #: Environment variable that switches every strict task to local files.
 DATA_DIR_ENV = "SINKBENCH_DATA_DIR"
@@ -64,30 +69,82 @@ def local_data_dir() -> Path | None:
     return Path(value).expanduser() if value else None
 
 
-def load_task_data(source: DataSource) -> datasets.DatasetDict:
+class DataUnavailable(SystemExit):
+    """A task's documents cannot be loaded. A ``SystemExit``, so the run ends with the one-line message
+    (prefixed ``sinkbench:``) and exit status 1, without a traceback."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"sinkbench: {message}")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _from_hub(source: DataSource) -> datasets.DatasetDict:
+    """The hub dataset, or :class:`DataUnavailable` when it cannot be reached or found."""
+    try:
+        return datasets.load_dataset(source.hub_path, source.hub_name)
+    except OSError as error:  # offline, unreachable, not cached, not found (all OSError subclasses)
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise DataUnavailable(
+            f"cannot load {source.hub_path} from the Hugging Face Hub ({type(error).__name__}: {reason}). "
+            f"Fix: set {DATA_DIR_ENV} to a folder holding the original '{source.local_file}', or go online."
+        ) from error
+
+
+def load_task_data(source: DataSource) -> tuple[datasets.DatasetDict, dict[str, Any]]:
     """Load a task's documents from the hub or, with ``SINKBENCH_DATA_DIR`` set, from local files.
 
     Args:
         source: The task's hub dataset and local release file.
 
     Returns:
-        A DatasetDict holding ``source.split``.
+        A DatasetDict holding ``source.split``, and the record of where it came from:
+        ``{"source": "local", "files": [{"file", "sha256"}]}`` or ``{"source": "hub", "dataset", "name"}``.
 
     Raises:
-        FileNotFoundError: the switch is on but the directory lacks the task's file.
+        DataUnavailable: the switch is on but the directory lacks the task's file, or the hub cannot serve it.
+        ValueError: the local file is malformed (naming the file and line).
     """
-    import datasets
-
     data_dir = local_data_dir()
     if data_dir is None:
-        return datasets.load_dataset(source.hub_path, source.hub_name)
+        record = {"source": "hub", "dataset": source.hub_path, "name": source.hub_name}
+        return _from_hub(source), record
     path = data_dir / source.local_file
     if not path.is_file():
-        raise FileNotFoundError(
-            f"{DATA_DIR_ENV}={data_dir} is set but {path} does not exist. Put the original "
+        raise DataUnavailable(
+            f"{DATA_DIR_ENV}={data_dir} is set but {path} does not exist. Fix: put the original "
             f"'{source.local_file}' there, or unset {DATA_DIR_ENV} to load {source.hub_path} from the hub."
         )
     records = source.read_local(path)
     if not records:
         raise ValueError(f"{path} holds no records; expected the original '{source.local_file}' release file")
-    return datasets.DatasetDict({source.split: datasets.Dataset.from_list(records)})
+    record = {"source": "local", "files": [{"file": source.local_file, "sha256": _sha256(path)}]}
+    return datasets.DatasetDict({source.split: datasets.Dataset.from_list(records)}), record
+
+
+class DataTask(ConfigurableTask):
+    """A strict task whose documents come from :func:`load_task_data`; subclasses set :attr:`SOURCE`.
+
+    The YAML names the subclass under ``class:``; the results file then records ``metadata.data``.
+    """
+
+    SOURCE: ClassVar[DataSource]
+
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        super().__init__(config={key: value for key, value in (config or {}).items() if key != "class"})
+
+    def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        """Load the documents and record their origin in the task's metadata."""
+        self.dataset, record = load_task_data(self.SOURCE)
+        self.config.metadata = {**(self.config.metadata or {}), "data": record}
+
+
+def data_task(source: DataSource) -> type[DataTask]:
+    """The :class:`DataTask` subclass of one task family, loading ``source``."""
+    return type(f"DataTask_{source.local_file.split('.')[0]}", (DataTask,), {"SOURCE": source})

@@ -1,14 +1,16 @@
 """Reading untrusted files safely and writing outputs atomically.
 
-Reads check the size with ``lstat`` before opening (symlinks and special files are refused), then parse
-strict JSON: ``NaN``/``Infinity`` (which Python's ``json`` accepts by default) and duplicate keys are
-errors. Writes go to a temporary file or folder beside the target and are moved into place with
+Reads check the size with ``lstat`` before opening (symbolic links, hard links and special files are refused),
+then parse strict JSON: ``NaN``/``Infinity`` (which Python's ``json`` accepts by default), numbers that overflow
+to infinity (``1e309``) and duplicate keys are errors. An unreadable file is a problem to report, never a
+traceback. Writes go to a temporary file or folder beside the target and are moved into place with
 ``os.replace``, so a failure never leaves a half-written output behind.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import stat
@@ -28,7 +30,11 @@ class UnsafeFileError(ValueError):
 
 
 def check_size(path: Path, limit: int) -> int:
-    """Return the size of regular file ``path``, refusing links, special files and files over ``limit``."""
+    """Return the size of regular file ``path``, refusing links, special files and files over ``limit``.
+
+    A hard link (more than one name for the file) is refused too: it may name a file outside the tree, and
+    a git checkout never creates one.
+    """
     try:
         info = os.lstat(path)
     except OSError as error:
@@ -37,6 +43,10 @@ def check_size(path: Path, limit: int) -> int:
         raise UnsafeFileError("is a symbolic link.", "replace the link by the file itself")
     if not stat.S_ISREG(info.st_mode):
         raise UnsafeFileError("is not a regular file.", "replace it by a plain file")
+    if info.st_nlink > 1:
+        raise UnsafeFileError(
+            f"is a hard link ({info.st_nlink} names for one file).", "replace it by a copy of the file"
+        )
     if info.st_size > limit:
         raise UnsafeFileError(
             f"is {info.st_size:,} bytes; the cap for this kind of file is {limit:,} bytes.",
@@ -47,6 +57,13 @@ def check_size(path: Path, limit: int) -> int:
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"non-finite number {name} is not allowed")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:40]} overflows to infinity")
+    return value
 
 
 def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -64,7 +81,12 @@ def parse_json(text: str) -> Any:
         UnsafeFileError: the text is not strict JSON; the message gives line and column.
     """
     try:
-        return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_refuse_duplicate_keys)
+        return json.loads(
+            text,
+            parse_constant=_refuse_constant,
+            parse_float=_finite_float,
+            object_pairs_hook=_refuse_duplicate_keys,
+        )
     except json.JSONDecodeError as error:
         raise UnsafeFileError(
             f"is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}.",
@@ -85,16 +107,29 @@ def _decode(raw: bytes) -> str:
         raise UnsafeFileError(f"is not UTF-8 (byte {error.start}).", "save the file as UTF-8") from error
 
 
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        raise UnsafeFileError(
+            f"cannot be read: {error.strerror}.", "make the file readable (e.g. chmod a+r)"
+        ) from error
+
+
 def read_json(path: Path, limit: int) -> Any:
     """Read a strict JSON file of at most ``limit`` bytes (see :func:`check_size`, :func:`parse_json`)."""
     check_size(path, limit)
-    return parse_json(_decode(path.read_bytes()))
+    return parse_json(_decode(_read_bytes(path)))
 
 
 def read_jsonl(path: Path, limit: int) -> Iterator[tuple[int, Any]]:
     """Yield ``(line number, object)`` for each non-blank line of a strict JSON-lines file."""
     check_size(path, limit)
-    with path.open("rb") as stream:
+    try:
+        stream = path.open("rb")
+    except OSError as error:
+        raise UnsafeFileError(f"cannot be read: {error.strerror}.", "make the file readable") from error
+    with stream:
         for number, raw in enumerate(stream, start=1):
             if not raw.strip():
                 continue

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from sinkbench.cli import main
+from sinkbench.publish import MARKER, PublishError
 from sinkbench.submissions import SubmissionsInvalid, load_submissions
 from sinkbench.tables import stats
 from sinkbench.tables.aggregate import aggregate_submissions
@@ -141,15 +142,18 @@ def test_screening_ranks_llms_and_predicts_from_the_fit_on_all_pairs(tmp_path: P
     assert backbone["n_pairs"] == 6
 
 
-def test_aggregate_is_deterministic_and_keeps_other_files(tmp_path: Path) -> None:
-    (tmp_path / "a").mkdir()
-    (tmp_path / "a" / "keep.txt").write_text("mine", encoding="utf-8")
+def test_aggregate_is_deterministic_and_never_replaces_a_foreign_folder(tmp_path: Path) -> None:
     aggregate_submissions(REPO_SUBMISSIONS, tmp_path / "a", seed=5)
     aggregate_submissions(REPO_SUBMISSIONS, tmp_path / "b", seed=5)
+    aggregate_submissions(REPO_SUBMISSIONS, tmp_path / "b", seed=5)  # an earlier output is replaced whole
     for name in OUTPUTS:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
-    assert (tmp_path / "a" / "keep.txt").read_text() == "mine"
-    assert sorted(path.name for path in (tmp_path / "b").iterdir()) == sorted(OUTPUTS)
+    assert sorted(path.name for path in (tmp_path / "b").iterdir()) == sorted([*OUTPUTS, MARKER])
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "keep.txt").write_text("mine", encoding="utf-8")
+    with pytest.raises(PublishError, match="was not written by sinkbench"):
+        aggregate_submissions(REPO_SUBMISSIONS, tmp_path / "mine", seed=5)
+    assert sorted(path.name for path in (tmp_path / "mine").iterdir()) == ["keep.txt"]
 
 
 def test_invalid_submissions_write_nothing(tmp_path: Path) -> None:
@@ -216,7 +220,7 @@ def test_few_pairs_give_null_statistics_and_an_unpredicted_ranking(tmp_path: Pat
 def test_aggregate_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["aggregate", "--submissions", str(REPO_SUBMISSIONS), "--out", str(tmp_path / "out")]) == 0
     assert "ifeval_strict            n=6   spearman=+0.971" in capsys.readouterr().out
-    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == sorted(OUTPUTS)
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == sorted([*OUTPUTS, MARKER])
     root = _seeds_plus_fixture_backbone(tmp_path)
     (root / "pairs" / "molmo2-o-7b" / "metadata.json").write_text("{", encoding="utf-8")
     assert main(["aggregate", "--submissions", str(root), "--out", str(tmp_path / "bad")]) == 1

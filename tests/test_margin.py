@@ -55,7 +55,11 @@ def test_margin_quantities_match_a_hand_computation() -> None:
     assert [row.margin for row in summary.per_layer] == [1.5, 0.0]
     assert [row.g_vlm for row in summary.per_layer] == [1.0, 0.0]
     # pooled: G_base {1, 2, 4, 3, 0} -> 2; B_gap {0.5, 0, 3, 2, 1} -> 1
-    assert (summary.overall.paired_observations, summary.overall.g_base, summary.overall.b_gap) == (5, 2.0, 1.0)
+    assert (summary.overall.paired_observations, summary.overall.g_base, summary.overall.b_gap) == (
+        5,
+        2.0,
+        1.0,
+    )
     assert summary.overall.margin == 1.0
     rows = summary.to_dict()["per_layer"]
     assert [row["layer"] for row in rows] == [2, 3]

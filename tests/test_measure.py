@@ -67,7 +67,7 @@ def test_bad_prompt_files_name_file_and_line(tmp_path, content, message):
 
 
 def test_missing_prompt_file(tmp_path):
-    with pytest.raises(FileNotFoundError, match="does not exist"):
+    with pytest.raises(FileNotFoundError, match="neither a packaged set"):
         load_prompts(tmp_path / "nope.jsonl")
 
 

@@ -82,18 +82,18 @@ def test_existing_entry_is_not_overwritten_without_force(tmp_path: Path) -> None
 
 
 HOSTILE_ROWS = [
-    ("NaN S", [[*ROW[:3], "NaN", *ROW[4:]]], "line 2: sink_strength", "is not a finite number"),
-    ("infinite delta", [[*ROW[:5], "inf", "", ""]], "line 2: delta", "is not a finite number"),
-    ("text score", [[*ROW[:6], "high", "67"]], "line 2: reference_score", "is not a finite number"),
-    ("script in id", [["<script>alert(1)</script>", *ROW[1:]]], "vlm.id", "String should match pattern"),
-    ("path in id", [["../../etc/passwd", *ROW[1:]]], "vlm.id", "String should match pattern"),
-    ("unknown task", [[*ROW[:4], "ifeval", *ROW[5:]]], "reported.tasks.0.task", "Did you mean 'ifeval_strict'"),
-    ("bad qk class", [[*ROW[:2], "global", *ROW[3:]]], "qk_norm", "Input should be 'per-head', 'layerwise'"),
-    ("delta disagrees", [[*ROW[:5], "-9.0", "70.0", "67.0"]], "reported.tasks.ifeval_strict.delta", "= -3.00"),
+    ("NaN S", [[*ROW[:3], "NaN", *ROW[4:]]], "line 2: sink_strength", "is not a finite ASCII decimal number"),
+    ("infinite delta", [[*ROW[:5], "inf", "", ""]], "line 2: delta", "is not a finite ASCII decimal number"),
+    ("text score", [[*ROW[:6], "high", "67"]], "line 2: reference_score", "is not a finite ASCII decimal number"),
+    ("script in id", [["<script>alert(1)</script>", *ROW[1:]]], "line 2: vlm", "String should match pattern"),
+    ("path in id", [["../../etc/passwd", *ROW[1:]]], "line 2: vlm", "String should match pattern"),
+    ("unknown task", [[*ROW[:4], "ifeval", *ROW[5:]]], "line 2: task", "Did you mean 'ifeval_strict'"),
+    ("bad qk class", [[*ROW[:2], "global", *ROW[3:]]], "line 2: qk_norm", "Input should be 'per-head', 'layerwise'"),
+    ("delta disagrees", [[*ROW[:5], "-9.0", "70.0", "67.0"]], "line 2: delta", "= -3.00"),
     ("conflicting S", [ROW, [*ROW[:3], "2.0", "gsm8k_cot_strict", "-1.0", "", ""]], "line 3: sink_strength",
      "2.0 conflicts with 1.2"),
     ("repeated task", [ROW, ROW], "line 3: task", "appears twice"),
-    ("missing headline", [[*ROW[:4], "gsm8k_cot_strict", "-1.0", "", ""]], "reported.tasks",
+    ("missing headline", [[*ROW[:4], "gsm8k_cot_strict", "-1.0", "", ""]], "line 2: task",
      "headline task ifeval_strict is missing"),
 ]  # fmt: skip
 

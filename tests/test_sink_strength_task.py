@@ -9,11 +9,13 @@ from tiny_models import save_tiny_model, tiny_tokenizer
 
 from sinkbench.harness.request import serve_sink_strength
 from sinkbench.harness.run import lm_eval_argv, tasks_path
-from sinkbench.sink.observe import measure
+from sinkbench.sink.metrics import SINK_METRICS
+from sinkbench.sink.observe import measure, observe
 from sinkbench.sink.options import ProbeOptions
-from sinkbench.sink.prompts import load_prompts
+from sinkbench.sink.prompts import load_calibration, load_prompts
+from sinkbench.sink.uncertainty import sink_strength_stderr
 
-METRICS = ("sink_strength", "share_g_above_2", "position0_mass", "sink_rate_0.3", "observations")
+METRICS = tuple(metric.name for metric in SINK_METRICS)
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +72,32 @@ def test_metadata_overrides_probe_options_and_limit(tiny_dir):
         direct.sink_strength, abs=1e-6
     )
     assert results["n-samples"]["sink_strength"] == {"original": 15, "effective": 4}
+
+
+def test_stderr_is_the_bootstrap_over_prompts(tiny_dir):
+    results = _evaluate(tiny_dir, bootstrap_iters=200)
+    observations = observe(_load(tiny_dir), tiny_tokenizer(), load_prompts(), ProbeOptions())
+    expected = sink_strength_stderr(observations, resamples=200)
+    assert results["results"]["sink_strength"]["sink_strength_stderr,none"] == pytest.approx(
+        expected, rel=1e-9
+    )
+    assert expected > 0
+    assert results["results"]["sink_strength"]["observations_stderr,none"] == "N/A"  # a count has none
+    calibration = results["configs"]["sink_strength"]["metadata"]["calibration"]
+    assert calibration == load_calibration("v1").to_dict()
+    assert results["higher_is_better"]["sink_strength"]["observations"] is None
+
+
+def test_zero_bootstrap_iters_leaves_the_stderr_out(tiny_dir):
+    results = _evaluate(tiny_dir, bootstrap_iters=0, limit=3)
+    assert results["results"]["sink_strength"]["sink_strength_stderr,none"] == "N/A"
+    assert isinstance(results["results"]["sink_strength"]["sink_strength,none"], float)
+
+
+def test_second_packaged_set_by_name(tiny_dir):
+    results = _evaluate(tiny_dir, metadata={"calibration": "v2"}, limit=2)
+    assert results["configs"]["sink_strength"]["metadata"]["calibration"] == load_calibration("v2").to_dict()
+    assert results["n-samples"]["sink_strength"] == {"original": 15, "effective": 2}
 
 
 def test_unknown_probe_option_is_a_clear_error(tiny_dir):

@@ -18,7 +18,7 @@ import pytest
 from markupsafe import Markup
 
 from sinkbench.cli import build_parser, main
-from sinkbench.leaderboard.build import SOURCES_DIR, SiteSources, build_site, make_server
+from sinkbench.leaderboard.build import build_site, make_server
 from sinkbench.leaderboard.content import Prediction
 from sinkbench.leaderboard.pages import (
     css_token,
@@ -29,6 +29,7 @@ from sinkbench.leaderboard.pages import (
     number_cell,
     sort_value,
 )
+from sinkbench.leaderboard.sources import SOURCES_DIR, SiteSources
 from sinkbench.leaderboard.views import slugify
 from sinkbench.submissions import SubmissionsInvalid, load_submissions
 

@@ -111,21 +111,17 @@ def test_a_page_name_must_be_a_slug() -> None:
         shell.page("<b>", "")
 
 
-def _refuse_link(source: Path, target: Path) -> None:
-    raise OSError(f"cannot link {source} to {target}: another device")
-
-
-@pytest.mark.parametrize("can_link", [True, False])
-def test_raw_files_are_linked_or_copied(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, can_link: bool
-) -> None:
+def test_raw_files_are_copies_and_links_are_not_followed(tmp_path: Path) -> None:
     source = tmp_path / "results.json"
     source.write_text('{"a": 1}', encoding="utf-8")
-    if not can_link:
-        monkeypatch.setattr(site_module.os, "link", _refuse_link)
     files = [RawFile("results.json", f"raw/pairs/{name}/results.json", source, "8 bytes") for name in "ab"]
     site_module._add_raw_files(files, tmp_path / "site")
     for name in "ab":
         target = tmp_path / "site" / "raw" / "pairs" / name / "results.json"
         assert target.read_text(encoding="utf-8") == '{"a": 1}'
-        assert target.samefile(source) == can_link
+        assert not target.samefile(source) and source.stat().st_nlink == 1
+    (tmp_path / "swapped.json").symlink_to(tmp_path / "outside.txt")
+    (tmp_path / "outside.txt").write_text("secret", encoding="utf-8")
+    swapped = [RawFile("x.json", "raw/pairs/c/x.json", tmp_path / "swapped.json", "6 bytes")]
+    with pytest.raises(OSError):
+        site_module._add_raw_files(swapped, tmp_path / "site")

@@ -159,8 +159,24 @@ def test_without_the_switch_tasks_load_the_hub_dataset(
     calls = []
     monkeypatch.delenv(_data.DATA_DIR_ENV, raising=False)
     monkeypatch.setattr(datasets, "load_dataset", lambda *args, **kwargs: calls.append(args) or "hub")
-    assert importlib.import_module(f"harness_tasks.{family}.utils").custom_dataset(version=1.0) == "hub"
+    source = importlib.import_module(f"harness_tasks.{family}.utils").Task.SOURCE
+    assert _data.load_task_data(source) == ("hub", {"source": "hub", "dataset": hub_path, "name": hub_name})
     assert calls == [(hub_path, hub_name)]
+
+
+def test_offline_without_a_data_folder_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No hub and no SINKBENCH_DATA_DIR: a SystemExit naming the dataset and the fix, from lm-eval itself."""
+    monkeypatch.delenv(_data.DATA_DIR_ENV, raising=False)
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-home"))
+    with pytest.raises(_data.DataUnavailable) as raised:
+        load_tasks("gsm8k_cot_strict")
+    message = str(raised.value.code)
+    assert message.startswith("sinkbench: cannot load openai/gsm8k from the Hugging Face Hub")
+    assert "Fix: set SINKBENCH_DATA_DIR to a folder holding the original 'gsm8k_test.jsonl'" in message
+    assert "\n" not in message
 
 
 def test_switch_without_the_file_is_an_error_not_a_download(
@@ -169,10 +185,39 @@ def test_switch_without_the_file_is_an_error_not_a_download(
     from harness_tasks.gsm8k_cot_strict import utils
 
     monkeypatch.setenv(_data.DATA_DIR_ENV, str(tmp_path))
-    with pytest.raises(
-        FileNotFoundError, match=r"gsm8k_test\.jsonl.*unset SINKBENCH_DATA_DIR to load openai/gsm8k"
-    ):
-        utils.custom_dataset()
+    with pytest.raises(_data.DataUnavailable) as raised:
+        _data.load_task_data(utils.Task.SOURCE)
+    message = str(raised.value.code)
+    assert (
+        "gsm8k_test.jsonl does not exist" in message
+        and "unset SINKBENCH_DATA_DIR to load openai/gsm8k" in message
+    )
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("argv_tail", [["--tasks", "gsm8k_cot_strict"]])
+def test_missing_data_ends_sinkbench_eval_without_a_traceback(tmp_path: Path, argv_tail: list[str]) -> None:
+    from tiny_models import save_tiny_model
+
+    model = save_tiny_model(tmp_path / "model", "llama")
+    env = {**__import__("os").environ, _data.DATA_DIR_ENV: str(tmp_path / "nothing-here")}
+    done = subprocess.run(
+        [sys.executable, "-m", "sinkbench", "eval", "--model", "hf", "--model_args", f"pretrained={model}", *argv_tail],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("sinkbench: SINKBENCH_DATA_DIR=") and "gsm8k_test.jsonl does not exist" in last
+
+
+def test_results_record_the_local_file_and_its_hash(offline: pytest.MonkeyPatch) -> None:
+    import hashlib
+
+    task = load_tasks("gsm8k_cot_strict")["gsm8k_cot_strict"]
+    expected = hashlib.sha256((FIXTURES / "gsm8k_test.jsonl").read_bytes()).hexdigest()
+    record = task.dump_config()["metadata"]["data"]
+    assert record == {"source": "local", "files": [{"file": "gsm8k_test.jsonl", "sha256": expected}]}
 
 
 def test_malformed_local_files_name_the_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -184,13 +229,13 @@ def test_malformed_local_files_name_the_problem(tmp_path: Path, monkeypatch: pyt
         '{"question": "q", "answer": "#### 1"}\n{oops\n', encoding="utf-8"
     )
     with pytest.raises(ValueError, match=r"gsm8k_test\.jsonl:2: not valid JSON"):
-        gsm8k.custom_dataset()
+        _data.load_task_data(gsm8k.Task.SOURCE)
     (tmp_path / "gsm8k_test.jsonl").write_text("\n", encoding="utf-8")
     with pytest.raises(ValueError, match="holds no records"):
-        gsm8k.custom_dataset()
+        _data.load_task_data(gsm8k.Task.SOURCE)
     (tmp_path / "gpqa_diamond.csv").write_text("Question,Correct Answer\nq,a\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"missing column\(s\) \['Record ID', 'Incorrect Answer 1'"):
-        gpqa.custom_dataset()
+        _data.load_task_data(gpqa.Task.SOURCE)
 
 
 # ---------------------------------------------------------------- CoT extraction

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 from lm_eval.tasks.eq_bench.utils import calculate_score_fullscale
 
-from harness_tasks._data import DataSource, load_task_data
+from harness_tasks._data import DataSource, data_task
 
 if TYPE_CHECKING:
-    import datasets
+    pass
 
 #: Keys every ``reference_answer_fullscale`` must carry.
 REFERENCE_KEYS = tuple(f"emotion{i}" for i in range(1, 5)) + tuple(f"emotion{i}_score" for i in range(1, 5))
@@ -61,9 +61,8 @@ SOURCE = DataSource(
 )
 
 
-def custom_dataset(**_metadata: object) -> datasets.DatasetDict:
-    """Load the 171 EQ-Bench v2 questions (hub, or ``SINKBENCH_DATA_DIR``)."""
-    return load_task_data(SOURCE)
+#: The task class the YAML names under ``class:``.
+Task = data_task(SOURCE)
 
 
 def process_results(doc: dict, results: list[str]) -> dict[str, float]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from lm_eval.tasks.gpqa.cot_zeroshot.utils import preprocess
 
-from harness_tasks._data import DataSource, load_task_data
+from harness_tasks._data import DataSource, data_task
 
 if TYPE_CHECKING:
     import datasets
@@ -53,9 +53,8 @@ SOURCE = DataSource(
 )
 
 
-def custom_dataset(**_metadata: object) -> datasets.DatasetDict:
-    """Load GPQA Diamond (hub, or ``SINKBENCH_DATA_DIR``)."""
-    return load_task_data(SOURCE)
+#: The task class the YAML names under ``class:``.
+Task = data_task(SOURCE)
 
 
 def shuffle_options(doc: dict) -> dict:

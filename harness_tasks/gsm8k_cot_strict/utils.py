@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness_tasks._data import DataSource, load_task_data, read_jsonl
+from harness_tasks._data import DataSource, data_task, read_jsonl
 
 if TYPE_CHECKING:
-    import datasets
+    pass
 
 #: openai/gsm8k (main, test) on the hub; the original release ``test.jsonl`` locally.
 SOURCE = DataSource(
@@ -19,6 +19,5 @@ SOURCE = DataSource(
 )
 
 
-def custom_dataset(**_metadata: object) -> datasets.DatasetDict:
-    """Load the 1,319 GSM8K test problems (hub, or ``SINKBENCH_DATA_DIR``)."""
-    return load_task_data(SOURCE)
+#: The task class the YAML names under ``class:``.
+Task = data_task(SOURCE)

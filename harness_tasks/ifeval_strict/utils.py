@@ -13,11 +13,11 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from harness_tasks import _registry  # noqa: F401  (registers the flat_mean aggregation)
-from harness_tasks._data import DataSource, load_task_data, read_jsonl
+from harness_tasks._data import DataSource, data_task, read_jsonl
 from harness_tasks._punkt import ensure_punkt_tab
 
 if TYPE_CHECKING:
-    import datasets
+    pass
 
 #: google/IFEval on the hub; the original release ``input_data.jsonl`` locally.
 SOURCE = DataSource(
@@ -36,9 +36,8 @@ def lm_eval_ifeval() -> ModuleType:
     return importlib.import_module("lm_eval.tasks.ifeval.utils")
 
 
-def custom_dataset(**_metadata: object) -> datasets.DatasetDict:
-    """Load the 541 IFEval prompts (hub, or ``SINKBENCH_DATA_DIR``)."""
-    return load_task_data(SOURCE)
+#: The task class the YAML names under ``class:``.
+Task = data_task(SOURCE)
 
 
 def process_results(doc: dict, results: list[str]) -> dict[str, bool | list[bool]]:

@@ -1,9 +1,11 @@
-"""lm-eval task ``sink_strength``: hooks named after the YAML keys they serve.
+"""lm-eval task ``sink_strength``: the task class and the hooks named after the YAML keys they serve.
 
 One document per calibration prompt. Each emits a ``sink_strength`` request, served by
 :func:`sinkbench.harness.request.serve_sink_strength` on the model lm-eval already loaded; the
 per-prompt observations are pooled by the aggregation hooks, so S is the median over *all*
-observations, not a mean of per-prompt medians. Metric names and thresholds: :mod:`sinkbench.sink.metrics`.
+observations, not a mean of per-prompt medians. ``sink_strength_stderr`` is the bootstrap standard
+error over prompts (:mod:`sinkbench.sink.uncertainty`) with lm-eval's ``--bootstrap_iters`` resamples.
+Metric names and thresholds: :mod:`sinkbench.sink.metrics`.
 """
 
 from __future__ import annotations
@@ -14,10 +16,10 @@ import datasets
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from sinkbench.harness.request import REQUEST_TYPE, install_request_handler
+from sinkbench.harness.request import REQUEST_TYPE, install_request_handler, install_stderr
 from sinkbench.sink.metrics import SINK_METRICS
 from sinkbench.sink.options import ProbeOptions
-from sinkbench.sink.prompts import load_prompts
+from sinkbench.sink.prompts import load_calibration
 from sinkbench.sink.strength import (
     PromptObservations,
     pooled_g,
@@ -26,19 +28,36 @@ from sinkbench.sink.strength import (
     sink_rate,
     sink_strength,
 )
+from sinkbench.sink.uncertainty import sink_strength_stderr
 
 
 class SinkStrengthTask(ConfigurableTask):
-    """A ConfigurableTask whose requests are probe passes instead of generations."""
+    """A ConfigurableTask whose requests are probe passes instead of generations.
+
+    The results file records every effective probe option (``metadata.probe``) and the calibration set with
+    its content hash (``metadata.calibration``).
+    """
 
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         config = {key: value for key, value in (config or {}).items() if key != "class"}
-        super().__init__(config=config)
-        metadata = self.config.metadata if self.config.metadata is not None else {}
+        # Built as a log-likelihood task so that lm-eval does not ask for generation settings; the requests it
+        # sends are of this task's own type.
+        super().__init__(config={**config, "output_type": "loglikelihood"})
+        self.OUTPUT_TYPE = self.config.output_type = REQUEST_TYPE
+        metadata = dict(self.config.metadata or {})
         self.probe_options = ProbeOptions.from_mapping(metadata.get("probe"))
-        metadata["probe"] = self.probe_options.to_dict()  # the results file records every effective option
+        metadata["probe"] = self.probe_options.to_dict()
+        metadata["calibration"] = self.calibration.to_dict()
         self.config.metadata = metadata
         install_request_handler()
+        install_stderr()
+
+    def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        """The calibration prompts named by ``metadata.calibration`` (a packaged set or a file)."""
+        spec = (self.config.metadata or {}).get("calibration")
+        self.calibration = load_calibration(spec.get("set") if isinstance(spec, dict) else spec)
+        rows = [{"id": i, "prompt": prompt} for i, prompt in enumerate(self.calibration.prompts)]
+        self.dataset = {"test": datasets.Dataset.from_list(rows)}
 
     def construct_requests(self, doc: dict, ctx: Any, **kwargs: Any) -> Instance:
         """One probe request per prompt; lm-eval's chat templating of ``ctx`` is not used."""
@@ -51,12 +70,6 @@ class SinkStrengthTask(ConfigurableTask):
         )
 
 
-def calibration_dataset(calibration_file: str | None = None, **_: Any) -> dict[str, datasets.Dataset]:
-    """The packaged 15 calibration prompts, or ``metadata.calibration_file``."""
-    prompts = load_prompts(calibration_file)
-    return {"test": datasets.Dataset.from_list([{"id": i, "prompt": p} for i, p in enumerate(prompts)])}
-
-
 def process_results(doc: dict, results: list[PromptObservations]) -> dict[str, PromptObservations]:
     """Every metric receives the prompt's observations; aggregation pools them."""
     return dict.fromkeys((metric.name for metric in SINK_METRICS), results[0])
@@ -65,6 +78,14 @@ def process_results(doc: dict, results: list[PromptObservations]) -> dict[str, P
 def aggregate_sink_strength(items: list[PromptObservations]) -> float:
     """S: median of G pooled over every observation of every prompt."""
     return sink_strength(pooled_g(items))
+
+
+def _stderr_over_prompts(items: list[PromptObservations], resamples: int) -> float:
+    """Bootstrap standard error of S over prompts (lm-eval's ``--bootstrap_iters`` resamples, seed 0)."""
+    return sink_strength_stderr(items, resamples=resamples)
+
+
+aggregate_sink_strength.sinkbench_stderr = _stderr_over_prompts  # read by sinkbench.harness.request
 
 
 def aggregate_share_g_above(items: list[PromptObservations]) -> float:

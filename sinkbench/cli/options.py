@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import fields
 
 from sinkbench.sink.options import CHAT_TEMPLATE_MODES, PADDING_SIDES, SINK_MODES, ProbeOptions
+from sinkbench.sink.prompts import DEFAULT_SET, PACKAGED_SETS
 
 DTYPE_CHOICES = ("float32", "bfloat16", "float16", "auto")
 _DEFAULTS = {field.name: field.default for field in fields(ProbeOptions)}
@@ -44,10 +45,10 @@ def add_probe_options(parser: argparse.ArgumentParser, *, sink_modes: Sequence[s
     """The probe options of :class:`~sinkbench.sink.options.ProbeOptions` that a user may want to change."""
     parser.add_argument(
         "--prompts",
-        metavar="FILE",
-        default=None,
-        help="calibration prompts, .jsonl with a 'prompt' field per line or .txt with one prompt per line "
-        "(default: the 15 packaged prompts)",
+        metavar="SET|FILE",
+        default=DEFAULT_SET,
+        help=f"calibration prompts: a packaged set ({', '.join(PACKAGED_SETS)}), or a .jsonl file with a 'prompt' "
+        "field per line, or a .txt file with one prompt per line (default: %(default)s)",
     )
     parser.add_argument(
         "--num-layers",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from sinkbench.cli.options import add_model_options, add_probe_options, add_quiet, probe_options
+from sinkbench.sink.options import IntervalOptions
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,6 +28,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--output", "-o", metavar="FILE.json", help="also write the full report as JSON (default: print only)"
     )
     add_probe_options(parser)
+    parser.add_argument(
+        "--bootstrap-resamples",
+        type=int,
+        default=IntervalOptions.resamples,
+        metavar="N",
+        help="resamples of the bootstrap over prompts behind S's interval; 0 turns it off (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=IntervalOptions.seed, help="seed of that bootstrap (default: %(default)s)"
+    )
     add_model_options(parser)
     add_quiet(parser)
     parser.set_defaults(handler=run)
@@ -41,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
     _, text = screen(
         args.model,
         probe_options(args),
-        prompts_path=args.prompts,
+        prompts=args.prompts,
+        interval=IntervalOptions(resamples=args.bootstrap_resamples, seed=args.seed),
         dtype=args.dtype,
         device=args.device,
         device_map=args.device_map,

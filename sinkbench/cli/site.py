@@ -47,34 +47,28 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from sinkbench.leaderboard.build import build_site
-
-    return _report(lambda: build_site(args.submissions, args.out))
+    return _built(args)
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from sinkbench.leaderboard.build import build_site, serve_site
+    from sinkbench.leaderboard.build import serve_site
 
-    status = _report(lambda: build_site(args.submissions, args.out))
+    status = _built(args)
     if status == 0:
         serve_site(args.out, host=args.host, port=args.port)
     return status
 
 
-def _report(build) -> int:
-    """Run ``build``; print the result, or the validation problems (exit 1)."""
-    from sinkbench.submissions import SubmissionsInvalid
+def _built(args: argparse.Namespace) -> int:
+    """Build the site; print the result, or why nothing was written (exit 1)."""
+    from sinkbench.cli.failures import run_checked
+    from sinkbench.leaderboard.build import build_site
 
-    try:
-        report = build()
-    except SubmissionsInvalid as error:
-        for problem in error.problems:
-            print(problem)
-        print(f"site build: {len(error.problems)} validation problem(s); nothing was written.")
-        return 1
-    total = sum(report.timings.values())
-    print(
-        f"Built {report.pages} pages, {report.plots} charts and {report.raw_files} raw files into "
-        f"{report.site_dir} in {total:.1f} s."
-    )
-    return 0
+    report, status = run_checked("site build", lambda: build_site(args.submissions, args.out))
+    if report is not None:
+        total = sum(report.timings.values())
+        print(
+            f"Built {report.pages} pages, {report.plots} charts and {report.raw_files} raw files into "
+            f"{report.site_dir} in {total:.1f} s."
+        )
+    return status

@@ -6,10 +6,6 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from sinkbench.submissions.entry import Problem
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -77,11 +73,6 @@ def _add_import_reported(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=_import_reported)
 
 
-def _report(problems: Sequence[Problem]) -> None:
-    for problem in problems:
-        print(f"ERROR {problem}")
-
-
 def _missing(paths: Sequence[Path]) -> bool:
     missing = [str(path) for path in paths if not path.exists()]
     if missing:
@@ -96,7 +87,8 @@ def _validate(args: argparse.Namespace) -> int:
     if _missing(paths):
         return 2
     loaded = load_submissions(paths)
-    _report(loaded.problems)
+    for problem in loaded.problems:
+        print(f"ERROR {problem}")
     print(
         f"{loaded.checked} entries checked, {len(loaded.entries)} loaded, {len(loaded.problems)} problem(s)."
     )
@@ -104,17 +96,16 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _aggregate(args: argparse.Namespace) -> int:
-    from sinkbench.submissions import SubmissionsInvalid
+    from sinkbench.cli.failures import run_checked
     from sinkbench.tables.aggregate import aggregate_submissions
 
     if _missing([args.submissions]):
         return 2
-    try:
-        tables = aggregate_submissions(args.submissions, args.out, seed=args.seed)
-    except SubmissionsInvalid as error:
-        _report(error.problems)
-        print(f"{len(error.problems)} problem(s); nothing written.")
-        return 1
+    tables, status = run_checked(
+        "aggregate", lambda: aggregate_submissions(args.submissions, args.out, seed=args.seed)
+    )
+    if tables is None:
+        return status
     for row in tables.correlations.itertuples():
         print(
             f"{row.task:<24} n={row.n:<3} spearman={row.spearman:+.3f} loo_mae={row.loo_mae:.2f} "
@@ -125,23 +116,22 @@ def _aggregate(args: argparse.Namespace) -> int:
 
 
 def _import_reported(args: argparse.Namespace) -> int:
-    from sinkbench.submissions.import_reported import ImportFailed, import_reported
+    from sinkbench.cli.failures import run_checked
+    from sinkbench.submissions.import_reported import import_reported
 
     if _missing([args.csv]):
         return 2
-    try:
-        written = import_reported(
+    written, status = run_checked(
+        "import-reported",
+        lambda: import_reported(
             args.csv,
             source=args.source,
             out_dir=args.out,
             url=args.url,
             submitter=args.submitter,
             force=args.force,
-        )
-    except ImportFailed as error:
-        _report(error.problems)
-        print(f"{len(error.problems)} problem(s); nothing written.")
-        return 1
-    for path in written:
+        ),
+    )
+    for path in written or ():
         print(f"wrote {path}/metadata.json")
-    return 0
+    return status

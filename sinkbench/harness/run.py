@@ -41,6 +41,8 @@ def run_lm_eval(args: Sequence[str]) -> int:
     try:
         cli_evaluate()
     except SystemExit as exit_:
+        if isinstance(exit_.code, str):  # a message (e.g. a task's missing data): print it, as Python would
+            print(exit_.code, file=sys.stderr)
         return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
     finally:
         sys.argv = saved

@@ -15,59 +15,25 @@ import functools
 import http.server
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from sinkbench.leaderboard.content import RawFile
+from sinkbench.leaderboard.content import RawFile, SiteViews
 from sinkbench.leaderboard.entry_pages import write_entry_pages
 from sinkbench.leaderboard.pages import (
     INCLUDED_SOURCES,
     PageWriter,
     draw_plots,
-    make_environment,
 )
+from sinkbench.leaderboard.sources import SiteSources
 from sinkbench.leaderboard.views import build_views
-from sinkbench.safe_io import install_directory
+from sinkbench.publish import publishing, scratch_folder
 from sinkbench.submissions import load_valid_entries
-from sinkbench.tables.build import build_tables
+from sinkbench.tables.build import AggregateTables, build_tables
 from sinkbench.tables.write import write_tables
-
-#: The site's sources, shipped inside this package.
-SOURCES_DIR = Path(__file__).resolve().parent
-
-
-@dataclass(frozen=True)
-class SiteSources:
-    """Where the site's sources live (this package's folder unless told otherwise)."""
-
-    root: Path = SOURCES_DIR
-
-    @property
-    def config(self) -> Path:
-        """``mkdocs.yml`` (Material theme, navigation, Markdown extensions)."""
-        return self.root / "mkdocs.yml"
-
-    @property
-    def templates(self) -> Path:
-        """Jinja2 templates of the generated pages."""
-        return self.root / "templates"
-
-    @property
-    def docs(self) -> Path:
-        """Static pages and assets, and the prose the templates include."""
-        return self.root / "docs"
-
-    def check(self) -> None:
-        """Raise FileNotFoundError naming the first missing source and how to get it."""
-        for path in (self.config, self.templates, self.docs):
-            if not path.exists():
-                raise FileNotFoundError(
-                    f"{path} is missing: the sinkbench installation is incomplete; reinstall sinkbench."
-                )
 
 
 @dataclass(frozen=True)
@@ -100,12 +66,11 @@ def _run_mkdocs(config_file: Path, docs_dir: Path, site_dir: Path) -> None:
 
 
 def _add_raw_files(files: list[RawFile], site_dir: Path) -> None:
-    """Put each raw file into the site: a hard link where the file system allows one, else a copy.
+    """Copy each raw file into the site, never following a link (the gate refused links; a file swapped for
+    one since then fails here instead of publishing what it points to).
 
-    The site only serves these files, and a link costs far less than a copy where creating files is slow (about
-    30 times less on the shared build machine: ~1 s at 1,000 entries). A link is the same file: a submission file
-    edited in place after the build changes in the built site too, until the next build (a git checkout
-    replaces files instead, which leaves the built copy alone).
+    Copies, not hard links: a published file must not share its inode with the submission (the gate refuses
+    hard links in submissions, and a site inside the tree would otherwise make every file one).
     """
     folders: set[Path] = set()
     for file in files:
@@ -113,10 +78,9 @@ def _add_raw_files(files: list[RawFile], site_dir: Path) -> None:
         if target.parent not in folders:
             target.parent.mkdir(parents=True, exist_ok=True)
             folders.add(target.parent)
-        try:
-            os.link(file.source, target)
-        except OSError:  # another device, no hard links there, or linking refused (fs.protected_hardlinks)
-            shutil.copyfile(file.source, target)
+        source = os.open(file.source, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(source, "rb") as reader, open(target, "wb") as writer:
+            shutil.copyfileobj(reader, writer)
 
 
 def build_timestamp() -> str:
@@ -137,7 +101,8 @@ def build_site(
 
     Args:
         submissions_dir: The submissions root (``pairs/`` and ``backbones/``).
-        out_dir: Where the finished site goes; an existing folder there is replaced.
+        out_dir: Where the finished site goes, published as a whole (:func:`sinkbench.publish.publishing`): an
+            earlier site there is replaced atomically; a folder sinkbench did not write is refused.
         sources: The folder holding ``mkdocs.yml``, ``templates/`` and ``docs/``; defaults to this package's.
         seed: Seed of the aggregation's bootstrap and permutation tests.
 
@@ -145,32 +110,44 @@ def build_site(
         sinkbench.submissions.SubmissionsInvalid: the submissions do not validate; nothing is written.
         FileNotFoundError: a source is missing.
         mkdocs.exceptions.Abort: MkDocs reported a warning or error (strict mode).
+        sinkbench.publish.PublishError: ``out_dir`` is locked by another run, not a site, or not writable.
     """
     sources = sources or SiteSources()
     sources.check()
-    submissions_dir, out_dir = Path(submissions_dir), Path(out_dir).resolve()
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
-    with tempfile.TemporaryDirectory(prefix=f".{out_dir.name}.build-", dir=out_dir.parent) as work:
-        docs_dir, site_dir = Path(work) / "docs", Path(work) / "site"
-        with _timed(timings, "aggregate"):
-            _copy_static(sources, docs_dir)
-            tables = build_tables(load_valid_entries(submissions_dir), seed=seed)
-            write_tables(tables, docs_dir / "downloads")
-            views = build_views(tables)
-        with _timed(timings, "pages"):
-            writer = PageWriter(make_environment(sources.templates), docs_dir, sources.docs)
-            pages = writer.write_all(views, updated=build_timestamp()) + writer.write_downloads_page(tables)
-        with _timed(timings, "plots"):
-            plots = draw_plots(views.plots(), docs_dir)
-        with _timed(timings, "mkdocs"):
-            _run_mkdocs(sources.config, docs_dir, site_dir)
-        with _timed(timings, "entries"):
-            pages += write_entry_pages(site_dir, writer.entry_pages(views))
-        with _timed(timings, "install"):
-            _add_raw_files(views.raw_files(), site_dir)
-            install_directory(site_dir, out_dir, replace=True)
-    return BuildReport(out_dir, pages, plots, len(views.raw_files()), timings)
+    with _timed(timings, "aggregate"):
+        tables = build_tables(load_valid_entries(submissions_dir), seed=seed)
+        views = build_views(tables)
+    with publishing(Path(out_dir)) as site_dir:
+        docs_dir = scratch_folder(site_dir.parent / Path(out_dir).name) / "docs"
+        try:
+            pages, plots = _render(sources, tables, views, docs_dir, timings)
+            with _timed(timings, "mkdocs"):
+                _run_mkdocs(sources.config, docs_dir, site_dir)
+            with _timed(timings, "entries"):
+                pages += write_entry_pages(
+                    site_dir, PageWriter.for_sources(sources, docs_dir).entry_pages(views)
+                )
+            with _timed(timings, "install"):
+                _add_raw_files(views.raw_files(), site_dir)
+        finally:
+            shutil.rmtree(docs_dir.parent, ignore_errors=True)
+    return BuildReport(Path(out_dir).absolute(), pages, plots, len(views.raw_files()), timings)
+
+
+def _render(
+    sources: SiteSources, tables: AggregateTables, views: SiteViews, docs_dir: Path, timings: dict[str, float]
+) -> tuple[int, int]:
+    """Write the MkDocs sources: static files, downloads, pages and charts. Returns (pages, charts)."""
+    with _timed(timings, "pages"):
+        _copy_static(sources, docs_dir)
+        (docs_dir / "downloads").mkdir(parents=True, exist_ok=True)
+        write_tables(tables, docs_dir / "downloads")
+        writer = PageWriter.for_sources(sources, docs_dir)
+        pages = writer.write_all(views, updated=build_timestamp()) + writer.write_downloads_page(tables)
+    with _timed(timings, "plots"):
+        plots = draw_plots(views.plots(), docs_dir)
+    return pages, plots
 
 
 @contextlib.contextmanager

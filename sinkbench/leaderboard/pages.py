@@ -20,6 +20,7 @@ from markupsafe import Markup
 
 from sinkbench.leaderboard.content import BackboneView, PairView, PlotRef, Prediction, SiteViews
 from sinkbench.leaderboard.entry_pages import EntryPage, write_shells
+from sinkbench.leaderboard.sources import SiteSources
 from sinkbench.numbers import finite_or_none
 from sinkbench.tables.build import AggregateTables
 
@@ -127,6 +128,11 @@ class PageWriter:
     environment: jinja2.Environment
     docs_dir: Path
     sources_dir: Path
+
+    @classmethod
+    def for_sources(cls, sources: SiteSources, docs_dir: Path) -> PageWriter:
+        """A writer rendering the templates of ``sources`` into ``docs_dir``."""
+        return cls(make_environment(sources.templates), docs_dir, sources.docs)
 
     def write(self, template: str, target: str, **context: object) -> None:
         """Render ``template`` with ``context`` to ``docs_dir/target``."""

@@ -83,3 +83,23 @@ class ProbeOptions:
 
 def _positive_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+@dataclass(frozen=True)
+class IntervalOptions:
+    """How S's bootstrap interval over prompts is drawn (:mod:`sinkbench.sink.uncertainty`); ``resamples=0``
+    turns it off."""
+
+    resamples: int = 1000
+    seed: int = 0
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.resamples, int) and self.resamples >= 0):
+            raise ValueError(f"resamples must be a whole number >= 0, got {self.resamples!r}")
+        if not 0.0 < self.confidence < 1.0:
+            raise ValueError(f"confidence must lie strictly between 0 and 1, got {self.confidence!r}")
+
+    def to_dict(self) -> dict:
+        """JSON-ready dictionary."""
+        return asdict(self)

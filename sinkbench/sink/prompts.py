@@ -1,31 +1,70 @@
-"""Calibration prompts: the packaged set, or a user file (JSON Lines with ``prompt``, or plain text)."""
+"""Calibration prompts: the packaged sets (``v1``, ``v2``), or a user file (JSON Lines with ``prompt``, or
+plain text with one prompt per line), with a content hash that says exactly which prompts S was measured on.
+
+``v1`` is the set every measured S on the leaderboard uses unless its record says otherwise; ``v2`` is a second,
+independently written set of 15 prompts in the same style (the methodology page reports how far S moves between
+them). Neither holds an IFEval item.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 #: Most prompts a calibration file may hold.
 MAX_PROMPTS = 10_000
+#: The packaged sets, and the one used when none is named.
+PACKAGED_SETS = ("v1", "v2")
+DEFAULT_SET = "v1"
 
 
-def load_prompts(path: str | Path | None = None) -> list[str]:
-    """Load calibration prompts: the packaged 15 by default, or a user file.
+@dataclass(frozen=True)
+class CalibrationSet:
+    """Prompts and where they came from.
 
-    A user file is JSON Lines with a ``prompt`` field per line, or plain text with one
-    prompt per non-empty line.
+    Attributes:
+        name: the packaged set's name (``v1``) or the file as given.
+        prompts: the prompts, in order.
+        sha256: hash of the prompts themselves (JSON list, UTF-8), independent of the file's formatting.
+    """
+
+    name: str
+    prompts: tuple[str, ...]
+    sha256: str
+
+    def to_dict(self) -> dict[str, object]:
+        """The record kept in reports: name, hash and count (the prompts are listed separately)."""
+        return {"set": self.name, "sha256": self.sha256, "prompts": len(self.prompts)}
+
+
+def load_calibration(spec: str | Path | None = None) -> CalibrationSet:
+    """A packaged set by name (default :data:`DEFAULT_SET`) or a user file.
 
     Raises:
+        FileNotFoundError: ``spec`` is neither a packaged set nor an existing file.
         ValueError: naming the file and line of any malformed entry.
     """
-    if path is None:
-        text = resources.files("sinkbench.calibration").joinpath("prompts.jsonl").read_text("utf-8")
-        return _parse_prompts(text, "<packaged prompts.jsonl>", jsonl=True)
-    file = Path(path)
-    if not file.is_file():
-        raise FileNotFoundError(f"Calibration file {file} does not exist.")
-    return _parse_prompts(file.read_text("utf-8"), str(file), jsonl=file.suffix in (".jsonl", ".json"))
+    name = str(spec) if spec is not None else DEFAULT_SET
+    if name in PACKAGED_SETS:
+        text = resources.files("sinkbench.calibration").joinpath(f"{name}.jsonl").read_text("utf-8")
+        prompts = _parse_prompts(text, f"<packaged {name}.jsonl>", jsonl=True)
+    else:
+        file = Path(name)
+        if not file.is_file():
+            raise FileNotFoundError(
+                f"Calibration prompts {name!r} are neither a packaged set ({', '.join(PACKAGED_SETS)}) nor a file."
+            )
+        prompts = _parse_prompts(file.read_text("utf-8"), name, jsonl=file.suffix in (".jsonl", ".json"))
+    digest = hashlib.sha256(json.dumps(prompts, ensure_ascii=False).encode("utf-8")).hexdigest()
+    return CalibrationSet(name, tuple(prompts), digest)
+
+
+def load_prompts(spec: str | Path | None = None) -> list[str]:
+    """The prompts of :func:`load_calibration` (a packaged set's name, a file, or None for the default)."""
+    return list(load_calibration(spec).prompts)
 
 
 def _parse_prompts(text: str, name: str, *, jsonl: bool) -> list[str]:

@@ -8,21 +8,40 @@ from sinkbench.models import ModelInfo
 from sinkbench.numbers import finite_or_none
 from sinkbench.provenance import report_header
 from sinkbench.sink.metrics import G_THRESHOLD, SINK_RATE_THRESHOLD, SINK_STRENGTH
-from sinkbench.sink.options import ProbeOptions
+from sinkbench.sink.options import IntervalOptions, ProbeOptions
+from sinkbench.sink.prompts import CalibrationSet
 from sinkbench.sink.strength import SinkStrengthSummary
+
+#: What S's sign and size mean, for people reading a report.
+DIRECTION = "higher S = a stronger attention sink, which the paper links to keeping strict-format skills"
 
 
 def build_report(
-    info: ModelInfo, options: ProbeOptions, prompts: list[str], summary: SinkStrengthSummary, seconds: float
+    info: ModelInfo,
+    options: ProbeOptions,
+    calibration: CalibrationSet,
+    summary: SinkStrengthSummary,
+    *,
+    seconds: float,
+    interval: tuple[IntervalOptions, tuple[float, float] | None],
 ) -> dict[str, Any]:
-    """Assemble the report (schema documented in ``submissions/README.md``)."""
+    """Assemble the report (schema documented in ``submissions/README.md``).
+
+    ``interval`` is the bootstrap's options and its interval (None when turned off); both are recorded.
+    """
+    bootstrap, ci = interval
     return {
         **report_header(),
         "model": info.to_dict(),
-        "options": options.to_dict(),
+        "options": {
+            **options.to_dict(),
+            **{f"bootstrap_{key}": value for key, value in bootstrap.to_dict().items()},
+        },
+        "calibration": calibration.to_dict(),
         "layers_probed": summary.layers,
-        "calibration_prompts": list(prompts),
+        "calibration_prompts": list(calibration.prompts),
         "sink_strength": summary.sink_strength,
+        "sink_strength_ci": list(ci) if ci is not None else None,
         "metrics": {k: v for k, v in summary.scalar_metrics().items() if k != SINK_STRENGTH.name},
         "profile": {
             "layers": summary.layers,
@@ -34,12 +53,30 @@ def build_report(
     }
 
 
-def format_profile(summary: SinkStrengthSummary) -> str:
-    """A compact text table: S, then the median G of each probed layer with a bar."""
+def _layers_line(summary: SinkStrengthSummary, requested: int | None) -> str:
+    """Which layers were probed, saying so when the model has fewer than were asked for."""
+    layers = summary.layers
+    text = f"probed layers {layers[0]}-{layers[-1]} ({len(layers)} layers)"
+    if requested is not None and requested > len(layers):
+        text += f"; --num-layers {requested} asked for more than the model has, so all of them were probed"
+    return text
+
+
+def format_profile(
+    summary: SinkStrengthSummary,
+    ci: tuple[float, float] | None = None,
+    *,
+    confidence: float = 0.95,
+    requested_layers: int | None = None,
+) -> str:
+    """A compact text table: S with its interval, the secondary metrics, then each probed layer's median G."""
+    interval = f"  {confidence:.0%} CI [{ci[0]:+.3f}, {ci[1]:+.3f}] over prompts" if ci is not None else ""
     lines = [
-        f"Sink Strength S = {summary.sink_strength:+.3f} nats  ({summary.observations} observations)",
+        f"Sink Strength S = {summary.sink_strength:+.3f} nats{interval}  ({summary.observations} observations)",
+        f"  ({DIRECTION})",
         f"share G>{G_THRESHOLD:g} = {summary.share_g_above:.3f}   position-0 mass = {summary.position0_mass:.3f}"
         f"   Sink_1^{SINK_RATE_THRESHOLD:g} = {summary.sink_rate:.3f}",
+        _layers_line(summary, requested_layers),
         "layer  median G",
     ]
     for layer, value in zip(summary.layers, summary.layer_median_g, strict=True):

@@ -1,4 +1,4 @@
-"""Screen one model end to end: load, probe, summarise, report."""
+"""Screen one model end to end: load, probe, summarise, bootstrap the interval over prompts, report."""
 
 from __future__ import annotations
 
@@ -9,16 +9,18 @@ from typing import Any
 from sinkbench.models import load_model
 from sinkbench.safe_io import write_json_atomic
 from sinkbench.sink.observe import measure
-from sinkbench.sink.options import ProbeOptions
-from sinkbench.sink.prompts import load_prompts
+from sinkbench.sink.options import IntervalOptions, ProbeOptions
+from sinkbench.sink.prompts import load_calibration
 from sinkbench.sink.report import build_report, format_profile
+from sinkbench.sink.uncertainty import sink_strength_interval
 
 
 def screen(
     model_spec: str | None,
     options: ProbeOptions | None = None,
     *,
-    prompts_path: str | None = None,
+    prompts: str | None = None,
+    interval: IntervalOptions | None = None,
     dtype: str = "float32",
     device: str | None = None,
     device_map: str | None = None,
@@ -28,18 +30,40 @@ def screen(
 ) -> tuple[dict[str, Any], str]:
     """Measure S of ``model_spec`` (None: the embedded default) and build its report.
 
+    Args:
+        model_spec: hub id, local dir, ``.gguf`` file or embedded name.
+        options: probe options (defaults of :class:`ProbeOptions`).
+        prompts: a packaged calibration set (``v1``, ``v2``) or a prompts file; the default set when None.
+        interval: the bootstrap over prompts behind ``sink_strength_ci`` (``resamples=0``: none).
+        dtype, device, device_map, revision: how the model is loaded (:func:`sinkbench.models.load_model`).
+        output: also write the report here as JSON (atomically).
+        progress: show a progress bar.
+
     Returns:
-        The report dictionary and a printable profile; the report is also written to
-        ``output`` (atomically) when given.
+        The report dictionary and a printable profile.
     """
     options = options or ProbeOptions()
-    prompts = load_prompts(prompts_path)
+    interval = interval or IntervalOptions()
+    calibration = load_calibration(prompts)
     loaded = load_model(model_spec, dtype=dtype, device=device, device_map=device_map, revision=revision)
     started = time.perf_counter()
-    summary, _ = measure(loaded.model, loaded.tokenizer, prompts, options, progress=progress)
-    report = build_report(loaded.info, options, prompts, summary, time.perf_counter() - started)
+    summary, observations = measure(
+        loaded.model, loaded.tokenizer, calibration.prompts, options, progress=progress
+    )
+    ci = sink_strength_interval(observations, interval)
+    report = build_report(
+        loaded.info,
+        options,
+        calibration,
+        summary,
+        seconds=time.perf_counter() - started,
+        interval=(interval, ci),
+    )
     if output is not None:
         write_json_atomic(report, output)
-    return report, f"{loaded.info.id} ({loaded.info.architecture}, {loaded.info.dtype})\n" + format_profile(
-        summary
+    heading = (
+        f"{loaded.info.id} ({loaded.info.architecture}, {loaded.info.dtype}, {loaded.info.num_layers} layers)"
+    )
+    return report, heading + "\n" + format_profile(
+        summary, ci, confidence=interval.confidence, requested_layers=options.num_layers
     )

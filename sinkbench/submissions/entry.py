@@ -40,7 +40,13 @@ class Problem:
     fix: str
 
     def __str__(self) -> str:
-        return f"{self.file}: {self.field or '<file>'}: {self.message} Fix: {self.fix}"
+        """One line: invisible and control characters (from a file or folder name) are shown escaped."""
+        return _printable(f"{self.file}: {self.field or '<file>'}: {self.message} Fix: {self.fix}")
+
+
+def _printable(text: str) -> str:
+    """``text`` with every non-printable character (controls, newlines, bidi overrides) as ``\\uXXXX``."""
+    return "".join(char if char.isprintable() else f"\\u{ord(char):04x}" for char in text)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sinkbench.safe_io import UnsafeFileError, check_size, install_directory
-from sinkbench.submissions import load_entry, load_submissions
+from sinkbench.submissions import SubmissionsInvalid, load_entry, load_submissions
 from sinkbench.submissions.entry import Entry, Problem
 from sinkbench.submissions.rules import rule_no_duplicates, run_rules
 from sinkbench.submissions.schema import ENTRY_NAME_PATTERN
@@ -34,14 +34,21 @@ NUMBER_COLUMNS = ("sink_strength", "delta", "reference_score", "vlm_score")
 #: Cap on the CSV size, checked before reading.
 CSV_SIZE_LIMIT = 5_000_000
 NOT_STATED = "not stated"
+_LINE = "_line"
+_ENTRY_NAME = re.compile(ENTRY_NAME_PATTERN)
+#: The CSV column behind each field of a staged ``metadata.json`` outside ``reported.tasks``.
+_COLUMN_OF_FIELD = {
+    "vlm.id": "vlm",
+    "reference_llm.id": "reference_llm",
+    "qk_norm": "qk_norm",
+    "reported.sink_strength.value": "sink_strength",
+    "reported.sink_strength.table": "sink_strength_table",
+    "reported.tasks": "task",
+}
 
 
-class ImportFailed(ValueError):
+class ImportFailed(SubmissionsInvalid):
     """Raised when the CSV or an entry built from it is invalid, or would overwrite; nothing is written."""
-
-    def __init__(self, problems: Sequence[Problem]) -> None:
-        super().__init__(f"{len(problems)} problem(s); nothing was written")
-        self.problems = tuple(problems)
 
 
 def entry_name(vlm_id: str) -> str:
@@ -49,9 +56,16 @@ def entry_name(vlm_id: str) -> str:
     return re.sub(r"[^a-z0-9._-]+", "-", vlm_id.rsplit("/", 1)[-1].lower()).strip("-.")
 
 
+#: A CSV number: ASCII digits only, an optional sign, decimal point and exponent (no ``_``, no other scripts).
+_DECIMAL = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d{1,3})?", re.ASCII)
+
+
 def _number(text: str) -> float | None:
-    if text.strip() == "":
+    """A finite number written in ASCII decimal, None for an empty cell; ValueError otherwise."""
+    if text == "":
         return None
+    if not _DECIMAL.fullmatch(text):
+        raise ValueError("not an ASCII decimal number")
     value = float(text)
     if not math.isfinite(value):
         raise ValueError("not a finite number")
@@ -72,8 +86,8 @@ def _parse_row(
                 Problem(
                     shown,
                     f"line {line}: {column}",
-                    f"{parsed[column]!r} is not a finite number.",
-                    "write a decimal number in points (S in nats)",
+                    f"{parsed[column]!r} is not a finite ASCII decimal number.",
+                    "write a decimal number such as -10.3 (points; S in nats), with ASCII digits only",
                 )
             )
     return parsed, problems
@@ -88,7 +102,19 @@ def _rows(path: Path, shown: str) -> Iterator[tuple[int, dict[str, Any]] | Probl
         message = getattr(error, "message", f"is not UTF-8: {error}.")
         yield Problem(shown, "", message, "save a plain UTF-8 CSV file")
         return
-    reader = csv.DictReader(io.StringIO(text))
+    reader = csv.DictReader(io.StringIO(text), strict=True)
+    try:
+        yield from _read_rows(reader, shown)
+    except csv.Error as error:  # bad quoting, a cell over the csv module's size limit, a NUL byte
+        yield Problem(
+            shown,
+            f"line {reader.line_num + 1}",
+            f"is not readable CSV from this line on ({error}).",
+            "close every quoted cell, keep cells short, and save plain UTF-8 CSV",
+        )
+
+
+def _read_rows(reader: csv.DictReader, shown: str) -> Iterator[tuple[int, dict[str, Any]] | Problem]:
     columns = set(reader.fieldnames or [])
     missing = set(REQUIRED_COLUMNS) - columns
     unknown = columns - set(REQUIRED_COLUMNS) - set(OPTIONAL_COLUMNS)
@@ -170,27 +196,44 @@ def _group(path: Path, shown: str) -> tuple[dict[str, list[dict[str, Any]]], lis
                     "keep one row per pair and task",
                 )
             )
-        rows.append(row)
+        rows.append({**row, _LINE: line})
     return groups, problems
 
 
+def _csv_location(field: str, rows: Sequence[dict[str, Any]]) -> tuple[int, str]:
+    """The CSV line and column behind a field of a staged ``metadata.json`` (pydantic or rule spelling)."""
+    parts = field.split(".")
+    if parts[:2] == ["reported", "tasks"] and len(parts) >= 3:
+        key = parts[2]
+        row = rows[int(key)] if key.isdigit() and int(key) < len(rows) else None
+        row = row or next((item for item in rows if item["task"] == key), rows[0])
+        return row[_LINE], parts[3] if len(parts) > 3 else "task"
+    return rows[0][_LINE], _COLUMN_OF_FIELD.get(field, field or "row")
+
+
+def _as_csv_problem(problem: Problem, rows: Sequence[dict[str, Any]], shown: str) -> Problem:
+    """A problem found in a staged entry, told as the CSV file, line and column that caused it."""
+    line, column = _csv_location(problem.field, rows)
+    return Problem(shown, f"line {line}: {column}", problem.message, problem.fix)
+
+
 def _stage(
-    groups: dict[str, list[dict]], staging: Path, out_dir: Path, **meta: Any
+    groups: dict[str, list[dict]], staging: Path, out_dir: Path, shown: str, **meta: Any
 ) -> tuple[list[Entry], list[Problem]]:
     """Write each entry into ``staging/pairs/<name>`` and load it back; return (entries, problems).
 
-    Problems name the path the entry would get, ``<out_dir>/pairs/<name>``.
+    Problems name the CSV file (``shown``), line and column that caused them.
     """
     entries, problems, names = [], [], {}
     for vlm, rows in groups.items():
         name = entry_name(vlm)
-        if not re.match(ENTRY_NAME_PATTERN, name) or name in names:
+        if not _ENTRY_NAME.fullmatch(name) or name in names:
             reason = f"is also the name of {names[name]!r}" if name in names else "is not a valid entry name"
             problems.append(
                 Problem(
-                    f"{out_dir.name}/pairs/{name}",
-                    "vlm",
-                    f"{name!r} (from {vlm!r}) {reason}.",
+                    shown,
+                    f"line {rows[0][_LINE]}: vlm",
+                    f"gives the entry name {name!r}, which {reason}.",
                     "use distinct Hub ids of the form org/model-name",
                 )
             )
@@ -201,9 +244,10 @@ def _stage(
         content = json.dumps(build_metadata(rows, **meta), indent=2, ensure_ascii=False, allow_nan=False)
         (folder / "metadata.json").write_text(content + "\n", encoding="utf-8")
         entry, found = load_entry(folder, f"{out_dir.name}/pairs/{name}")
-        problems.extend(found)
+        problems.extend(_as_csv_problem(problem, rows, shown) for problem in found)
         if entry is not None:
             entries.append(entry)
+            problems.extend(_as_csv_problem(problem, rows, shown) for problem in run_rules([entry]))
     return entries, problems
 
 
@@ -243,8 +287,10 @@ def import_reported(
     base.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".sinkbench-import-", dir=base))
     try:
-        entries, found = _stage(groups, staging, out_dir, source=source, url=url, submitter=submitter)
-        problems += found + run_rules(entries) + _conflicts(entries, out_dir, force=force)
+        entries, found = _stage(
+            groups, staging, out_dir, csv_path.name, source=source, url=url, submitter=submitter
+        )
+        problems += found + _conflicts(entries, out_dir, force=force)
         if problems or not entries:
             raise ImportFailed(
                 problems or [Problem(csv_path.name, "", "has no rows.", "add one row per pair and task")]

@@ -14,9 +14,9 @@ from sinkbench.numbers import is_finite_number
 from sinkbench.sink.metrics import SECONDARY_METRICS, SINK_STRENGTH
 from sinkbench.submissions.catalogue import IFEVAL_TASK, SINK_TASK, TASKS
 from sinkbench.submissions.entry import Entry, Problem, ResultsFile
+from sinkbench.submissions.schema import UNPINNED_REVISIONS
 
-_LM_EVAL_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?")
-_UNPINNED_REVISIONS = {None, "", "main"}
+_LM_EVAL_VERSION = re.compile(r"\d{1,4}\.\d{1,4}(\.\d{1,4})?([.+-][A-Za-z0-9.+-]{1,40})?")
 _RERUN = "rerun both sides with identical lm_eval settings (see submissions/README.md)"
 _SAME_RUN = "submit the samples file of the same run"
 _NO_LIMIT_FIX = (
@@ -97,13 +97,39 @@ def rule_lm_eval_version(entry: Entry) -> Iterator[Problem]:
     """Every results file records the lm-eval version that wrote it."""
     for item in _results(entry):
         version = item.data.lm_eval_version
-        if not version or not _LM_EVAL_VERSION.match(version):
+        if not version or not _LM_EVAL_VERSION.fullmatch(version):
             yield Problem(
                 item.path,
                 "lm_eval_version",
                 f"no lm-eval version recorded (got {version!r}).",
                 "submit the results file exactly as lm_eval wrote it (lm-eval >= 0.4.3)",
             )
+
+
+def _leaf_tasks(item: ResultsFile) -> list[str]:
+    """The tasks of a results file that are not groups (groups have no configs of their own)."""
+    return [task for task in item.data.results if task not in item.data.group_subtasks]
+
+
+def rule_lm_eval_records_complete(entry: Entry) -> Iterator[Problem]:
+    """Every task of a results file has the records lm-eval always writes: its config, version, few-shot
+    count and sample counts (without them a --limit run or a changed setting would go unseen)."""
+    for item in _results(entry):
+        records = {
+            "configs": item.data.configs,
+            "versions": item.data.versions,
+            "n-shot": item.data.n_shot,
+            "n-samples": item.data.n_samples,
+        }
+        for task in _leaf_tasks(item):
+            for name, record in records.items():
+                if task not in record:
+                    yield Problem(
+                        item.path,
+                        f"{name}.{task}",
+                        "is missing, but lm-eval writes it for every task it ran.",
+                        "submit the results file exactly as lm_eval wrote it",
+                    )
 
 
 def _range_problem(item: ResultsFile, task: str, key: str, low: float, high: float) -> Problem | None:
@@ -153,6 +179,7 @@ def _settings(item: ResultsFile, task: str) -> dict[str, Any]:
         f"versions.{task}": data.versions.get(task),
         f"n-shot.{task}": data.n_shot.get(task),
         f"configs.{task}.generation_kwargs": config.generation_kwargs if config else None,
+        f"configs.{task}.num_fewshot": config.num_fewshot if config else None,
         "config.gen_kwargs": data.config.gen_kwargs or None,
         "chat template applied": data.chat_template is not None,
         "fewshot_as_multiturn": bool(data.fewshot_as_multiturn),
@@ -188,7 +215,7 @@ def rule_revision_matches_results(entry: Entry) -> Iterator[Problem]:
     for role, side in entry.sides.items():
         expected = refs[role].revision if refs[role] else None
         for item in side.results:
-            recorded = {item.data.config.model_revision, item.data.config.model_sha} - _UNPINNED_REVISIONS
+            recorded = {item.data.config.model_revision, item.data.config.model_sha} - UNPINNED_REVISIONS
             if expected and recorded and expected not in recorded:
                 yield Problem(
                     item.path,

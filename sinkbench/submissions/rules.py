@@ -19,7 +19,7 @@ from sinkbench.submissions.catalogue import (
     SINK_TASK,
 )
 from sinkbench.submissions.entry import Entry, Problem
-from sinkbench.submissions.schema import IfevalRegressionCounts, ModelRef, PairMetadata
+from sinkbench.submissions.schema import UNPINNED_REVISIONS, IfevalRegressionCounts, ModelRef, PairMetadata
 
 #: Reported deltas are printed to 0.1 pt and scores to 0.01 pt, so they may disagree by this much.
 DELTA_TOLERANCE = 0.1
@@ -224,21 +224,31 @@ def _model(entry: Entry) -> ModelRef:
     return entry.vlm if isinstance(entry.metadata, PairMetadata) else entry.llm
 
 
+def _same_weights(first: str | None, second: str | None) -> bool:
+    """Two revisions may name the same weights unless both are pinned and differ."""
+    return first in UNPINNED_REVISIONS or second in UNPINNED_REVISIONS or first == second
+
+
 def rule_no_duplicates(entries: Sequence[Entry]) -> Iterator[Problem]:
-    """No two entries of a kind hold the same model (the VLM of a pair, the LLM of a backbone) at one revision."""
-    seen: dict[tuple[str, str, str | None], Entry] = {}
+    """No two entries of a kind hold the same model (the VLM of a pair, the LLM of a backbone) at revisions that
+    may name the same weights: an unpinned revision (none, or ``main``) matches every other revision."""
+    seen: dict[tuple[str, str], list[Entry]] = {}
     for entry in entries:
         model = _model(entry)
-        key = (entry.kind, model.id.lower(), model.revision)
-        if key in seen:
+        earlier = seen.setdefault((entry.kind, model.id.lower()), [])
+        clash = next(
+            (other for other in earlier if _same_weights(_model(other).revision, model.revision)), None
+        )
+        if clash is not None:
             revision = f"revision {model.revision!r}" if model.revision else "an unrecorded revision"
             yield Problem(
                 entry.metadata_file,
                 "vlm" if entry.kind == "pair" else "model",
-                f"{model.id} at {revision} is already submitted as {seen[key].directory}.",
-                "update the existing entry instead of adding a new one",
+                f"{model.id} at {revision} is already submitted as {clash.directory} (revision "
+                f"{_model(clash).revision!r}); an unpinned revision may name the same weights.",
+                "update the existing entry instead of adding a new one, or pin both revisions",
             )
-        seen.setdefault(key, entry)
+        earlier.append(entry)
 
 
 ENTRY_RULES: tuple[EntryRule, ...] = (
@@ -247,6 +257,7 @@ ENTRY_RULES: tuple[EntryRule, ...] = (
     rule_measured_entry_contents,
     rule_revisions_recorded,
     rule_required_tasks,
+    results_rules.rule_lm_eval_records_complete,
     results_rules.rule_task_in_one_file,
     results_rules.rule_no_limit,
     results_rules.rule_lm_eval_version,

@@ -2,8 +2,13 @@
 
 One pydantic model per file kind: ``metadata.json`` (:data:`METADATA_ADAPTER`), an lm-eval results file
 (:class:`LmEvalResults`), one line of an ``ifeval_strict`` samples file (:class:`IfevalSample`) and a
-``sinkbench screen`` profile (:class:`SinkProfile`). Models of files we write are strict (unknown fields
+``sinkbench screen`` profile (:class:`SinkProfile`). Models of files we write are closed (unknown fields
 are errors); models of lm-eval's files accept extra fields, since lm-eval adds keys between versions.
+
+Every model validates in pydantic's strict mode: a JSON number must be a JSON number (``"541"`` is not 541,
+``"yes"`` is not true), and numbers are finite and in range. Every name, id and key refuses invisible
+characters (:func:`refuse_invisible`), and collections are bounded, so one entry cannot make the build
+expensive.
 """
 
 from __future__ import annotations
@@ -30,30 +35,48 @@ ENTRY_NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,79}$"
 MODEL_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?$"
 #: Revisions: a commit hash, a tag, or ``sha256:<hex>`` of a weights file.
 REVISION_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/+-]{0,127}$"
+#: Revisions that name no particular weights (an unpinned entry may hold the same weights as any other).
+UNPINNED_REVISIONS = frozenset({None, "", "main"})
 URL_PATTERN = r"^https?://[^\s<>\"'`]{1,2000}$"
 
 QkNorm = Literal["per-head", "layerwise", "none"]
 Provenance = Literal["measured", "reported"]
 
-_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+#: Unicode categories refused in text: control, format (zero-width, bidirectional overrides, BOM), line and
+#: paragraph separators, surrogates and private use. Free text may still hold newlines and tabs.
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co"})
+#: Bounds on what one file may hold (beyond its size cap), so that no entry makes the build expensive.
+MAX_PROFILE_LAYERS = 256
+MAX_PROFILE_HEADS = 256
+MAX_RESULTS_TASKS = 1000
+MAX_METRICS_PER_TASK = 500
+MAX_KEY_LENGTH = 200
 
 
-def _no_control_characters(value: str, *, multiline: bool) -> str:
+def invisible_character(value: str, *, multiline: bool = False) -> str | None:
+    """A description of the first invisible character in ``value`` (e.g. ``U+202E at position 3``), or None."""
     allowed = {"\n", "\t"} if multiline else set()
     for position, char in enumerate(value):
-        if char in allowed:
-            continue
-        if unicodedata.category(char) == "Cc" or char in _BIDI_CONTROLS:
-            raise ValueError(f"control character U+{ord(char):04X} at position {position} is not allowed")
+        if char not in allowed and unicodedata.category(char) in _INVISIBLE_CATEGORIES:
+            return f"U+{ord(char):04X} ({unicodedata.name(char, 'unnamed')}) at position {position}"
+    return None
+
+
+def refuse_invisible(value: str, *, multiline: bool = False) -> str:
+    """Return ``value`` unless it holds a control, format or separator character (newlines and tabs are
+    allowed in ``multiline`` text)."""
+    found = invisible_character(value, multiline=multiline)
+    if found:
+        raise ValueError(f"invisible or control character {found} is not allowed")
     return value
 
 
 def _single_line(value: str) -> str:
-    return _no_control_characters(value, multiline=False)
+    return refuse_invisible(value)
 
 
 def _multi_line(value: str) -> str:
-    return _no_control_characters(value, multiline=True)
+    return refuse_invisible(value, multiline=True)
 
 
 ShortText = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(_single_line)]
@@ -62,6 +85,7 @@ ModelId = Annotated[str, StringConstraints(pattern=MODEL_ID_PATTERN)]
 Revision = Annotated[str, StringConstraints(pattern=REVISION_PATTERN)]
 Url = Annotated[str, StringConstraints(pattern=URL_PATTERN)]
 TaskName = Annotated[str, AfterValidator(known_task)]
+Key = Annotated[str, StringConstraints(min_length=1, max_length=MAX_KEY_LENGTH), AfterValidator(_single_line)]
 Points = Annotated[float, Field(ge=0.0, le=100.0)]
 DeltaPoints = Annotated[float, Field(ge=-100.0, le=100.0)]
 Nats = Annotated[float, Field(ge=-100.0, le=100.0)]
@@ -70,11 +94,21 @@ DerivedField = Literal["delta", "reference_score", "vlm_score"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=True)
 
 
 class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="allow", frozen=True, allow_inf_nan=False, populate_by_name=True, strict=True
+    )
+
+
+def _no_repeated_tasks(items: list[Any]) -> list[Any]:
+    tasks = [item.task for item in items]
+    repeated = sorted({task for task in tasks if tasks.count(task) > 1})
+    if repeated:
+        raise ValueError(f"task {repeated[0]!r} is listed more than once; give each task once")
+    return items
 
 
 class ModelRef(_Strict):
@@ -122,7 +156,9 @@ class IfevalRegressionCounts(_Strict):
     gained: Count
     both_fail: Count
     table: ShortText
-    lost_by_category: dict[Annotated[str, StringConstraints(pattern=r"^[a-z_]{1,40}$")], Count | None] = {}
+    lost_by_category: Annotated[
+        dict[Annotated[str, StringConstraints(pattern=r"^[a-z_]{1,40}$")], Count | None], Field(max_length=50)
+    ] = {}
     categories_table: ShortText | None = None
 
 
@@ -130,7 +166,9 @@ class ReportedPair(_Strict):
     """The published numbers of a reported pair."""
 
     sink_strength: ReportedSinkStrength
-    tasks: Annotated[list[ReportedPairTask], Field(min_length=1)]
+    tasks: Annotated[
+        list[ReportedPairTask], Field(min_length=1, max_length=50), AfterValidator(_no_repeated_tasks)
+    ]
     ifeval_regressions: IfevalRegressionCounts | None = None
 
 
@@ -147,7 +185,9 @@ class ReportedBackbone(_Strict):
     """The published numbers of a reported backbone."""
 
     sink_strength: ReportedSinkStrength
-    scores: list[ReportedBackboneScore] = []
+    scores: Annotated[
+        list[ReportedBackboneScore], Field(max_length=50), AfterValidator(_no_repeated_tasks)
+    ] = []
 
 
 class _MetadataBase(_Strict):
@@ -185,8 +225,8 @@ METADATA_ADAPTER: TypeAdapter[PairMetadata | BackboneMetadata] = TypeAdapter(Ent
 class SampleCount(_Open):
     """lm-eval's ``n-samples`` record: documents in the task vs documents evaluated."""
 
-    original: int
-    effective: int
+    original: Annotated[int, Field(ge=0, le=100_000_000)]
+    effective: Annotated[int, Field(ge=0, le=100_000_000)]
 
 
 class RunConfig(_Open):
@@ -194,14 +234,19 @@ class RunConfig(_Open):
 
     limit: int | float | None = None
     gen_kwargs: str | dict[str, Any] | None = None
+    model_args: str | dict[str, Any] | None = None
     model_revision: str | None = None
     model_sha: str | None = None
+    model_num_parameters: Annotated[int, Field(ge=0, le=10**15)] | None = None
+    model_dtype: str | None = None
 
 
 class TaskConfig(_Open):
     """One task's entry in lm-eval's ``configs`` block."""
 
     generation_kwargs: dict[str, Any] | None = None
+    num_fewshot: int | None = None
+    metadata: dict[str, Any] | None = None
 
 
 class LmEvalResults(_Open):
@@ -210,11 +255,15 @@ class LmEvalResults(_Open):
     Only the fields the rules read are typed; lm-eval's other fields are kept as extras.
     """
 
-    results: dict[str, dict[str, Any]]
-    configs: dict[str, TaskConfig] = {}
-    versions: dict[str, Any] = {}
-    n_shot: dict[str, int] = Field(default={}, alias="n-shot")
-    n_samples: dict[str, SampleCount] = Field(alias="n-samples")
+    results: Annotated[
+        dict[Key, Annotated[dict[Key, Any], Field(max_length=MAX_METRICS_PER_TASK)]],
+        Field(min_length=1, max_length=MAX_RESULTS_TASKS),
+    ]
+    group_subtasks: dict[Key, list[Key]] = {}
+    configs: dict[Key, TaskConfig]
+    versions: dict[Key, Any]
+    n_shot: dict[Key, int] = Field(alias="n-shot")
+    n_samples: dict[Key, SampleCount] = Field(alias="n-samples")
     config: RunConfig
     lm_eval_version: str | None = None
     chat_template: str | None = None
@@ -225,8 +274,8 @@ class LmEvalResults(_Open):
 class IfevalDoc(_Open):
     """The part of an IFEval document the regression counts need."""
 
-    key: int | str
-    instruction_id_list: list[str]
+    key: int | ShortText
+    instruction_id_list: Annotated[list[Key], Field(max_length=100)]
 
 
 class IfevalSample(_Open):
@@ -238,17 +287,24 @@ class IfevalSample(_Open):
     inst_level_strict_acc: list[bool]
 
 
-class ProfileMatrix(_Open):
-    """The per-layer x per-head median G of a ``sinkbench screen`` profile."""
+Layer = Annotated[int, Field(ge=0, le=100_000)]
 
-    layers: list[int]
-    median_g: list[list[float | None]]
-    layer_median_g: list[float | None]
+
+class ProfileMatrix(_Open):
+    """The per-layer x per-head median G of a ``sinkbench screen`` profile (bounded: it becomes a heatmap)."""
+
+    layers: Annotated[list[Layer], Field(min_length=1, max_length=MAX_PROFILE_LAYERS)]
+    median_g: Annotated[
+        list[Annotated[list[Nats | None], Field(min_length=1, max_length=MAX_PROFILE_HEADS)]],
+        Field(min_length=1, max_length=MAX_PROFILE_LAYERS),
+    ]
+    layer_median_g: Annotated[list[Nats | None], Field(max_length=MAX_PROFILE_LAYERS)]
 
 
 class SinkProfile(_Open):
     """A ``sinkbench screen --output`` file, shown as a layer x head heatmap on the site."""
 
-    sink_strength: float
-    layers_probed: list[int]
+    sink_strength: Nats
+    sink_strength_ci: Annotated[list[Nats], Field(min_length=2, max_length=2)] | None = None
+    layers_probed: Annotated[list[Layer], Field(max_length=MAX_PROFILE_LAYERS)]
     profile: ProfileMatrix

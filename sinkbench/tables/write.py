@@ -1,4 +1,4 @@
-"""The one writer of the aggregate outputs: every table as CSV and as JSON, rounded alike, written atomically.
+"""The one writer of the aggregate outputs: every table as CSV and as JSON, rounded alike.
 
 ``sinkbench aggregate`` and the site's Downloads both call :func:`render_tables`, so the two formats of a
 table always agree (same rows, same rounding).
@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from sinkbench.safe_io import write_files_atomically
 from sinkbench.tables.build import TABLE_NAMES, AggregateTables
 
 #: Decimal places kept in written tables.
@@ -28,6 +27,27 @@ def _rounded(frame: pd.DataFrame) -> pd.DataFrame:
     return rounded
 
 
+#: A text cell starting with one of these is a formula to a spreadsheet (OWASP "CSV injection").
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise_formulas(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` for CSV: every text cell that a spreadsheet would run as a formula gets a leading ``'``.
+
+    Only text cells change (numbers, including negative ones, are numbers to a spreadsheet); the JSON twin of
+    a table keeps the text as it is.
+    """
+    safe = frame.copy()
+    for column in safe.columns:
+        values = safe[column].tolist()
+        if any(isinstance(value, str) and value.startswith(_FORMULA_STARTS) for value in values):
+            safe[column] = [
+                f"'{value}" if isinstance(value, str) and value.startswith(_FORMULA_STARTS) else value
+                for value in values
+            ]
+    return safe
+
+
 def _round_list(values: list) -> list:
     return [round(value, DECIMALS) if isinstance(value, float) else value for value in values]
 
@@ -42,11 +62,15 @@ def render_tables(tables: AggregateTables) -> dict[str, str]:
     files = {}
     for name in TABLE_NAMES:
         frame = _rounded(getattr(tables, name))
-        files[f"{name}.csv"] = frame.to_csv(index=False)
+        files[f"{name}.csv"] = neutralise_formulas(frame).to_csv(index=False)
         files[f"{name}.json"] = _json_text(frame)
     return files
 
 
-def write_tables(tables: AggregateTables, out_dir: Path) -> list[Path]:
-    """Write every table into ``out_dir`` (all files or none: see :func:`sinkbench.safe_io.write_files_atomically`)."""
-    return write_files_atomically(Path(out_dir), render_tables(tables))
+def write_tables(tables: AggregateTables, folder: Path) -> list[Path]:
+    """Write every table into ``folder`` (an existing, empty folder: a staging folder, or the site's downloads)."""
+    written = []
+    for name, text in render_tables(tables).items():
+        (folder / name).write_text(text, encoding="utf-8")
+        written.append(folder / name)
+    return written

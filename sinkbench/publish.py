@@ -1,0 +1,139 @@
+"""Publish an output folder as a whole: lock it, build its new contents beside it, swap them in atomically,
+and clean up what an interrupted run left behind.
+
+:func:`publishing` yields an empty staging folder next to ``out``. When the block succeeds, the staging folder
+becomes ``out`` in one atomic step: on Linux ``renameat2(RENAME_EXCHANGE)`` swaps the two folders, so ``out``
+is always either the complete old output or the complete new one, never missing or mixed; elsewhere the old
+folder is renamed aside first (a short window in which ``out`` is missing). The replaced contents are then
+deleted. Whatever a killed run left (``.<out>.staging-*`` folders) is deleted by the next run, under the lock.
+
+An exclusive lock (``flock`` on ``.<out>.lock`` beside ``out``) keeps a second writer out: it fails at once
+with one line saying that ``out`` is being written by another run. ``out`` is refused when it exists and was
+not written by sinkbench (it lacks :data:`MARKER`), so a mistyped ``--out`` never replaces a user's folder.
+Operating-system errors (read-only folder, full disk) become :class:`PublishError`: one line naming the path
+and the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no lock
+    fcntl = None
+
+#: The file that marks a folder as an output of sinkbench (safe to replace).
+MARKER = ".sinkbench-output"
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+class PublishError(OSError):
+    """The output could not be published; the message is one line naming the path, the reason and the fix."""
+
+
+def _leftover_prefix(out: Path) -> str:
+    return f".{out.name}.staging-"
+
+
+def scratch_folder(out: Path) -> Path:
+    """A new temporary folder beside ``out`` that the next run cleans up if this one is killed."""
+    return Path(tempfile.mkdtemp(prefix=_leftover_prefix(out), dir=out.parent))
+
+
+@contextlib.contextmanager
+def _lock(out: Path) -> Iterator[None]:
+    if fcntl is None:
+        yield
+        return
+    handle = open(out.parent / f".{out.name}.lock", "a")  # noqa: SIM115 (held for the whole block)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise PublishError(
+                f"{out} is being written by another run; wait for it to finish, or choose another --out"
+            ) from None
+        yield
+    finally:
+        handle.close()
+
+
+def _clean_leftovers(out: Path) -> None:
+    for leftover in out.parent.glob(_leftover_prefix(out) + "*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _check_owned(out: Path) -> None:
+    """Refuse to replace anything but a missing folder, an empty one, or an earlier output of sinkbench."""
+    if not os.path.lexists(out):
+        return
+    if out.is_symlink() or not out.is_dir():
+        raise PublishError(f"{out} exists and is not a folder; choose another --out or remove it")
+    if not (out / MARKER).is_file() and any(out.iterdir()):
+        raise PublishError(
+            f"{out} exists and was not written by sinkbench (no {MARKER} in it); choose a new or empty --out, "
+            "or remove that folder first"
+        )
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap two folders atomically with ``renameat2(RENAME_EXCHANGE)``; False where that is not available."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None:
+        return False
+    result = renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE)
+    if result == 0:
+        return True
+    errno = ctypes.get_errno()
+    if errno in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: the file system or kernel cannot exchange
+        return False
+    raise OSError(errno, os.strerror(errno), str(second))
+
+
+def _swap_in(staging: Path, out: Path) -> None:
+    """Make ``staging`` the new ``out``; afterwards ``staging`` holds the old contents (or nothing)."""
+    if not os.path.lexists(out):
+        os.rename(staging, out)
+        return
+    if _exchange(staging, out):
+        return
+    retired = scratch_folder(out)
+    os.rename(out, retired / out.name)
+    os.rename(staging, out)
+    shutil.rmtree(retired, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def publishing(out: Path) -> Iterator[Path]:
+    """Yield an empty staging folder; when the block succeeds, publish it as ``out`` (see the module docstring).
+
+    Raises:
+        PublishError: ``out`` is locked by another run, is not a sinkbench output, or cannot be written.
+    """
+    out = Path(os.path.abspath(out))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with _lock(out):
+            _clean_leftovers(out)
+            _check_owned(out)
+            staging = scratch_folder(out)
+            try:
+                yield staging
+                (staging / MARKER).write_text("written by sinkbench; the next run replaces this folder\n")
+                _swap_in(staging, out)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+    except PublishError:
+        raise
+    except OSError as error:
+        where = error.filename or out
+        raise PublishError(f"cannot write {where}: {error.strerror or error}") from error

@@ -1,0 +1,266 @@
+"""Reading one entry folder into the entry model: every file checked (size, links, strict JSON, schema) and
+every problem collected, capped per file so a broken file does not flood the report."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from sinkbench.safe_io import UnsafeFileError, check_size, read_json, read_jsonl
+from sinkbench.submissions.catalogue import IFEVAL_TASK, SINK_TASK, TASKS
+from sinkbench.submissions.entry import (
+    BACKBONE_SIDE,
+    PAIR_SIDES,
+    Entry,
+    EntryFile,
+    IfevalOutcome,
+    Problem,
+    ResultsFile,
+    Side,
+)
+from sinkbench.submissions.schema import (
+    METADATA_ADAPTER,
+    SIZE_LIMITS,
+    BackboneMetadata,
+    IfevalSample,
+    LmEvalResults,
+    PairMetadata,
+    SinkProfile,
+)
+
+_ENTRY_FILES = frozenset({"metadata.json", "sink_profile.json"})
+_RESULTS_FILE = re.compile(r"results[A-Za-z0-9._-]*\.json")
+_SAMPLES_FILE = re.compile(r"samples_[A-Za-z0-9._-]+\.jsonl")
+_SAMPLE_TASKS = sorted([*TASKS, SINK_TASK], key=len, reverse=True)
+_MAX_PROBLEMS_PER_FILE = 10
+_FIX_BY_ERROR_TYPE = {
+    "missing": "add the field",
+    "extra_forbidden": "remove the field (the allowed fields are listed in submissions/README.md)",
+    "string_pattern_mismatch": "use only the characters the pattern allows",
+    "string_too_long": "shorten the text",
+    "literal_error": "use one of the allowed values",
+    "union_tag_invalid": "set `kind` to 'pair' or 'backbone'",
+    "union_tag_not_found": "set `kind` to 'pair' or 'backbone'",
+    "greater_than_equal": "use a value within the allowed range",
+    "less_than_equal": "use a value within the allowed range",
+    "value_error": "change the value as the message says",
+}
+_FIX_DEFAULT = "give the field the type and shape documented in submissions/README.md"
+_COPY_SAMPLES = "copy the samples file unmodified from lm-eval --log_samples"
+
+
+class _Collector:
+    """Collects problems for one file, capped so a broken file does not flood the report."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+        self.files: list[Path] = []
+
+    def add(self, file: str, field: str, message: str, fix: str) -> None:
+        same_file = sum(problem.file == file for problem in self.problems)
+        if same_file < _MAX_PROBLEMS_PER_FILE:
+            self.problems.append(Problem(file, field, message, fix))
+
+    def add_validation_error(self, file: str, error: ValidationError, prefix: str = "") -> None:
+        for item in error.errors(include_url=False):
+            loc = [str(part) for part in item["loc"]]
+            if loc and loc[0] in {"pair", "backbone"}:
+                loc = loc[1:]
+            got = repr(item.get("input"))[:80] if item["type"] != "missing" else "nothing"
+            fix = _FIX_BY_ERROR_TYPE.get(item["type"], _FIX_DEFAULT)
+            self.add(file, prefix + ".".join(loc), f"{item['msg']} (got {got}).", fix)
+
+
+def _parse(model: type[BaseModel], path: Path, shown: str, kind: str, out: _Collector) -> Any:
+    try:
+        return model.model_validate(read_json(path, SIZE_LIMITS[kind]))
+    except UnsafeFileError as error:
+        out.add(shown, "", error.message, error.fix)
+    except ValidationError as error:
+        out.add_validation_error(shown, error)
+    return None
+
+
+def _outcome(sample: IfevalSample, shown: str, number: int, out: _Collector) -> IfevalOutcome | None:
+    ids, flags = sample.doc.instruction_id_list, sample.inst_level_strict_acc
+    if len(ids) != len(flags):
+        out.add(
+            shown,
+            f"line {number}: inst_level_strict_acc",
+            f"has {len(flags)} values for {len(ids)} instructions.",
+            _COPY_SAMPLES,
+        )
+        return None
+    if sample.prompt_level_strict_acc != all(flags):
+        out.add(
+            shown,
+            f"line {number}: prompt_level_strict_acc",
+            "disagrees with inst_level_strict_acc.",
+            _COPY_SAMPLES,
+        )
+        return None
+    failed = frozenset(ident.split(":")[0] for ident, ok in zip(ids, flags, strict=True) if not ok)
+    return IfevalOutcome(str(sample.doc.key), sample.prompt_level_strict_acc, failed)
+
+
+def _ifeval_outcomes(path: Path, shown: str, out: _Collector) -> tuple[IfevalOutcome, ...] | None:
+    outcomes: dict[str, IfevalOutcome] = {}
+    before = len(out.problems)
+    try:
+        for number, raw in read_jsonl(path, SIZE_LIMITS["samples"]):
+            try:
+                outcome = _outcome(IfevalSample.model_validate(raw), shown, number, out)
+            except ValidationError as error:
+                out.add_validation_error(shown, error, prefix=f"line {number}: ")
+                continue
+            if outcome is not None and outcome.key in outcomes:
+                out.add(
+                    shown,
+                    f"line {number}: doc.key",
+                    f"prompt key {outcome.key} appears twice.",
+                    "keep one line per prompt (do not concatenate two runs)",
+                )
+            elif outcome is not None:
+                outcomes[outcome.key] = outcome
+    except UnsafeFileError as error:
+        out.add(shown, "", error.message, error.fix)
+    return tuple(outcomes.values()) if len(out.problems) == before else None
+
+
+def _sample_task(name: str) -> str | None:
+    """The task of a ``samples_<task>_<date>.jsonl`` file name, or None."""
+    if not _SAMPLES_FILE.fullmatch(name):
+        return None
+    return next((task for task in _SAMPLE_TASKS if name.startswith(f"samples_{task}_")), None)
+
+
+def _load_side(role: str, folder: Path, shown: str, out: _Collector, skip: frozenset[str]) -> Side:
+    """Load the results, IFEval samples and config of one side folder, ignoring the names in ``skip``."""
+    results, samples_path, ifeval, config = [], None, None, None
+    for path in sorted(folder.iterdir()):
+        name, file = path.name, f"{shown}/{path.name}"
+        task = _sample_task(name)
+        if name in skip:
+            continue
+        if path.is_symlink() or not path.is_file():
+            out.add(
+                file,
+                "",
+                "is a link or a folder where a plain file was expected.",
+                "replace it by the file itself or remove it",
+            )
+            continue
+        out.files.append(path)
+        if _RESULTS_FILE.fullmatch(name):
+            parsed = _parse(LmEvalResults, path, file, "results", out)
+            if parsed is not None:
+                results.append(ResultsFile(file, parsed))
+        elif name == "config.json":
+            config = _parse_plain_json(path, file, out)
+        elif task == IFEVAL_TASK and samples_path is None:
+            samples_path, ifeval = file, _ifeval_outcomes(path, file, out)
+        elif task == IFEVAL_TASK:
+            out.add(
+                file,
+                "",
+                f"is a second {IFEVAL_TASK} samples file (after {samples_path}).",
+                "keep the samples file of the run whose results you submit",
+            )
+        elif task is not None:
+            _size_only(path, file, out)
+        else:
+            out.add(
+                file,
+                "",
+                "is not a file this layout expects.",
+                "keep only results_*.json, samples_<task>_*.jsonl (one per task) and config.json",
+            )
+    return Side(role, shown, tuple(results), samples_path, ifeval, config)
+
+
+def _parse_plain_json(path: Path, shown: str, out: _Collector) -> dict[str, Any] | None:
+    try:
+        value = read_json(path, SIZE_LIMITS["config"])
+    except UnsafeFileError as error:
+        out.add(shown, "", error.message, error.fix)
+        return None
+    if not isinstance(value, dict):
+        out.add(shown, "", "must be a JSON object.", "copy config.json from the model folder unmodified")
+        return None
+    return value
+
+
+def _size_only(path: Path, shown: str, out: _Collector) -> None:
+    try:
+        check_size(path, SIZE_LIMITS["samples"])
+    except UnsafeFileError as error:
+        out.add(shown, "", error.message, error.fix)
+
+
+def _load_pair_sides(folder: Path, shown: str, out: _Collector) -> dict[str, Side]:
+    sides = {}
+    for path in sorted(folder.iterdir()):
+        if path.name in PAIR_SIDES and path.is_dir() and not path.is_symlink():
+            sides[path.name] = _load_side(path.name, path, f"{shown}/{path.name}", out, frozenset())
+        elif path.name not in _ENTRY_FILES:
+            out.add(
+                f"{shown}/{path.name}",
+                "",
+                "is not part of a pair entry.",
+                "a pair folder holds metadata.json, sink_profile.json, reference/ and vlm/ only",
+            )
+    return sides
+
+
+def _load_sides(
+    metadata: PairMetadata | BackboneMetadata, folder: Path, shown: str, out: _Collector
+) -> dict[str, Side]:
+    if metadata.kind == "pair":
+        return _load_pair_sides(folder, shown, out)
+    backbone = _load_side(BACKBONE_SIDE, folder, shown, out, _ENTRY_FILES)
+    has_files = backbone.results or backbone.ifeval_samples_path or backbone.model_config
+    return {BACKBONE_SIDE: backbone} if has_files else {}
+
+
+def load_entry(folder: Path, shown: str) -> tuple[Entry | None, list[Problem]]:
+    """Load one entry folder (``shown`` is its path in messages).
+
+    Returns:
+        The entry, or None when a file could not be read or parsed, and the problems found while loading.
+    """
+    out = _Collector()
+    meta_file = f"{shown}/metadata.json"
+    try:
+        metadata = METADATA_ADAPTER.validate_python(
+            read_json(folder / "metadata.json", SIZE_LIMITS["metadata"])
+        )
+    except UnsafeFileError as error:
+        return None, [Problem(meta_file, "", error.message, error.fix)]
+    except ValidationError as error:
+        out.add_validation_error(meta_file, error)
+        return None, out.problems
+    out.files.append(folder / "metadata.json")
+    sides = _load_sides(metadata, folder, shown, out)
+    profile = None
+    if os.path.lexists(folder / "sink_profile.json"):
+        profile = _parse(
+            SinkProfile, folder / "sink_profile.json", f"{shown}/sink_profile.json", "sink_profile", out
+        )
+        out.files.append(folder / "sink_profile.json")
+    if out.problems:
+        return None, out.problems
+    return Entry(folder.name, shown, metadata, sides, profile, _entry_files(folder, out.files)), []
+
+
+def _entry_files(folder: Path, paths: Iterable[Path]) -> tuple[EntryFile, ...]:
+    """The loaded files of an entry, by their path inside it (folder by folder), with their sizes."""
+    found = [(path.relative_to(folder).as_posix(), path) for path in paths]
+    return tuple(
+        EntryFile(relative, path, path.lstat().st_size)
+        for relative, path in sorted(found, key=lambda item: item[0].split("/"))
+    )
