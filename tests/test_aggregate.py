@@ -45,10 +45,47 @@ TABLE_4 = {
 }
 
 
+#: The paper's six headline pairs (Table 1), the ones its Tables 4 and 10 are computed on.
+HEADLINE_PAIRS = tuple(TABLE_10_PREDICTED)
+
+
+def _headline_pairs(root: Path) -> Path:
+    """A submissions root holding the six headline pairs of the repository only."""
+    for name in HEADLINE_PAIRS:
+        shutil.copytree(REPO_SUBMISSIONS / "pairs" / name, root / "pairs" / name)
+    return root
+
+
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory: pytest.TempPathFactory):
-    out = tmp_path_factory.mktemp("seeded")
-    return aggregate_submissions(REPO_SUBMISSIONS, out), out
+    """The six headline pairs, aggregated."""
+    root = _headline_pairs(tmp_path_factory.mktemp("headline") / "submissions")
+    out = tmp_path_factory.mktemp("seeded") / "out"
+    return aggregate_submissions(root, out), out
+
+
+@pytest.fixture(scope="module")
+def panel(tmp_path_factory: pytest.TempPathFactory):
+    """Every entry of the repository (the 17-pair panel of Table 11 and the backbones), aggregated."""
+    return aggregate_submissions(REPO_SUBMISSIONS, tmp_path_factory.mktemp("panel") / "out")
+
+
+def test_the_17_pair_panel_reproduces_table_11(panel) -> None:
+    ifeval = panel.correlations.set_index("task").loc["ifeval_strict"]
+    assert ifeval["n"] == 17 and round(ifeval["spearman"], 3) == 0.877  # printed as +0.88
+    assert ifeval["distinct_s"] == 12  # the paper's own caveat: 17 pairs carry 12 distinct S values
+    llms = panel.screening[panel.screening["task"] == "ifeval_strict"]
+    assert len(llms) >= 15 and (llms["role"].str.contains("reference")).sum() == 13
+
+
+def test_seeded_reference_llms_are_inside_the_fit_and_small_measured_models_are_not(panel) -> None:
+    ifeval = panel.screening[panel.screening["task"] == "ifeval_strict"].set_index("model_id")
+    for model in ("Qwen/Qwen3-8B", "Qwen/Qwen2.5-7B-Instruct", "allenai/Olmo-3-7B-Instruct"):
+        assert not ifeval.loc[model, "extrapolated"], model
+    smol = ifeval.loc["HuggingFaceTB/SmolLM2-135M-Instruct"]
+    assert smol["extrapolated"]
+    assert "outside the pairs' 1.5B to 32B" in smol["extrapolation_reasons"]
+    assert "another protocol (sinkbench:" in smol["extrapolation_reasons"]
 
 
 def test_ifeval_fidelity_to_the_paper(seeded) -> None:
@@ -115,9 +152,8 @@ def test_measured_regressions_match_prompts_by_key() -> None:
 
 
 def _seeds_plus_fixture_backbone(tmp_path: Path) -> Path:
-    """The six seeded paper pairs (not the repository's other entries) plus the fixture backbone."""
-    root = tmp_path / "submissions"
-    shutil.copytree(REPO_SUBMISSIONS / "pairs", root / "pairs")
+    """The six headline paper pairs (not the repository's other entries) plus the fixture backbone."""
+    root = _headline_pairs(tmp_path / "submissions")
     shutil.copytree(FIXTURES / "backbones" / "tiny-llm", root / "backbones" / "tiny-llm")
     return root
 
@@ -219,7 +255,7 @@ def test_few_pairs_give_null_statistics_and_an_unpredicted_ranking(tmp_path: Pat
 
 def test_aggregate_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["aggregate", "--submissions", str(REPO_SUBMISSIONS), "--out", str(tmp_path / "out")]) == 0
-    assert "ifeval_strict            n=6   spearman=+0.971" in capsys.readouterr().out
+    assert "ifeval_strict            n=17  spearman=+0.877" in capsys.readouterr().out
     assert sorted(path.name for path in (tmp_path / "out").iterdir()) == sorted([*OUTPUTS, MARKER])
     root = _seeds_plus_fixture_backbone(tmp_path)
     (root / "pairs" / "molmo2-o-7b" / "metadata.json").write_text("{", encoding="utf-8")

@@ -84,16 +84,15 @@ def test_reported_pair_delta_prefers_the_scores_and_keeps_the_printed_delta() ->
 def test_seeded_submissions_are_valid() -> None:
     loaded = load_submissions(REPO_SUBMISSIONS)
     assert loaded.problems == ()
-    assert sorted(
-        entry.name for entry in loaded.entries if entry.kind == "pair" and entry.provenance == "reported"
-    ) == [
-        "internvl3-8b",
-        "internvl3.5-8b",
-        "llava-onevision-qwen2-7b-ov",
-        "molmo2-o-7b",
-        "qwen2.5-vl-7b-instruct",
-        "qwen3-vl-8b-instruct",
+    reported_pairs = [
+        entry for entry in loaded.entries if entry.kind == "pair" and entry.provenance == "reported"
     ]
+    assert len(reported_pairs) == 17  # the paper's Table 11 panel, six headline pairs included
+    assert {"internvl3-8b", "qwen3-vl-8b-instruct", "idefics3-8b-llama3", "minicpm-v-4_5"} <= {
+        entry.name for entry in reported_pairs
+    }
+    for entry in reported_pairs:  # the paper prints names, not Hub ids: every mapping says so
+        assert entry.vlm.id_mapping == entry.llm.id_mapping == "unverified", entry.name
 
 
 def _move_backbone_into_pairs(root: Path) -> None:

@@ -44,6 +44,11 @@ class SinkMetric:
         """The key in an lm-eval results file, e.g. ``sink_strength,none``."""
         return f"{self.name},{FILTER}"
 
+    @property
+    def stderr_key(self) -> str:
+        """The key of its standard error in an lm-eval results file, e.g. ``sink_strength_stderr,none``."""
+        return f"{self.name}_stderr,{FILTER}"
+
 
 SINK_STRENGTH = SinkMetric(
     "sink_strength", "S: median log-odds of attention on the sink key (nats)", True, -100.0, 100.0

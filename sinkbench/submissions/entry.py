@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sinkbench.numbers import is_finite_number
+from sinkbench.sink.metrics import SINK_STRENGTH
 from sinkbench.submissions.catalogue import SINK_METRIC, SINK_SECONDARY_METRICS, SINK_TASK, TASKS
 from sinkbench.submissions.schema import (
     BackboneMetadata,
@@ -189,6 +190,14 @@ class Entry:
             return self.metadata.reported.sink_strength.value
         side = self.llm_side
         return side.metric(SINK_TASK, SINK_METRIC) if side else None
+
+    @property
+    def sink_strength_stderr(self) -> float | None:
+        """The bootstrap standard error of a measured S over prompts, when its results file records one."""
+        side = self.llm_side
+        if side is None or self.metadata.reported is not None:
+            return None
+        return side.metric(SINK_TASK, SINK_STRENGTH.stderr_key)
 
     @property
     def sink_metrics(self) -> dict[str, float]:

@@ -16,7 +16,15 @@ from __future__ import annotations
 import unicodedata
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    model_validator,
+)
 
 from sinkbench.submissions.catalogue import known_task
 
@@ -111,12 +119,33 @@ def _no_repeated_tasks(items: list[Any]) -> list[Any]:
     return items
 
 
+#: Where a parameter count comes from: the weights (counted), the cited source, the model's card, or the size in
+#: the model's name (nominal, e.g. "8B").
+ParamsSource = Literal["weights", "source", "model card", "model name"]
+
+
 class ModelRef(_Strict):
-    """A model: Hub id (stored verbatim; the site escapes it), revision, optional display name."""
+    """A model: Hub id (stored verbatim; the site escapes it), revision, display name, and what is known of it.
+
+    ``id_mapping`` is ``unverified`` when the id was mapped from a publication's model name and not checked
+    against the Hub. ``params_b`` (billions of parameters, all of them for a mixture of experts) comes with
+    ``params_source``; measured entries may leave it out, since lm-eval records the count of the weights.
+    """
 
     id: ModelId
     revision: Revision | None = None
     display_name: ShortText | None = None
+    id_mapping: Literal["verified", "unverified"] | None = None
+    params_b: Annotated[float, Field(gt=0.0, le=100_000.0)] | None = None
+    params_source: ParamsSource | None = None
+    license: ShortText | None = None
+    family: ShortText | None = None
+
+    @model_validator(mode="after")
+    def _params_with_source(self) -> ModelRef:
+        if (self.params_b is None) != (self.params_source is None):
+            raise ValueError("params_b and params_source go together: give both or neither")
+        return self
 
 
 class Citation(_Strict):

@@ -32,7 +32,7 @@ class AggregateTables:
 def build_tables(entries: Sequence[Entry], *, seed: int = 0) -> AggregateTables:
     """All tables from entries that passed validation (``load_valid_entries``); no I/O."""
     ordered = sorted(entries, key=lambda entry: (entry.kind, entry.name))
-    pairs = pairs_table(ordered)
+    pairs = pairs_table(ordered, seed=seed)
     return AggregateTables(
         pairs=pairs,
         correlations=correlations_table(pairs, seed=seed),

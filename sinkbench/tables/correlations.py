@@ -1,4 +1,6 @@
-"""The correlations table: per task, how well S ranks and predicts the observed deltas of the pairs."""
+"""The correlations table: per task, how well S ranks and predicts the observed deltas of the pairs, and where
+that evidence stops: how many distinct values of S it rests on, whether the leave-one-pair-out fit beats the
+constant-mean baseline, and whether the task is a format-sensitive one or a knowledge control."""
 
 from __future__ import annotations
 
@@ -22,6 +24,9 @@ CORRELATION_COLUMNS = [
     "slope",
     "intercept",
     "residual_sd",
+    "distinct_s",
+    "beats_baseline",
+    "family",
 ]
 
 
@@ -34,6 +39,7 @@ def _permutation_method(n: int) -> str | None:
 def _correlation(task: str, usable: pd.DataFrame, seed: int) -> dict:
     s, delta = usable["sink_strength"].to_numpy(), usable["delta"].to_numpy()
     fit = stats.fit_line(s, delta) if len(s) >= stats.MIN_PAIRS else None
+    loo, baseline = stats.loo_mae(s, delta), stats.baseline_mae(delta)
     return {
         "task": task,
         "n": len(s),
@@ -41,13 +47,21 @@ def _correlation(task: str, usable: pd.DataFrame, seed: int) -> dict:
         "spearman_ci": list(stats.spearman_bootstrap_ci(s, delta, seed=seed)),
         "kendall": stats.kendall(s, delta),
         "permutation_p": stats.permutation_p_value(s, delta, seed=seed),
-        "loo_mae": stats.loo_mae(s, delta),
-        "baseline_mae": stats.baseline_mae(delta),
+        "loo_mae": loo,
+        "baseline_mae": baseline,
         "permutation_method": _permutation_method(len(s)),
         "slope": fit.slope if fit else np.nan,
         "intercept": fit.intercept if fit else np.nan,
         "residual_sd": fit.residual_sd if fit else np.nan,
+        "distinct_s": len(np.unique(s)),
+        "beats_baseline": _beats(loo, baseline),
+        "family": TASKS[task].family,
     }
+
+
+def _beats(loo: float, baseline: float) -> bool | None:
+    """Whether the held-out fit's error is below the constant-mean baseline's (None when either is undefined)."""
+    return None if np.isnan(loo) or np.isnan(baseline) else bool(loo < baseline)
 
 
 def correlations_table(pairs: pd.DataFrame, *, seed: int) -> pd.DataFrame:

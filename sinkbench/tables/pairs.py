@@ -1,4 +1,5 @@
-"""The pairs table: one row per pair and task, with scores, delta, S and the leave-one-pair-out prediction."""
+"""The pairs table: one row per pair and task, with scores, delta (and its paired bootstrap interval where both
+sides' IFEval samples exist), S with its protocol, the models' sizes and the leave-one-pair-out prediction."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from sinkbench.submissions.catalogue import TASKS
-from sinkbench.submissions.entry import Entry
+from sinkbench.submissions.catalogue import IFEVAL_TASK, TASKS
+from sinkbench.submissions.entry import Entry, TaskScore
+from sinkbench.submissions.facts import ModelSize, llm_size, s_protocol, vlm_size
 from sinkbench.tables import stats
 
 PAIRS_COLUMNS = [
@@ -22,8 +24,13 @@ PAIRS_COLUMNS = [
     "delta",
     "reported_delta",
     "relative_degradation",
+    "delta_ci_low",
+    "delta_ci_high",
     "sink_strength",
+    "s_protocol",
     "qk_norm",
+    "vlm_params_b",
+    "reference_params_b",
     "provenance",
     "predicted_delta",
     "derived",
@@ -35,17 +42,46 @@ _FLOAT_COLUMNS = [
     "delta",
     "reported_delta",
     "relative_degradation",
+    "delta_ci_low",
+    "delta_ci_high",
     "sink_strength",
+    "vlm_params_b",
+    "reference_params_b",
     "predicted_delta",
 ]
 
 
-def _pair_rows(entries: Sequence[Entry]) -> list[dict]:
+def _delta_interval(entry: Entry, seed: int) -> tuple[float, float] | tuple[None, None]:
+    """The paired bootstrap interval of the IFEval delta over prompts, when both sides' samples exist."""
+    outcomes = entry.ifeval_outcomes()
+    if outcomes is None:
+        return None, None
+    reference = {outcome.key: outcome.passed for outcome in outcomes[0]}
+    keys = [outcome.key for outcome in outcomes[1]]
+    vlm = {outcome.key: outcome.passed for outcome in outcomes[1]}
+    return stats.paired_bootstrap_delta([reference[k] for k in keys], [vlm[k] for k in keys], seed=seed)
+
+
+def _size(size: ModelSize | None) -> float | None:
+    return size.billions if size is not None else None
+
+
+def _derived(entry: Entry, score: TaskScore) -> str:
+    derived = list(score.derived)
+    reported = entry.metadata.reported
+    if reported is not None and reported.sink_strength.derived:
+        derived.append("sink_strength")
+    return ";".join(derived)
+
+
+def _pair_rows(entries: Sequence[Entry], seed: int) -> list[dict]:
     rows = []
     for entry in entries:
         if entry.kind != "pair":
             continue
+        protocol = s_protocol(entry)
         for task, score in entry.scores.items():
+            low, high = _delta_interval(entry, seed) if task == IFEVAL_TASK else (None, None)
             rows.append(
                 {
                     "entry": entry.name,
@@ -59,10 +95,15 @@ def _pair_rows(entries: Sequence[Entry]) -> list[dict]:
                     "delta": score.delta,
                     "reported_delta": score.reported_delta,
                     "relative_degradation": score.relative_degradation,
+                    "delta_ci_low": low,
+                    "delta_ci_high": high,
                     "sink_strength": entry.sink_strength,
+                    "s_protocol": protocol.label if protocol else None,
                     "qk_norm": entry.metadata.qk_norm,
+                    "vlm_params_b": _size(vlm_size(entry)),
+                    "reference_params_b": _size(llm_size(entry)),
                     "provenance": entry.provenance,
-                    "derived": ";".join(score.derived),
+                    "derived": _derived(entry, score),
                     "source": score.source,
                 }
             )
@@ -75,9 +116,10 @@ def usable_pairs(pairs: pd.DataFrame, task: str) -> pd.DataFrame:
     return rows[rows["sink_strength"].notna() & rows["delta"].notna()]
 
 
-def pairs_table(entries: Sequence[Entry]) -> pd.DataFrame:
-    """Per pair and task: scores, delta (points), relative degradation, S, QK class, held-out prediction."""
-    pairs = pd.DataFrame(_pair_rows(entries), columns=PAIRS_COLUMNS)
+def pairs_table(entries: Sequence[Entry], *, seed: int = 0) -> pd.DataFrame:
+    """Per pair and task: scores, delta (points) with its interval, relative degradation, S and its protocol, QK
+    class, sizes, held-out prediction."""
+    pairs = pd.DataFrame(_pair_rows(entries, seed), columns=PAIRS_COLUMNS)
     pairs = pairs.astype(dict.fromkeys(_FLOAT_COLUMNS, float))
     for task in TASKS:
         usable = usable_pairs(pairs, task)

@@ -1,19 +1,42 @@
-"""The screening table: every backbone and reference LLM ranked by S, with the deltas the fit on all pairs
-predicts for it and their prediction intervals."""
+"""The screening table: every backbone and reference LLM ranked by S, with the deltas the fit on the pairs
+predicts for it, their prediction intervals, and where such a prediction stops being evidence.
+
+A prediction is flagged ``extrapolated`` (with its reasons) when the LLM's S lies outside the range of S
+among the pairs behind the fit, when its size lies outside their reference LLMs' sizes, or when its S was
+measured by a protocol none of those pairs used: the fit says nothing about such a model, and the board
+shows the number apart instead of ranking it as if it were as good as the others.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from sinkbench.submissions.catalogue import TASKS
 from sinkbench.submissions.entry import Entry
+from sinkbench.submissions.facts import llm_size, s_protocol
 from sinkbench.tables import stats
 from sinkbench.tables.pairs import usable_pairs
 
-_LLM_COLUMNS = ["model_id", "model_revision", "sink_strength", "qk_norm", "role", "provenance", "entries"]
+_LLM_COLUMNS = [
+    "model_id",
+    "model_revision",
+    "sink_strength",
+    "sink_strength_ci_low",
+    "sink_strength_ci_high",
+    "s_protocol",
+    "qk_norm",
+    "params_b",
+    "params_source",
+    "family",
+    "license",
+    "role",
+    "provenance",
+    "entries",
+]
 SCREENING_COLUMNS = [
     "rank",
     *_LLM_COLUMNS,
@@ -22,7 +45,81 @@ SCREENING_COLUMNS = [
     "interval_low",
     "interval_high",
     "n_pairs",
+    "extrapolated",
+    "extrapolation_reasons",
 ]
+#: z of a two-sided 95% normal interval: S's interval from its bootstrap standard error.
+_Z95 = 1.959964
+
+
+@dataclass(frozen=True)
+class FitDomain:
+    """What the pairs behind one task's fit cover: their S range, their reference LLMs' sizes, their protocols."""
+
+    s_range: tuple[float, float]
+    size_range: tuple[float, float] | None
+    protocols: frozenset[str]
+
+    @classmethod
+    def of(cls, usable: pd.DataFrame) -> FitDomain:
+        """The domain of the pairs in ``usable`` (rows of the pairs table)."""
+        sizes = usable["reference_params_b"].dropna()
+        return cls(
+            (float(usable["sink_strength"].min()), float(usable["sink_strength"].max())),
+            (float(sizes.min()), float(sizes.max())) if len(sizes) else None,
+            frozenset(usable["s_protocol"].dropna()),
+        )
+
+    def reasons(self, s: float, size: float | None, protocol: str | None) -> list[str]:
+        """Why a prediction at (S, size, protocol) lies outside this domain; empty when it lies inside."""
+        found = []
+        low, high = self.s_range
+        if not low <= s <= high:
+            found.append(f"S {s:+.2f} is outside the pairs' range [{low:+.2f}, {high:+.2f}]")
+        if size is not None and self.size_range is not None:
+            small, large = self.size_range
+            if not small <= size <= large:
+                found.append(
+                    f"{_billions(size)} parameters is outside the pairs' {_billions(small)} to {_billions(large)}"
+                )
+        if protocol is not None and protocol not in self.protocols:
+            theirs = "; ".join(sorted(self.protocols))
+            found.append(f"S was measured by another protocol ({protocol}) than the pairs' ({theirs})")
+        return found
+
+
+def _billions(value: float) -> str:
+    return f"{value:.3g}B"
+
+
+def _interval(entry: Entry) -> tuple[float | None, float | None]:
+    """S +- 1.96 bootstrap standard errors over prompts, for a measured S whose results file records one."""
+    error = entry.sink_strength_stderr
+    if error is None or entry.sink_strength is None:
+        return None, None
+    return entry.sink_strength - _Z95 * error, entry.sink_strength + _Z95 * error
+
+
+def _llm_row(model_id: str, revision: str | None, group: list[Entry]) -> dict:
+    first = group[0]
+    size, protocol = llm_size(first), s_protocol(first)
+    low, high = _interval(first) if len(group) == 1 else (None, None)
+    return {
+        "model_id": model_id,
+        "model_revision": revision,
+        "sink_strength": float(np.mean([entry.sink_strength for entry in group])),
+        "sink_strength_ci_low": low,
+        "sink_strength_ci_high": high,
+        "s_protocol": protocol.label if protocol else None,
+        "qk_norm": first.metadata.qk_norm,
+        "params_b": size.billions if size else None,
+        "params_source": size.source if size else None,
+        "family": first.llm.family,
+        "license": first.llm.license,
+        "role": ";".join(sorted({"reference" if entry.kind == "pair" else "backbone" for entry in group})),
+        "provenance": ";".join(sorted({entry.provenance for entry in group})),
+        "entries": ";".join(sorted(entry.name for entry in group)),
+    }
 
 
 def _llm_rows(entries: Sequence[Entry]) -> pd.DataFrame:
@@ -31,47 +128,52 @@ def _llm_rows(entries: Sequence[Entry]) -> pd.DataFrame:
     for entry in entries:
         if entry.sink_strength is not None:
             groups.setdefault((entry.llm.id, entry.llm.revision), []).append(entry)
-    rows = [
-        {
-            "model_id": model_id,
-            "model_revision": revision,
-            "sink_strength": float(np.mean([entry.sink_strength for entry in group])),
-            "qk_norm": group[0].metadata.qk_norm,
-            "role": ";".join(
-                sorted({"reference" if entry.kind == "pair" else "backbone" for entry in group})
-            ),
-            "provenance": ";".join(sorted({entry.provenance for entry in group})),
-            "entries": ";".join(sorted(entry.name for entry in group)),
-        }
-        for (model_id, revision), group in sorted(
-            groups.items(), key=lambda item: (item[0][0], item[0][1] or "")
-        )
+    ordered = sorted(groups.items(), key=lambda item: (item[0][0], item[0][1] or ""))
+    rows = [_llm_row(model_id, revision, group) for (model_id, revision), group in ordered]
+    return pd.DataFrame(rows, columns=_LLM_COLUMNS).astype({"params_b": float})
+
+
+def _task_block(llms: pd.DataFrame, usable: pd.DataFrame, task: str) -> pd.DataFrame | None:
+    """Every LLM with the prediction of ``task``'s fit and its extrapolation flags, or None without a fit."""
+    fit = stats.fit_line(usable["sink_strength"], usable["delta"])
+    if fit is None or fit.n < stats.MIN_PAIRS:
+        return None
+    domain = FitDomain.of(usable)
+    low, high = fit.prediction_interval(llms["sink_strength"])
+    reasons = [
+        domain.reasons(row.sink_strength, None if pd.isna(row.params_b) else row.params_b, row.s_protocol)
+        for row in llms.itertuples()
     ]
-    return pd.DataFrame(rows, columns=_LLM_COLUMNS)
+    return llms.assign(
+        task=task,
+        predicted_delta=fit.predict(llms["sink_strength"]),
+        interval_low=low,
+        interval_high=high,
+        n_pairs=fit.n,
+        extrapolated=[bool(found) for found in reasons],
+        extrapolation_reasons=["; ".join(found) for found in reasons],
+    )
 
 
 def screening_table(entries: Sequence[Entry], pairs: pd.DataFrame) -> pd.DataFrame:
-    """Every backbone and reference LLM ranked by S (1 = highest S), with per task the delta predicted
-    by the linear fit on all pairs and its 95% prediction interval (see :class:`stats.LinearFit`)."""
+    """Every backbone and reference LLM ranked by S (1 = highest S), with per task the delta predicted by the
+    linear fit on all pairs, its 95% prediction interval (see :class:`stats.LinearFit`) and its extrapolation
+    flags (see :class:`FitDomain`)."""
     llms = _llm_rows(entries)
     llms.insert(0, "rank", llms["sink_strength"].rank(ascending=False, method="min").astype("Int64"))
-    blocks = []
-    for task in TASKS:
-        usable = usable_pairs(pairs, task)
-        fit = stats.fit_line(usable["sink_strength"], usable["delta"])
-        if fit is None or fit.n < stats.MIN_PAIRS:
-            continue
-        low, high = fit.prediction_interval(llms["sink_strength"])
-        predicted = fit.predict(llms["sink_strength"])
-        blocks.append(
-            llms.assign(
-                task=task, predicted_delta=predicted, interval_low=low, interval_high=high, n_pairs=fit.n
-            )
-        )
+    blocks = [
+        block for task in TASKS if (block := _task_block(llms, usable_pairs(pairs, task), task)) is not None
+    ]
     if not blocks:  # fewer than 3 pairs for every task: rank by S, predict nothing
         blocks.append(
             llms.assign(
-                task=None, predicted_delta=np.nan, interval_low=np.nan, interval_high=np.nan, n_pairs=0
+                task=None,
+                predicted_delta=np.nan,
+                interval_low=np.nan,
+                interval_high=np.nan,
+                n_pairs=0,
+                extrapolated=False,
+                extrapolation_reasons="",
             )
         )
     table = pd.concat(blocks, ignore_index=True)

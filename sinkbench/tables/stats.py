@@ -222,3 +222,33 @@ def baseline_mae(y: ArrayLike) -> float:
         return math.nan
     others_mean = (y.sum() - y) / (n - 1)
     return float(np.abs(others_mean - y).mean())
+
+
+def paired_bootstrap_delta(
+    reference: ArrayLike,
+    vlm: ArrayLike,
+    *,
+    seed: int,
+    confidence: float = 0.95,
+    n_resamples: int = N_RESAMPLES,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``mean(vlm) - mean(reference)`` in points, resampling prompts in pairs.
+
+    ``reference`` and ``vlm`` hold one outcome per prompt (pass 1, fail 0), aligned by prompt: each resample
+    draws prompts with replacement and keeps both sides of every drawn prompt, so the interval reflects the
+    prompt-to-prompt correlation of the two models. Assumes prompts are exchangeable; seeded.
+    """
+    x, y = _arrays(reference, vlm)
+    if len(x) < 2:
+        return math.nan, math.nan
+    result = stats.bootstrap(
+        (x, y),
+        lambda a, b, axis=-1: 100.0 * (b.mean(axis=axis) - a.mean(axis=axis)),
+        paired=True,
+        vectorized=True,
+        n_resamples=n_resamples,
+        method="percentile",
+        confidence_level=confidence,
+        rng=np.random.default_rng(seed),
+    )
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
