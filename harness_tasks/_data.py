@@ -24,6 +24,8 @@ from typing import Any, ClassVar
 import datasets
 from lm_eval.api.task import ConfigurableTask
 
+from sinkbench import __version__
+
 #: Environment variable that switches every strict task to local files.
 DATA_DIR_ENV = "SINKBENCH_DATA_DIR"
 
@@ -142,7 +144,11 @@ class DataTask(ConfigurableTask):
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         """Load the documents and record their origin in the task's metadata."""
         self.dataset, record = load_task_data(self.SOURCE)
-        self.config.metadata = {**(self.config.metadata or {}), "data": record}
+        self.config.metadata = {
+            **(self.config.metadata or {}),
+            "data": record,
+            "sinkbench_version": __version__,
+        }
 
 
 def data_task(source: DataSource) -> type[DataTask]:

@@ -84,7 +84,7 @@ def _check_owned(out: Path) -> None:
         )
 
 
-def _exchange(first: Path, second: Path) -> bool:
+def exchange(first: Path, second: Path) -> bool:
     """Swap two folders atomically with ``renameat2(RENAME_EXCHANGE)``; False where that is not available."""
     libc = ctypes.CDLL(None, use_errno=True)
     renameat2 = getattr(libc, "renameat2", None)
@@ -104,7 +104,7 @@ def _swap_in(staging: Path, out: Path) -> None:
     if not os.path.lexists(out):
         os.rename(staging, out)
         return
-    if _exchange(staging, out):
+    if exchange(staging, out):
         return
     retired = scratch_folder(out)
     os.rename(out, retired / out.name)

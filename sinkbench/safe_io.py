@@ -1,9 +1,9 @@
 """Reading untrusted files safely and writing outputs atomically.
 
 Reads check the size with ``lstat`` before opening (symbolic links, hard links and special files are refused),
-then parse strict JSON: ``NaN``/``Infinity`` (which Python's ``json`` accepts by default), numbers that overflow
-to infinity (``1e309``) and duplicate keys are errors. An unreadable file is a problem to report, never a
-traceback. Writes go to a temporary file or folder beside the target and are moved into place with
+then parse strict JSON: ``NaN``/``Infinity`` (which Python's ``json`` accepts by default), numbers beyond a
+float's range (``1e309``, an integer of 309 digits) and duplicate keys are errors. An unreadable file is a problem
+to report, never a traceback. Writes go to a temporary file or folder beside the target and are moved into place with
 ``os.replace``, so a failure never leaves a half-written output behind.
 """
 
@@ -66,6 +66,15 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def _float_sized_int(text: str) -> int:
+    value = int(text)
+    try:
+        float(value)
+    except OverflowError:
+        raise ValueError(f"number {text[:40]}... is too large") from None
+    return value
+
+
 def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result = dict(pairs)
     if len(result) != len(pairs):
@@ -75,7 +84,7 @@ def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def parse_json(text: str) -> Any:
-    """Parse strict JSON: no NaN or Infinity, no duplicate keys.
+    """Parse strict JSON: no NaN or Infinity, no number beyond a float's range, no duplicate keys.
 
     Raises:
         UnsafeFileError: the text is not strict JSON; the message gives line and column.
@@ -85,6 +94,7 @@ def parse_json(text: str) -> Any:
             text,
             parse_constant=_refuse_constant,
             parse_float=_finite_float,
+            parse_int=_float_sized_int,
             object_pairs_hook=_refuse_duplicate_keys,
         )
     except json.JSONDecodeError as error:
@@ -165,16 +175,25 @@ def write_json_atomic(data: Any, path: Path) -> None:
 
 
 def install_directory(staged: Path, target: Path, *, replace: bool) -> None:
-    """Move the finished folder ``staged`` to ``target`` (same file system).
+    """Move the finished folder ``staged`` to ``target`` (same file system) in one atomic step.
+
+    An existing ``target`` (only with ``replace``) is swapped with ``staged`` (``renameat2(RENAME_EXCHANGE)``, see
+    :func:`sinkbench.publish.exchange`) and its old contents deleted, so ``target`` is never missing or mixed;
+    where the swap is not available the old folder is moved aside first.
 
     Raises:
         FileExistsError: ``target`` exists and ``replace`` is false.
     """
-    if target.exists() and not replace:
+    from sinkbench.publish import exchange
+
+    if os.path.lexists(target) and not replace:
         raise FileExistsError(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    if not target.exists():
+    if not os.path.lexists(target):
         os.replace(staged, target)
+        return
+    if exchange(staged, target):
+        shutil.rmtree(staged, ignore_errors=True)
         return
     retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
     os.replace(target, retired / target.name)

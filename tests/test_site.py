@@ -20,17 +20,17 @@ from markupsafe import Markup
 from sinkbench.cli import build_parser, main
 from sinkbench.leaderboard.build import build_site, make_server
 from sinkbench.leaderboard.content import Prediction
-from sinkbench.leaderboard.pages import (
+from sinkbench.leaderboard.entry_details import slugify
+from sinkbench.leaderboard.formatting import (
     css_token,
     format_interval,
     format_number,
     format_percent,
-    make_environment,
     number_cell,
     sort_value,
 )
+from sinkbench.leaderboard.pages import make_environment
 from sinkbench.leaderboard.sources import SOURCES_DIR, SiteSources
-from sinkbench.leaderboard.views import slugify
 from sinkbench.submissions import SubmissionsInvalid, load_submissions
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -215,7 +215,7 @@ def test_every_page_is_built(site: Path, entries: list) -> None:
 def test_leaderboard_lists_every_pair_with_its_provenance_badge(site: Path, entries: list) -> None:
     html = _html(site, "leaderboard.html")
     rows = re.findall(
-        r'<tr data-sb-qk="[^"]*" data-sb-provenance="([a-z]+)">.*?href="pairs/([^"]+)\.html"', html
+        r'<tr data-sb-qk="[^"]*" data-sb-provenance="([a-z]+)"[^>]*>.*?href="pairs/([^"]+)\.html"', html
     )
     expected = {e.name: e.provenance for e in entries if e.kind == "pair"}
     assert dict((name, provenance) for provenance, name in rows) == expected
@@ -235,7 +235,7 @@ def test_user_supplied_strings_render_as_text(site: Path) -> None:
     assert "&lt;script&gt;alert(&#34;vlm&#34;)&lt;/script&gt; $x$" in pair_page
     assert "&lt;/dd&gt;&lt;script&gt;alert(2)&lt;/script&gt;" in pair_page
     assert "[click me](javascript:alert(3)) &lt;b&gt;not bold&lt;/b&gt;" in pair_page
-    assert "<title>evil-script - " in pair_page
+    assert "<title>&lt;script&gt;alert(&#34;vlm&#34;)&lt;/script&gt; $x$ - " in pair_page
     search_index = (site / "search" / "search_index.json").read_text(encoding="utf-8")
     assert "&lt;script&gt;alert" in search_index and "<script>alert" not in search_index
     assert "<img src=x" not in search_index
@@ -346,9 +346,8 @@ def test_home_page_has_counts_headline_chart_and_last_update(site: Path, entries
 
 def test_screening_ranks_backbones_by_sink_strength(site: Path) -> None:
     html = _html(site, "screening.html")
-    values = [
-        float(v) for v in re.findall(r'<td class="sb-num" data-sort="([-0-9.e]+)">[^<]*</td><td><span', html)
-    ]
+    table = html.split('id="board-screening"')[1].split("</table>")[0]
+    values = [float(v) for v in re.findall(r'<td class="sb-num" data-sort="([-0-9.e]+)">[^<]*<br>', table)]
     assert values == sorted(values, reverse=True) and len(values) >= 3
 
 

@@ -68,26 +68,26 @@ def page(base_url: str, requested: list[str]) -> Iterator[object]:
 
 def _column_values(page: object, column: int) -> list[str]:
     return page.eval_on_selector_all(
-        "#leaderboard tbody tr:not([hidden])", f"rows => rows.map(r => r.cells[{column}].dataset.sort)"
+        "#board-pairs tbody tr:not([hidden])", f"rows => rows.map(r => r.cells[{column}].dataset.sort)"
     )
 
 
 def test_leaderboard_lists_every_seeded_pair(page: object, base_url: str) -> None:
     page.goto(f"{base_url}/leaderboard.html")
     names = page.eval_on_selector_all(
-        "#leaderboard tbody tr td:first-child a", "links => links.map(a => a.href)"
+        "#board-pairs tbody tr td:first-child a", "links => links.map(a => a.href)"
     )
     pairs = [entry for entry in load_submissions(SEEDED).entries if entry.kind == "pair"]
     assert len(pairs) >= 6
     assert sorted(url.rsplit("/", 1)[-1] for url in names) == sorted(f"{e.name}.html" for e in pairs)
-    assert page.locator("#leaderboard .sb-badge--reported").count() >= len(pairs)
-    assert page.inner_text('[data-sb-count="leaderboard"]') == f"{len(pairs)} of {len(pairs)} rows"
+    assert page.locator("#board-pairs .sb-badge--reported").count() >= len(pairs)
+    assert page.inner_text('[data-sb-count="board-pairs"]') == f"{len(pairs)} of {len(pairs)} rows"
 
 
 def test_clicking_a_column_header_sorts_the_table(page: object, base_url: str) -> None:
     page.goto(f"{base_url}/leaderboard.html")
-    header = page.locator("#leaderboard thead th", has_text="S (nats)")
-    column = page.locator("#leaderboard thead th").all_inner_texts().index("S (nats)")
+    header = page.locator("#board-pairs thead th", has_text="S (nats)")
+    column = page.locator("#board-pairs thead th").all_inner_texts().index("S (nats)")
     header.click()
     ascending = [float(v) for v in _column_values(page, column)]
     assert ascending == sorted(ascending) and header.get_attribute("aria-sort") == "ascending"
@@ -99,19 +99,19 @@ def test_clicking_a_column_header_sorts_the_table(page: object, base_url: str) -
 
 def test_the_filters_hide_rows(page: object, base_url: str) -> None:
     page.goto(f"{base_url}/leaderboard.html")
-    rows = page.locator("#leaderboard tbody tr")
+    rows = page.locator("#board-pairs tbody tr")
     total = rows.count()
-    page.fill('input[data-sb-filter="leaderboard"]', "InternVL")
-    visible = page.locator("#leaderboard tbody tr:not([hidden])")
+    page.fill('input[data-sb-filter="board-pairs"]', "InternVL")
+    visible = page.locator("#board-pairs tbody tr:not([hidden])")
     assert 0 < visible.count() < total
     assert all("InternVL" in text for text in visible.all_inner_texts())
-    page.fill('input[data-sb-filter="leaderboard"]', "")
-    page.select_option('select[data-sb-filter="leaderboard"][data-sb-key="qk"]', "per-head")
+    page.fill('input[data-sb-filter="board-pairs"]', "")
+    page.select_option('select[data-sb-filter="board-pairs"][data-sb-key="qk"]', "per-head")
     kinds = page.eval_on_selector_all(
-        "#leaderboard tbody tr:not([hidden])", "rows => rows.map(r => r.dataset.sbQk)"
+        "#board-pairs tbody tr:not([hidden])", "rows => rows.map(r => r.dataset.sbQk)"
     )
     assert kinds and set(kinds) == {"per-head"} and len(kinds) < total
-    assert page.inner_text('[data-sb-count="leaderboard"]') == f"{len(kinds)} of {total} rows"
+    assert page.inner_text('[data-sb-count="board-pairs"]') == f"{len(kinds)} of {total} rows"
 
 
 def test_the_headline_scatter_plot_is_visible(page: object, base_url: str) -> None:

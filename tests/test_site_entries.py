@@ -13,7 +13,7 @@ import pytest
 from sinkbench.leaderboard import build as site_module
 from sinkbench.leaderboard.build import build_site
 from sinkbench.leaderboard.content import RawFile
-from sinkbench.leaderboard.entry_pages import TOKEN, EntryShell
+from sinkbench.leaderboard.entry_pages import TITLE, TOKEN, EntryShell
 from sinkbench.submissions import load_submissions
 
 FIXTURES = Path(__file__).parent / "fixtures" / "submissions"
@@ -56,7 +56,7 @@ def _entry_pages(site: Path) -> list[Path]:
 
 def test_entry_page_has_the_theme_the_escaped_name_and_its_own_title(site: Path) -> None:
     html = (site / "pairs" / "markup.html").read_text(encoding="utf-8")
-    assert "<title>markup - sinkbench leaderboard</title>" in html
+    assert f"<title>&lt;script&gt;x()&lt;/script&gt; {TOKEN} - sinkbench leaderboard</title>" in html
     assert f'<link rel="canonical" href="{SITE_URL}pairs/markup.html">' in html
     assert '<header class="md-header"' in html and '<nav class="md-tabs"' in html
     assert '<a href="../leaderboard.html" class="md-tabs__link">' in html
@@ -71,10 +71,13 @@ def test_every_entry_page_is_complete_and_no_shell_is_left(site: Path) -> None:
     assert len(list((site / "backbones").glob("*.html"))) == len(
         {(e.llm.id, e.llm.revision) for e in entries}
     )
+    titles = {e.name: (e.vlm.display_name or e.vlm.id) for e in entries if e.kind == "pair"}
     for page in _entry_pages(site):
         html = page.read_text(encoding="utf-8")
-        assert f"<title>{page.stem} - sinkbench leaderboard</title>" in html, page
+        if page.parent.name == "pairs" and page.stem != "markup":
+            assert f"<title>{titles[page.stem]} - sinkbench leaderboard</title>" in html, page
         assert html.rstrip().endswith("</html>") and "<!--sb:entry-->" not in html, page
+        assert TITLE not in html, page
     assert not list(site.rglob(f"{TOKEN}.*"))
 
 
@@ -86,18 +89,19 @@ def test_sitemap_lists_every_entry_page_instead_of_the_shells(site: Path) -> Non
     assert gzip.decompress((site / "sitemap.xml.gz").read_bytes()).decode("utf-8") == sitemap
 
 
-def test_shell_fills_content_and_name_but_not_inside_the_content() -> None:
+def test_shell_fills_content_title_and_url_but_not_inside_the_content() -> None:
     shell = EntryShell.from_html(
-        f"<title>{TOKEN} - x</title><a href='{TOKEN}.html'>{TOKEN}</a><!--sb:entry--><h1>{TOKEN}</h1>"
+        f"<title>{TITLE} - x</title><a href='{TOKEN}.html'>{TITLE}</a><!--sb:entry--><h1>{TITLE}</h1>"
         f"<!--/sb:entry--><p>{TOKEN}</p>",
         Path("shell.html"),
     )
-    page = shell.page("a-b.c", f"<h1>{TOKEN}</h1>")
-    assert page == f"<title>a-b.c - x</title><a href='a-b.c.html'>a-b.c</a><h1>{TOKEN}</h1><p>a-b.c</p>"
+    page = shell.page("a-b.c", f"<h1>{TOKEN}</h1>", f"<i>{TOKEN}</i>")
+    name = f"&lt;i&gt;{TOKEN}&lt;/i&gt;"
+    assert page == f"<title>{name} - x</title><a href='a-b.c.html'>{name}</a><h1>{TOKEN}</h1><p>a-b.c</p>"
 
 
 @pytest.mark.parametrize(
-    "html", ["<title>t</title><!--sb:entry--><!--/sb:entry-->", f"<title>{TOKEN}</title><!--sb:entry-->"]
+    "html", ["<title>t</title><!--sb:entry--><!--/sb:entry-->", f"<title>{TITLE}</title><!--sb:entry-->"]
 )
 def test_a_shell_of_another_shape_is_refused(html: str) -> None:
     with pytest.raises(ValueError, match=r"shell\.html: expected one <!--sb:entry-->"):
@@ -105,10 +109,10 @@ def test_a_shell_of_another_shape_is_refused(html: str) -> None:
 
 
 def test_a_page_name_must_be_a_slug() -> None:
-    shell = EntryShell(("<title>", "</title>"), ("",))
-    assert shell.page("ok", "") == "<title>ok</title>"
+    shell = EntryShell(f"<title>{TITLE}</title><a href='{TOKEN}.html'>", "")
+    assert shell.page("ok", "", "Name") == "<title>Name</title><a href='ok.html'>"
     with pytest.raises(ValueError, match=r"'<b>' is not a slug"):
-        shell.page("<b>", "")
+        shell.page("<b>", "", "Name")
 
 
 def test_raw_files_are_copies_and_links_are_not_followed(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import datasets
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
+from sinkbench import __version__
 from sinkbench.harness.request import REQUEST_TYPE, install_request_handler, install_stderr
 from sinkbench.sink.metrics import SINK_METRICS
 from sinkbench.sink.options import ProbeOptions
@@ -48,6 +49,7 @@ class SinkStrengthTask(ConfigurableTask):
         self.probe_options = ProbeOptions.from_mapping(metadata.get("probe"))
         metadata["probe"] = self.probe_options.to_dict()
         metadata["calibration"] = self.calibration.to_dict()
+        metadata["sinkbench_version"] = __version__
         self.config.metadata = metadata
         install_request_handler()
         install_stderr()

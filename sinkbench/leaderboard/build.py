@@ -15,8 +15,9 @@ import functools
 import http.server
 import os
 import shutil
+import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,7 +32,7 @@ from sinkbench.leaderboard.pages import (
 from sinkbench.leaderboard.sources import SiteSources
 from sinkbench.leaderboard.views import build_views
 from sinkbench.publish import publishing, scratch_folder
-from sinkbench.submissions import load_valid_entries
+from sinkbench.submissions import Entry, load_valid_entries
 from sinkbench.tables.build import AggregateTables, build_tables
 from sinkbench.tables.write import write_tables
 
@@ -83,11 +84,30 @@ def _add_raw_files(files: list[RawFile], site_dir: Path) -> None:
             shutil.copyfileobj(reader, writer)
 
 
-def build_timestamp() -> str:
-    """The build time in UTC, or ``SOURCE_DATE_EPOCH`` when set (reproducible builds)."""
+def data_timestamp(submissions_dir: Path, entries: Sequence[Entry]) -> str:
+    """When the data last changed, in UTC: ``SOURCE_DATE_EPOCH`` when set, else the last git commit touching
+    ``submissions_dir``, else the newest modification time of an entry's files."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    moment = datetime.fromtimestamp(int(epoch), timezone.utc) if epoch else datetime.now(timezone.utc)
-    return moment.strftime("%Y-%m-%d %H:%M UTC")
+    seconds = int(epoch) if epoch else _last_commit(submissions_dir)
+    if seconds is None:
+        seconds = max((file.path.lstat().st_mtime for entry in entries for file in entry.files), default=0)
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _last_commit(folder: Path) -> int | None:
+    """The commit time of the last change to ``folder`` in its git repository, or None outside one."""
+    try:
+        done = subprocess.run(
+            ["git", "log", "-1", "--format=%ct", "--", "."],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = done.stdout.strip()
+    return int(text) if done.returncode == 0 and text.isdigit() else None
 
 
 def build_site(
@@ -121,7 +141,7 @@ def build_site(
     with publishing(Path(out_dir)) as site_dir:
         docs_dir = scratch_folder(site_dir.parent / Path(out_dir).name) / "docs"
         try:
-            pages, plots = _render(sources, tables, views, docs_dir, timings)
+            pages, plots = _render(sources, tables, views, docs_dir, timings, Path(submissions_dir))
             with _timed(timings, "mkdocs"):
                 _run_mkdocs(sources.config, docs_dir, site_dir)
             with _timed(timings, "entries"):
@@ -136,7 +156,12 @@ def build_site(
 
 
 def _render(
-    sources: SiteSources, tables: AggregateTables, views: SiteViews, docs_dir: Path, timings: dict[str, float]
+    sources: SiteSources,
+    tables: AggregateTables,
+    views: SiteViews,
+    docs_dir: Path,
+    timings: dict[str, float],
+    submissions_dir: Path,
 ) -> tuple[int, int]:
     """Write the MkDocs sources: static files, downloads, pages and charts. Returns (pages, charts)."""
     with _timed(timings, "pages"):
@@ -144,7 +169,9 @@ def _render(
         (docs_dir / "downloads").mkdir(parents=True, exist_ok=True)
         write_tables(tables, docs_dir / "downloads")
         writer = PageWriter.for_sources(sources, docs_dir)
-        pages = writer.write_all(views, updated=build_timestamp()) + writer.write_downloads_page(tables)
+        pages = writer.write_all(
+            views, updated=data_timestamp(submissions_dir, tables.entries)
+        ) + writer.write_downloads_page(tables)
     with _timed(timings, "plots"):
         plots = draw_plots(views.plots(), docs_dir)
     return pages, plots

@@ -1,7 +1,9 @@
 """The contents of the leaderboard's pages: plain dataclasses the templates render.
 
 Built by :mod:`sinkbench.leaderboard.views`; numbers are points (deltas, scores) or nats (S), None when missing.
-User-supplied text is kept as plain strings; the templates escape it.
+A :class:`Shown` number carries how it may be shown: the decimals its source printed (reported values) and
+whether it was derived from published numbers rather than printed. User-supplied text is kept as plain strings;
+the templates escape it.
 """
 
 from __future__ import annotations
@@ -11,13 +13,26 @@ from pathlib import Path
 
 from sinkbench.leaderboard.plots import Chart
 
+#: Decimals of measured numbers (more than any source prints, fewer than the files hold).
+MEASURED_DIGITS = 2
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A number as a page shows it: its value, its decimals, and whether it is derived (not printed by its source)."""
+
+    value: float | None
+    digits: int = MEASURED_DIGITS
+    derived: bool = False
+
 
 @dataclass(frozen=True)
 class TaskColumn:
-    """A task shown as a column: its lm-eval name and its display label."""
+    """A task shown as a column: its lm-eval name, its display label, and its family (format or control)."""
 
     task: str
     label: str
+    family: str = "format"
 
 
 @dataclass(frozen=True)
@@ -54,16 +69,41 @@ class MetricRow:
 
 
 @dataclass(frozen=True)
+class ModelFacts:
+    """What the board knows about one model besides its scores."""
+
+    model_id: str
+    label: str
+    revision: str | None
+    url: str
+    params_b: float | None
+    params_source: str | None
+    family: str | None
+    license: str | None
+    id_mapping: str | None
+
+    @property
+    def size_bucket(self) -> str:
+        """The size filter's bucket: ``<1B``, ``1-4B``, ``4-10B``, ``10-40B``, ``>40B`` or ``unknown``."""
+        if self.params_b is None:
+            return "unknown"
+        bounds = ((1.0, "<1B"), (4.0, "1-4B"), (10.0, "4-10B"), (40.0, "10-40B"))
+        return next((name for bound, name in bounds if self.params_b < bound), ">40B")
+
+
+@dataclass(frozen=True)
 class TaskResult:
-    """One task of a pair, in points, with the leave-one-pair-out prediction."""
+    """One task of a pair, in points, with the leave-one-pair-out prediction and, where per-prompt samples exist,
+    the paired bootstrap interval of the delta."""
 
     task: str
     label: str
-    reference_score: float | None
-    vlm_score: float | None
-    delta: float | None
+    reference_score: Shown
+    vlm_score: Shown
+    delta: Shown
     relative: float | None
     predicted_delta: float | None
+    delta_interval: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -79,14 +119,50 @@ class Regressions:
 
 
 @dataclass(frozen=True)
+class PromptChange:
+    """One IFEval prompt a pair lost or gained: the failed instructions and both responses, for the drill-down."""
+
+    key: str
+    outcome: str
+    prompt: str
+    failed_ids: tuple[str, ...]
+    reference_response: str
+    vlm_response: str
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A local data file a measured run read (``SINKBENCH_DATA_DIR``), with its sha256."""
+
+    task: str
+    file: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Reproduce:
+    """The commands that reproduce one results file (see :mod:`sinkbench.leaderboard.reproduce`)."""
+
+    source: str
+    text: str
+
+
+@dataclass(frozen=True)
 class Prediction:
-    """Delta predicted for a backbone by the fit on all pairs, with its 95% prediction interval."""
+    """Delta predicted for a backbone by the fit on all pairs, with its 95% prediction interval and, when the fit
+    says nothing about this backbone, why (``reasons``)."""
 
     task: str
     label: str
     delta: float | None
     low: float | None
     high: float | None
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def extrapolated(self) -> bool:
+        """True when the backbone lies outside what the pairs behind the fit cover."""
+        return bool(self.reasons)
 
 
 @dataclass(frozen=True)
@@ -95,7 +171,7 @@ class OwnScore:
     ``--limit`` run, None when the whole test set was evaluated."""
 
     label: str
-    score: float
+    score: Shown
     coverage: tuple[int, int] | None = None
 
 
@@ -105,14 +181,11 @@ class PairView:
 
     slug: str
     directory: str
-    vlm: str
-    vlm_id: str
-    vlm_revision: str | None
-    reference: str
-    reference_id: str
-    reference_revision: str | None
+    vlm: ModelFacts
+    reference: ModelFacts
     reference_slug: str
-    sink_strength: float | None
+    sink_strength: Shown
+    s_protocol: str | None
     sink_metrics: list[tuple[str, float]]
     qk_norm: str
     provenance: str
@@ -127,14 +200,23 @@ class PairView:
     metrics: list[MetricRow] = field(default_factory=list)
     heatmap: PlotRef | None = None
     regressions: Regressions | None = None
+    prompt_changes: list[PromptChange] = field(default_factory=list)
+    data_files: list[DataFile] = field(default_factory=list)
+    reproduce: list[Reproduce] = field(default_factory=list)
+
+    def result(self, task: str) -> TaskResult | None:
+        """The result of ``task``, or None."""
+        return next((r for r in self.results if r.task == task), None)
 
     def delta(self, task: str) -> float | None:
-        """Observed delta of ``task`` in points, or None."""
-        return next((r.delta for r in self.results if r.task == task), None)
+        """Observed delta of ``task`` in points (as used by the statistics), or None."""
+        found = self.result(task)
+        return found.delta.value if found else None
 
     def predicted(self, task: str) -> float | None:
         """Held-out predicted delta of ``task`` in points, or None."""
-        return next((r.predicted_delta for r in self.results if r.task == task), None)
+        found = self.result(task)
+        return found.predicted_delta if found else None
 
 
 @dataclass
@@ -142,11 +224,12 @@ class BackboneView:
     """A text-only LLM (a reference LLM of pairs and/or a backbone entry): the Screening row and its page."""
 
     slug: str
-    label: str
-    model_id: str
+    model: ModelFacts
     revisions: list[str]
     qk_norm: str
-    sink_strength: float | None
+    sink_strength: Shown
+    s_interval: tuple[float, float] | None
+    s_protocol: str | None
     rank: int | None
     role: str
     provenances: list[str]
@@ -160,26 +243,41 @@ class BackboneView:
     predictions: list[Prediction] = field(default_factory=list)
     pairs: list[PairView] = field(default_factory=list)
     heatmap: PlotRef | None = None
+    data_files: list[DataFile] = field(default_factory=list)
+    reproduce: list[Reproduce] = field(default_factory=list)
     ranked: int = 0
+
+    @property
+    def label(self) -> str:
+        """The display name."""
+        return self.model.label
 
     def prediction(self, task: str) -> Prediction | None:
         """The prediction for ``task``, or None when no fit exists for it."""
         return next((p for p in self.predictions if p.task == task), None)
 
+    def extrapolated(self, task: str) -> bool:
+        """True when the prediction for ``task`` lies outside what the fit's pairs cover."""
+        found = self.prediction(task)
+        return found is not None and found.extrapolated
+
 
 @dataclass(frozen=True)
 class CorrelationRow:
-    """One task of the correlations table."""
+    """One task of the correlations table, with where its evidence stops."""
 
     task: str
     label: str
+    family: str
     n: int
+    distinct_s: int
     spearman: float | None
     spearman_ci: tuple[float | None, float | None]
     kendall: float | None
     permutation_p: float | None
     loo_mae: float | None
     baseline_mae: float | None
+    beats_baseline: bool | None
     fit: tuple[float, float] | None
 
 

@@ -1,4 +1,5 @@
-"""MkDocs hooks of the sinkbench site (MkDocs loads this file by path): pre-rendered HTML bypasses Markdown.
+"""MkDocs hooks of the sinkbench site (MkDocs loads this file by path): pre-rendered HTML bypasses Markdown, and
+the entry-page shells light up the navigation tab their pages belong to.
 
 The page templates (``templates/`` beside this file) wrap their HTML blocks in ``<!--sb:raw-->`` ... ``<!--/sb:raw-->``.
 Before Markdown runs, :func:`on_page_markdown` swaps each block for a numbered placeholder comment;
@@ -35,3 +36,29 @@ def on_page_content(html: str, page: Any, **kwargs: Any) -> str:
     """Put the lifted blocks back in place of their placeholders."""
     blocks = _stash.pop(page.file.src_uri, [])
     return _PLACEHOLDER.sub(lambda match: blocks[int(match.group(1))], html)
+
+
+#: The navigation page whose tab an entry-page shell belongs to, by the shell's folder.
+_TAB_OF_FOLDER = {"pairs": "leaderboard.md", "backbones": "screening.md"}
+#: The navigation page made active for the shell being rendered, reset after it.
+_lit: list[Any] = []
+
+
+def on_page_context(context: dict, page: Any, config: Any, nav: Any, **kwargs: Any) -> dict:
+    """For an entry-page shell (``pairs/...``, ``backbones/...``), mark its tab's page active while it renders."""
+    folder = page.file.src_uri.split("/")[0]
+    target = _TAB_OF_FOLDER.get(folder) if "/" in page.file.src_uri else None
+    tab = next(
+        (item for item in nav.items if getattr(getattr(item, "file", None), "src_uri", None) == target), None
+    )
+    if tab is not None:
+        tab.active = True
+        _lit.append(tab)
+    return context
+
+
+def on_post_page(output: str, page: Any, config: Any, **kwargs: Any) -> str:
+    """Switch the borrowed tab off again, so no other page shows it active."""
+    while _lit:
+        _lit.pop().active = False
+    return output

@@ -10,7 +10,6 @@ away from Markdown; entry pages (``pair.html.j2``, ``backbone.html.j2``) are pla
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,10 +17,20 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from sinkbench.leaderboard.content import BackboneView, PairView, PlotRef, Prediction, SiteViews
+from sinkbench.leaderboard.content import BackboneView, CorrelationRow, PairView, PlotRef, SiteViews
 from sinkbench.leaderboard.entry_pages import EntryPage, write_shells
+from sinkbench.leaderboard.formatting import (
+    css_token,
+    format_billions,
+    format_interval,
+    format_number,
+    format_percent,
+    format_shown,
+    number_cell,
+    shown_cell,
+    sort_value,
+)
 from sinkbench.leaderboard.sources import SiteSources
-from sinkbench.numbers import finite_or_none
 from sinkbench.tables.build import AggregateTables
 
 #: Markdown from ``docs/`` that templates include instead of publishing as pages of their own.
@@ -41,58 +50,6 @@ TABLE_DESCRIPTIONS = {
     "regressions": "One row per pair with IFEval per-prompt outcomes: both-pass, lost, gained, both-fail, net "
     "change and lost prompts per instruction category.",
 }
-_MINUS = "\u2212"
-_DASH = "\u2013"
-
-
-def format_number(value: float | None, digits: int = 2, signed: bool = False) -> str:
-    """``value`` with ``digits`` decimals, a true minus sign, ``+`` when ``signed``; an en dash if missing."""
-    if finite_or_none(value) is None:
-        return _DASH
-    text = f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
-    return text.replace("-", _MINUS)
-
-
-def sort_value(value: float | None) -> str:
-    """The ``data-sort`` attribute of a numeric cell: plain digits, empty when missing."""
-    if finite_or_none(value) is None:
-        return ""
-    return format(value, ".10g")
-
-
-def number_cell(value: float | None, digits: int = 2, signed: bool = False, tone: bool = False) -> Markup:
-    """A table cell of a number (:func:`format_number`) with its ``data-sort`` key, red or green by sign if ``tone``.
-
-    The templates' ``num_cell`` global: a Python function renders the thousands of cells of a large site several
-    times faster than a Jinja macro. The markup is safe: only formatted numbers go into it.
-    """
-    classes = "sb-num"
-    if tone and value is not None and value < 0:
-        classes += " sb-loss"
-    elif tone and value is not None and value > 0:
-        classes += " sb-gain"
-    text = format_number(value, digits, signed)
-    return Markup(f'<td class="{classes}" data-sort="{sort_value(value)}">{text}</td>')
-
-
-def format_percent(value: float | None) -> str:
-    """A fraction as a signed percentage with one decimal."""
-    return _DASH if value is None else f"{format_number(100 * value, 1, signed=True)}%"
-
-
-def format_interval(value: Prediction | Sequence[float | None] | None, digits: int = 1) -> str:
-    """``[low, high]`` of a prediction or a pair of numbers; an en dash if missing."""
-    if value is None:
-        return _DASH
-    low, high = (value.low, value.high) if isinstance(value, Prediction) else value
-    if low is None or high is None:
-        return _DASH
-    return f"[{format_number(low, digits)}, {format_number(high, digits)}]"
-
-
-def css_token(value: str) -> str:
-    """A value reduced to ``[a-z0-9-]`` for use in a class name."""
-    return re.sub(r"[^a-z0-9-]+", "-", value.lower()).strip("-") or "unknown"
 
 
 def make_environment(templates_dir: Path) -> jinja2.Environment:
@@ -112,7 +69,10 @@ def make_environment(templates_dir: Path) -> jinja2.Environment:
         interval=format_interval,
         css_token=css_token,
     )
+    environment.filters["shown"] = format_shown
+    environment.filters["billions"] = format_billions
     environment.globals["num_cell"] = number_cell
+    environment.globals["shown_cell"] = shown_cell
     return environment
 
 
@@ -146,49 +106,62 @@ class PageWriter:
         Returns:
             How many pages were written (not counting the shells).
         """
-        headline = next((p for p in views.scatters if p.chart.task_label == views.headline.label), None)
-        pages: dict[str, tuple[str, dict[str, object]]] = {
-            "index.md": (
-                "home.md.j2",
-                {
-                    "intro": _trusted_markdown(self.sources_dir / "home.md"),
-                    "counts": views.counts,
-                    "updated": updated,
-                    "headline_plot": headline,
-                },
-            ),
-            "leaderboard.md": (
-                "leaderboard.md.j2",
-                {"pairs": views.pairs, "filters": _filters(views, "leaderboard")},
-            ),
-            "screening.md": (
-                "screening.md.j2",
-                {"backbones": views.backbones, "filters": _filters(views, "screening")},
-            ),
-            "correlations.md": (
-                "correlations.md.j2",
-                {"correlations": views.correlations, "scatters": views.scatters},
-            ),
-            "methodology.md": (
-                "methodology.md.j2",
-                {
-                    "sink_strength": _trusted_markdown(self.sources_dir / SINK_STRENGTH_DOC),
-                    "protocol": _trusted_markdown(self.sources_dir / PROTOCOL_DOC),
-                },
-            ),
-        }
+        pages = self._contexts(views, updated)
         for target, (template, context) in pages.items():
             self.write(template, target, **_common(views), **context)
         write_shells(self.docs_dir)
         return len(pages)
 
+    def _contexts(self, views: SiteViews, updated: str) -> dict[str, tuple[str, dict[str, object]]]:
+        """Each generated page: its file, its template and what the template is given."""
+        headline = next((p for p in views.scatters if p.chart.task_label == views.headline.label), None)
+        outside = [b for b in views.backbones if b.extrapolated(views.headline.task)]
+        formats = [row for row in views.correlations if row.family != "control"]
+        controls = [row for row in views.correlations if row.family == "control"]
+        home = {
+            "intro": _trusted_markdown(self.sources_dir / "home.md"),
+            "counts": views.counts,
+            "updated": updated,
+            "headline_plot": headline,
+        }
+        screening = {
+            "inside": [b for b in views.backbones if b not in outside],
+            "outside": outside,
+            "filters": _filters(views, "screening"),
+        }
+        correlations = {
+            "format_rows": formats,
+            "control_rows": controls,
+            "notes": correlation_notes(formats),
+            "control_notes": correlation_notes(controls),
+            "scatters": views.scatters,
+        }
+        methodology = {
+            "sink_strength": _trusted_markdown(self.sources_dir / SINK_STRENGTH_DOC),
+            "protocol": _trusted_markdown(self.sources_dir / PROTOCOL_DOC),
+        }
+        return {
+            "index.md": ("home.md.j2", home),
+            "leaderboard.md": (
+                "leaderboard.md.j2",
+                {"pairs": views.pairs, "filters": _filters(views, "leaderboard")},
+            ),
+            "screening.md": ("screening.md.j2", screening),
+            "correlations.md": ("correlations.md.j2", correlations),
+            "methodology.md": ("methodology.md.j2", methodology),
+        }
+
     def entry_pages(self, views: SiteViews) -> Iterator[EntryPage]:
         """The content of every pair and backbone page (:mod:`sinkbench.leaderboard.entry_pages`), rendered lazily."""
         pair, backbone = (self.environment.get_template(f"{kind}.html.j2") for kind in ("pair", "backbone"))
         for view in views.pairs:
-            yield EntryPage("pairs", view.slug, pair.render(pair=view, **_common(views)))
+            summary = f"{view.vlm.label} {view.vlm.model_id} against {view.reference.label} {view.reference.model_id}"
+            content = pair.render(pair=view, **_common(views))
+            yield EntryPage("pairs", view.slug, content, view.vlm.label, summary)
         for view in views.backbones:
-            yield EntryPage("backbones", view.slug, backbone.render(backbone=view, **_common(views)))
+            summary = f"{view.label} {view.model.model_id} {view.role}"
+            content = backbone.render(backbone=view, **_common(views))
+            yield EntryPage("backbones", view.slug, content, view.label, summary)
 
     def write_downloads_page(self, tables: AggregateTables) -> int:
         """The Downloads page: every table with its row count and columns. Returns 1 (one page)."""
@@ -206,15 +179,54 @@ def _common(views: SiteViews) -> dict[str, object]:
     return {"task_columns": views.task_columns, "headline": views.headline}
 
 
+_SIZE_ORDER = ("<1B", "1-4B", "4-10B", "10-40B", ">40B", "unknown")
+
+
 def _filters(views: SiteViews, page: str) -> list[tuple[str, str, list[str]]]:
     """Drop-down filters of the leaderboard or screening table: (row attribute, label, options)."""
     if page == "leaderboard":
         rows: Sequence[PairView | BackboneView] = views.pairs
         second = ("provenance", "Provenance", sorted({p.provenance for p in views.pairs}))
+        sizes = {p.vlm.size_bucket for p in views.pairs}
     else:
         rows = views.backbones
         second = ("role", "Role", sorted({b.role for b in views.backbones}))
-    return [("qk", "QK-norm", sorted({row.qk_norm for row in rows})), second]
+        sizes = {b.model.size_bucket for b in views.backbones}
+    size = ("size", "Size", [bucket for bucket in _SIZE_ORDER if bucket in sizes])
+    return [("qk", "QK-norm", sorted({row.qk_norm for row in rows})), size, second]
+
+
+#: A fit that beats the constant mean by less than this share of the baseline's error is no real improvement.
+_MARGINAL = 0.05
+
+
+def _correlation_note(row: CorrelationRow) -> str | None:
+    """One plain sentence on where this task's evidence stops, or None when there is nothing to warn about."""
+    if row.loo_mae is None or row.baseline_mae is None or row.beats_baseline is None:
+        return f"{row.label}: too few pairs ({row.n}) for a held-out fit."
+    if not row.beats_baseline:
+        return (
+            f"{row.label}: the held-out fit's error ({row.loo_mae:.2f}) is not below the constant-mean baseline's "
+            f"({row.baseline_mae:.2f}); S does not predict Δ on this task."
+        )
+    gain = row.baseline_mae - row.loo_mae
+    if gain < _MARGINAL * row.baseline_mae:
+        return (
+            f"{row.label}: the held-out fit beats the constant mean by only {gain:.2f} points ({row.loo_mae:.2f} "
+            f"against {row.baseline_mae:.2f}), no real improvement."
+        )
+    return None
+
+
+def correlation_notes(rows: Sequence[CorrelationRow]) -> list[str]:
+    """Plain statements of where each task's evidence stops: weak fits, and how few distinct values of S it rests on."""
+    notes = [note for row in rows if (note := _correlation_note(row))]
+    notes += [
+        f"{row.label}: its {row.n} pairs carry {row.distinct_s} distinct values of S (pairs sharing a reference LLM share S)."
+        for row in rows
+        if row.distinct_s < row.n
+    ]
+    return notes
 
 
 def draw_plots(plots: Iterable[PlotRef], docs_dir: Path) -> int:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
 import matplotlib
+from adjustText import adjust_text
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
@@ -136,19 +137,24 @@ class ScatterChart:
                 label=f"QK-norm: {_plain(qk_norm)}",
             )
         if len(self.points) <= MAX_POINT_LABELS:
-            xs = [p.sink_strength for p in self.points]
-            middle = (min(xs) + max(xs)) / 2
-            for p in self.points:
-                right = p.sink_strength <= middle  # labels point inwards, so none runs off the figure
-                axes.annotate(
-                    _plain(p.label),
-                    (p.sink_strength, p.delta),
-                    xytext=(5 if right else -5, 4),
-                    textcoords="offset points",
-                    ha="left" if right else "right",
-                    fontsize=7.5,
-                    color="#333333",
-                )
+            self._draw_labels(axes)
+
+    def _draw_labels(self, axes: Axes) -> None:
+        """One label per point, moved apart by adjustText until no two labels (or a label and a point) overlap,
+        with a thin line to its point where it had to move. The placement is deterministic for the same data."""
+        texts = [
+            axes.text(p.sink_strength, p.delta, _plain(p.label), fontsize=7, color="#333333", zorder=4)
+            for p in self.points
+        ]
+        if texts:
+            adjust_text(
+                texts,
+                x=[p.sink_strength for p in self.points],
+                y=[p.delta for p in self.points],
+                ax=axes,
+                expand=(1.1, 1.3),
+                arrowprops={"arrowstyle": "-", "color": "#9e9e9e", "linewidth": 0.5},
+            )
 
 
 @dataclass(frozen=True)

@@ -60,11 +60,15 @@ class ResultsFile:
 
 @dataclass(frozen=True)
 class IfevalOutcome:
-    """One IFEval prompt's strict outcome and the categories of the instructions it failed."""
+    """One IFEval prompt's strict outcome, the instructions it failed (ids and their categories), and the
+    prompt and response as the samples file holds them (for the per-prompt view of a pair's regressions)."""
 
     key: str
     passed: bool
     failed_categories: frozenset[str]
+    failed_ids: tuple[str, ...] = ()
+    prompt: str | None = None
+    response: str | None = None
 
 
 @dataclass(frozen=True)

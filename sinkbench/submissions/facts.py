@@ -74,16 +74,17 @@ def vlm_size(entry: Entry) -> ModelSize | None:
     return _declared(entry.vlm) or _from_weights(entry.sides.get("vlm"))
 
 
-def _model_args(value: str | dict[str, Any] | None) -> dict[str, Any]:
+def model_args(value: str | dict[str, Any] | None) -> dict[str, Any]:
+    """lm-eval's recorded ``model_args`` as a dict (it writes a dict, or the command-line string)."""
     if isinstance(value, dict):
         return value
     pairs = (item.split("=", 1) for item in (value or "").split(",") if "=" in item)
     return {key.strip(): item.strip() for key, item in pairs}
 
 
-def weight_format(model_args: str | dict[str, Any] | None) -> str:
+def weight_format(args: str | dict[str, Any] | None) -> str:
     """``GGUF <quantisation>`` for a GGUF file (from its name), else ``transformers weights``."""
-    gguf = _model_args(model_args).get("gguf_file")
+    gguf = model_args(args).get("gguf_file")
     if not gguf:
         return "transformers weights"
     found = _QUANTISATION.search(str(gguf).removesuffix(".gguf"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import math
 import os
@@ -46,6 +47,9 @@ _COLUMN_OF_FIELD = {
     "reported.tasks": "task",
 }
 
+#: The command-line option behind each field of a staged ``metadata.json`` that no CSV cell gives.
+_OPTION_OF_FIELD = {"citation.source": "--source", "citation.url": "--url", "submitter": "--submitter"}
+
 
 class ImportFailed(SubmissionsInvalid):
     """Raised when the CSV or an entry built from it is invalid, or would overwrite; nothing is written."""
@@ -72,11 +76,9 @@ def _number(text: str) -> float | None:
     return value
 
 
-def _parse_row(
-    row: dict[str | None, str | None], line: int, shown: str
-) -> tuple[dict[str, Any], list[Problem]]:
+def _parse_row(row: dict[str, str], line: int, shown: str) -> tuple[dict[str, Any], list[Problem]]:
     """Strip the cells and parse the number columns; a cell that is not a finite number is a problem."""
-    parsed: dict[str, Any] = {key: (value or "").strip() for key, value in row.items() if key is not None}
+    parsed: dict[str, Any] = {key: value.strip() for key, value in row.items()}
     problems = []
     for column in NUMBER_COLUMNS:
         try:
@@ -93,42 +95,86 @@ def _parse_row(
     return parsed, problems
 
 
+#: What the csv module's errors mean, in the words of the fix.
+_CSV_ERRORS = {
+    "unexpected end of data": "a quoted cell that starts here is never closed",
+    "field larger than field limit": f"a cell is longer than {csv.field_size_limit():,} characters",
+}
+
+
+def _records(text: str, shown: str) -> Iterator[tuple[int, list[str]] | Problem]:
+    """Yield ``(line where the record starts, cells)`` per non-blank record, or a problem where the CSV stops
+    being readable (bad quoting, an oversized cell)."""
+    reader = csv.reader(io.StringIO(text), strict=True)
+    while True:
+        line = reader.line_num + 1
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            reason = next((why for key, why in _CSV_ERRORS.items() if str(error).startswith(key)), str(error))
+            yield Problem(
+                shown,
+                f"line {line}",
+                f"is not readable CSV: {reason}; nothing after it was read.",
+                "close every quoted cell (a quote inside a quoted cell is written twice), keep cells short",
+            )
+            return
+        if cells:
+            yield line, cells
+
+
 def _rows(path: Path, shown: str) -> Iterator[tuple[int, dict[str, Any]] | Problem]:
     """Yield ``(line, row with parsed numbers)`` per valid row, or the problems of a file or row."""
     try:
         check_size(path, CSV_SIZE_LIMIT)
         text = path.read_bytes().decode("utf-8-sig")
-    except (UnsafeFileError, UnicodeDecodeError) as error:
-        message = getattr(error, "message", f"is not UTF-8: {error}.")
-        yield Problem(shown, "", message, "save a plain UTF-8 CSV file")
+    except (UnsafeFileError, UnicodeDecodeError, OSError) as error:
+        message = getattr(error, "message", f"cannot be read: {error}.")
+        yield Problem(shown, "", message, "save a plain, readable UTF-8 CSV file")
         return
-    reader = csv.DictReader(io.StringIO(text), strict=True)
-    try:
-        yield from _read_rows(reader, shown)
-    except csv.Error as error:  # bad quoting, a cell over the csv module's size limit, a NUL byte
-        yield Problem(
-            shown,
-            f"line {reader.line_num + 1}",
-            f"is not readable CSV from this line on ({error}).",
-            "close every quoted cell, keep cells short, and save plain UTF-8 CSV",
-        )
+    records = _records(text, shown)
+    first = next(records, None)
+    if first is None or isinstance(first, Problem):
+        yield first or Problem(shown, "", "has no rows.", "add a header and one row per pair and task")
+        return
+    header_line, header = first
+    problem = _header_problem(header, shown, header_line)
+    if problem is not None:
+        yield problem
+        return
+    for item in records:
+        if isinstance(item, Problem):
+            yield item
+            continue
+        line, cells = item
+        if len(cells) > len(header):
+            yield Problem(
+                shown,
+                f"line {line}",
+                f"has {len(cells)} cells but the header names {len(header)} columns.",
+                "remove the extra cells, or quote a cell that holds a comma",
+            )
+            continue
+        parsed, problems = _parse_row(dict(itertools.zip_longest(header, cells, fillvalue="")), line, shown)
+        yield from problems or [(line, parsed)]
 
 
-def _read_rows(reader: csv.DictReader, shown: str) -> Iterator[tuple[int, dict[str, Any]] | Problem]:
-    columns = set(reader.fieldnames or [])
+def _header_problem(header: Sequence[str], shown: str, line: int) -> Problem | None:
+    """A problem with the header row (missing, unknown or repeated columns), or None."""
+    columns = set(header)
     missing = set(REQUIRED_COLUMNS) - columns
     unknown = columns - set(REQUIRED_COLUMNS) - set(OPTIONAL_COLUMNS)
-    if missing or unknown:
-        yield Problem(
-            shown,
-            "header",
-            f"missing columns {sorted(missing)}, unknown columns {sorted(unknown)}.",
-            f"use columns {', '.join(REQUIRED_COLUMNS)} and optionally {', '.join(OPTIONAL_COLUMNS)}",
-        )
-        return
-    for row in reader:
-        parsed, problems = _parse_row(row, reader.line_num, shown)
-        yield from problems or [(reader.line_num, parsed)]
+    repeated = sorted({column for column in header if header.count(column) > 1})
+    if not (missing or unknown or repeated):
+        return None
+    return Problem(
+        shown,
+        f"line {line}: header",
+        f"missing columns {sorted(missing)}, unknown columns {sorted(unknown)}, repeated columns {repeated}.",
+        f"use columns {', '.join(REQUIRED_COLUMNS)} and optionally {', '.join(OPTIONAL_COLUMNS)}, each once",
+    )
 
 
 def _task_item(row: dict[str, Any]) -> dict[str, Any]:
@@ -212,7 +258,11 @@ def _csv_location(field: str, rows: Sequence[dict[str, Any]]) -> tuple[int, str]
 
 
 def _as_csv_problem(problem: Problem, rows: Sequence[dict[str, Any]], shown: str) -> Problem:
-    """A problem found in a staged entry, told as the CSV file, line and column that caused it."""
+    """A problem found in a staged entry, told as the CSV file, line and column that caused it (or as the
+    command-line option, for the fields that come from one)."""
+    option = _OPTION_OF_FIELD.get(problem.field.split(".[")[0])
+    if option is not None:
+        return Problem(option, problem.field, problem.message, problem.fix)
     line, column = _csv_location(problem.field, rows)
     return Problem(shown, f"line {line}: {column}", problem.message, problem.fix)
 

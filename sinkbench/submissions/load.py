@@ -18,6 +18,7 @@ Layout (documented in ``submissions/README.md``)::
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -68,7 +69,7 @@ def _listing(folder: Path, shown: str) -> tuple[list[Path], list[Problem]]:
 
 def _entry_folders(path: Path) -> tuple[Path, list[Path], list[Problem]]:
     """Resolve a command-line path (root, kind folder or entry folder) to (root, entry folders, problems)."""
-    if (path / "metadata.json").exists():
+    if os.path.lexists(path / "metadata.json"):
         return path.parent.parent, [path], []
     if path.name in KIND_OF_FOLDER and path.is_dir():
         return path.parent, *_listing(path, str(path))
@@ -115,8 +116,16 @@ def _name_problems(folder: Path, shown: str) -> list[Problem]:
                 "rename the folder, e.g. 'qwen3-vl-8b-instruct'",
             )
         ]
-    if not (folder / "metadata.json").is_file():
+    try:
+        (folder / "metadata.json").lstat()  # a link or a folder in its place is refused when it is read
+    except (FileNotFoundError, NotADirectoryError):
         return [Problem(shown, "", "has no metadata.json.", "add metadata.json (see submissions/README.md)")]
+    except OSError as error:
+        return [
+            Problem(
+                shown, "", f"cannot be read: {error.strerror}.", "make the folder readable (e.g. chmod a+rx)"
+            )
+        ]
     return []
 
 

@@ -104,8 +104,15 @@ def _outcome(sample: IfevalSample, shown: str, number: int, out: _Collector) -> 
             _COPY_SAMPLES,
         )
         return None
-    failed = frozenset(ident.split(":")[0] for ident, ok in zip(ids, flags, strict=True) if not ok)
-    return IfevalOutcome(str(sample.doc.key), sample.prompt_level_strict_acc, failed)
+    failed_ids = tuple(ident for ident, ok in zip(ids, flags, strict=True) if not ok)
+    return IfevalOutcome(
+        str(sample.doc.key),
+        sample.prompt_level_strict_acc,
+        frozenset(ident.split(":")[0] for ident in failed_ids),
+        failed_ids,
+        sample.doc.prompt,
+        next(iter(sample.filtered_resps), None),
+    )
 
 
 def _ifeval_outcomes(path: Path, shown: str, out: _Collector) -> tuple[IfevalOutcome, ...] | None:
@@ -139,10 +146,24 @@ def _sample_task(name: str) -> str | None:
     return next((task for task in _SAMPLE_TASKS if name.startswith(f"samples_{task}_")), None)
 
 
+def _items(folder: Path, shown: str, out: _Collector) -> list[Path]:
+    """The items of ``folder``, sorted; none, and a problem, when it cannot be listed or searched."""
+    try:
+        items = sorted(folder.iterdir())
+        for path in items:
+            path.lstat()
+    except OSError as error:
+        out.add(
+            shown, "", f"cannot be listed: {error.strerror}.", "make the folder readable (e.g. chmod a+rx)"
+        )
+        return []
+    return items
+
+
 def _load_side(role: str, folder: Path, shown: str, out: _Collector, skip: frozenset[str]) -> Side:
     """Load the results, IFEval samples and config of one side folder, ignoring the names in ``skip``."""
     results, samples_path, ifeval, config = [], None, None, None
-    for path in sorted(folder.iterdir()):
+    for path in _items(folder, shown, out):
         name, file = path.name, f"{shown}/{path.name}"
         task = _sample_task(name)
         if name in skip:
@@ -204,7 +225,7 @@ def _size_only(path: Path, shown: str, out: _Collector) -> None:
 
 def _load_pair_sides(folder: Path, shown: str, out: _Collector) -> dict[str, Side]:
     sides = {}
-    for path in sorted(folder.iterdir()):
+    for path in _items(folder, shown, out):
         if path.name in PAIR_SIDES and path.is_dir() and not path.is_symlink():
             sides[path.name] = _load_side(path.name, path, f"{shown}/{path.name}", out, frozenset())
         elif path.name not in _ENTRY_FILES:

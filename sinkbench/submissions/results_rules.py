@@ -12,13 +12,15 @@ from typing import Any
 
 from sinkbench.numbers import is_finite_number
 from sinkbench.sink.metrics import SECONDARY_METRICS, SINK_STRENGTH
-from sinkbench.submissions.catalogue import IFEVAL_TASK, SINK_TASK, TASKS
+from sinkbench.submissions.catalogue import FORMAT_TASKS, IFEVAL_TASK, SINK_TASK, TASKS
 from sinkbench.submissions.entry import Entry, Problem, ResultsFile
 from sinkbench.submissions.schema import UNPINNED_REVISIONS
 
 _LM_EVAL_VERSION = re.compile(r"\d{1,4}\.\d{1,4}(\.\d{1,4})?([.+-][A-Za-z0-9.+-]{1,40})?")
 _RERUN = "rerun both sides with identical lm_eval settings (see submissions/README.md)"
 _SAME_RUN = "submit the samples file of the same run"
+#: This project's own tasks: never groups, so their records are required whatever ``group_subtasks`` claims.
+_OWN_TASKS = frozenset({SINK_TASK, *FORMAT_TASKS})
 _NO_LIMIT_FIX = (
     "rerun sink_strength without --limit (a backbone's strict-suite tasks may use --limit, in a results file "
     "of their own)"
@@ -107,29 +109,43 @@ def rule_lm_eval_version(entry: Entry) -> Iterator[Problem]:
 
 
 def _leaf_tasks(item: ResultsFile) -> list[str]:
-    """The tasks of a results file that are not groups (groups have no configs of their own)."""
-    return [task for task in item.data.results if task not in item.data.group_subtasks]
+    """The tasks of a results file that are not groups (a group lists its subtasks in ``group_subtasks``)."""
+    groups = item.data.group_subtasks
+    return [task for task in item.data.results if task in _OWN_TASKS or not groups.get(task)]
+
+
+def _missing_records(item: ResultsFile) -> Iterator[tuple[str, str]]:
+    """``(field, what)`` for each record lm-eval always writes that ``item`` lacks."""
+    if "limit" not in item.data.config.model_fields_set:
+        yield "config.limit", "the run's --limit setting (null when not used)"
+    records = {
+        "configs": item.data.configs,
+        "versions": item.data.versions,
+        "n-shot": item.data.n_shot,
+        "n-samples": item.data.n_samples,
+    }
+    for task in _leaf_tasks(item):
+        for name, record in records.items():
+            if task not in record:
+                yield f"{name}.{task}", f"the {name} record of {task}"
+    for group, subtasks in item.data.group_subtasks.items():
+        missing = [subtask for subtask in subtasks if subtask not in item.data.results]
+        if group in item.data.results and missing:
+            yield f"group_subtasks.{group}", f"the results of its subtask {missing[0]}"
 
 
 def rule_lm_eval_records_complete(entry: Entry) -> Iterator[Problem]:
-    """Every task of a results file has the records lm-eval always writes: its config, version, few-shot
-    count and sample counts (without them a --limit run or a changed setting would go unseen)."""
+    """Every results file has the records lm-eval always writes: the run's ``limit``, and per task its config,
+    version, few-shot count and sample counts, and the results of a group's subtasks (without them a --limit run
+    or a changed setting would go unseen)."""
     for item in _results(entry):
-        records = {
-            "configs": item.data.configs,
-            "versions": item.data.versions,
-            "n-shot": item.data.n_shot,
-            "n-samples": item.data.n_samples,
-        }
-        for task in _leaf_tasks(item):
-            for name, record in records.items():
-                if task not in record:
-                    yield Problem(
-                        item.path,
-                        f"{name}.{task}",
-                        "is missing, but lm-eval writes it for every task it ran.",
-                        "submit the results file exactly as lm_eval wrote it",
-                    )
+        for field, what in _missing_records(item):
+            yield Problem(
+                item.path,
+                field,
+                f"{what} is missing, but lm-eval writes it for every run.",
+                "submit the results file exactly as lm_eval wrote it",
+            )
 
 
 def _range_problem(item: ResultsFile, task: str, key: str, low: float, high: float) -> Problem | None:
@@ -172,39 +188,57 @@ def rule_metrics_in_range(entry: Entry) -> Iterator[Problem]:
                     yield problem
 
 
+#: Keys of a task's ``configs`` record that differ between the sides of a fair pair: lm-eval adds the model's
+#: arguments (``pretrained``, ...) and where the documents came from to ``metadata``.
+_PER_MODEL_CONFIG_KEYS = frozenset({"metadata"})
+
+
 def _settings(item: ResultsFile, task: str) -> dict[str, Any]:
+    """The effective settings of ``task`` in ``item``: its whole task config (but ``metadata``) and the run's."""
     data = item.data
     config = data.configs.get(task)
+    task_config = config.model_dump() if config else {}
     return {
         f"versions.{task}": data.versions.get(task),
         f"n-shot.{task}": data.n_shot.get(task),
-        f"configs.{task}.generation_kwargs": config.generation_kwargs if config else None,
-        f"configs.{task}.num_fewshot": config.num_fewshot if config else None,
+        **{
+            f"configs.{task}.{key}": value
+            for key, value in task_config.items()
+            if key not in _PER_MODEL_CONFIG_KEYS and value is not None
+        },
         "config.gen_kwargs": data.config.gen_kwargs or None,
         "chat template applied": data.chat_template is not None,
         "fewshot_as_multiturn": bool(data.fewshot_as_multiturn),
+        "system_instruction": (data.model_extra or {}).get("system_instruction"),
         "system_instruction_sha": data.system_instruction_sha,
     }
 
 
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def rule_pair_settings_match(entry: Entry) -> Iterator[Problem]:
-    """Both sides of a pair ran each task with the same version, few-shot, chat template and generation."""
+    """Both sides of a pair ran each task with the same task config (version, few-shot, prompts, generation,
+    metrics: everything lm-eval records but the model's own ``metadata``), chat template and system instruction."""
     reference, vlm = entry.sides.get("reference"), entry.sides.get("vlm")
     if reference is None or vlm is None:
         return
     reported: set[tuple[str, str]] = set()  # file-wide settings are reported once per file
     for task in TASKS:
         left, right = reference.results_for(task), vlm.results_for(task)
-        if left is None or right is None:
-            continue
-        theirs = _settings(right, task)
-        for field, value in _settings(left, task).items():
-            if theirs[field] != value and (right.path, field) not in reported:
+        if left is None or right is None or task not in left.data.configs or task not in right.data.configs:
+            continue  # a missing configs record is reported by rule_lm_eval_records_complete
+        ours, theirs = _settings(left, task), _settings(right, task)
+        for field in {**ours, **theirs}:
+            value, other = ours.get(field), theirs.get(field)
+            if other != value and (right.path, field) not in reported:
                 reported.add((right.path, field))
                 yield Problem(
                     right.path,
                     field,
-                    f"differs between sides: reference {value!r}, VLM-LM {theirs[field]!r}.",
+                    f"differs between sides: reference {_shown(value)}, VLM-LM {_shown(other)}.",
                     _RERUN,
                 )
 

@@ -300,11 +300,16 @@ class LmEvalResults(_Open):
     fewshot_as_multiturn: bool | None = None
 
 
+#: Longest prompt or response kept from a samples file (model output is shown, never interpreted).
+MAX_SAMPLE_TEXT = 100_000
+
+
 class IfevalDoc(_Open):
-    """The part of an IFEval document the regression counts need."""
+    """The part of an IFEval document the regression counts and the per-prompt view need."""
 
     key: int | ShortText
     instruction_id_list: Annotated[list[Key], Field(max_length=100)]
+    prompt: Annotated[str, StringConstraints(max_length=MAX_SAMPLE_TEXT)] | None = None
 
 
 class IfevalSample(_Open):
@@ -313,7 +318,10 @@ class IfevalSample(_Open):
     doc_id: int
     doc: IfevalDoc
     prompt_level_strict_acc: bool
-    inst_level_strict_acc: list[bool]
+    inst_level_strict_acc: Annotated[list[bool], Field(max_length=100)]
+    filtered_resps: Annotated[
+        list[Annotated[str, StringConstraints(max_length=MAX_SAMPLE_TEXT)]], Field(max_length=16)
+    ] = []
 
 
 Layer = Annotated[int, Field(ge=0, le=100_000)]

@@ -27,8 +27,14 @@ def _rounded(frame: pd.DataFrame) -> pd.DataFrame:
     return rounded
 
 
-#: A text cell starting with one of these is a formula to a spreadsheet (OWASP "CSV injection").
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+#: A text cell starting with one of these is a formula to a spreadsheet (OWASP "CSV injection"); the full-width
+#: forms too, which some spreadsheets read as the ASCII ones.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+
+
+def _is_formula(value: object) -> bool:
+    """True for a text cell that a spreadsheet could run as a formula, leading spaces ignored."""
+    return isinstance(value, str) and value.lstrip(" ").startswith(_FORMULA_STARTS)
 
 
 def neutralise_formulas(frame: pd.DataFrame) -> pd.DataFrame:
@@ -40,11 +46,8 @@ def neutralise_formulas(frame: pd.DataFrame) -> pd.DataFrame:
     safe = frame.copy()
     for column in safe.columns:
         values = safe[column].tolist()
-        if any(isinstance(value, str) and value.startswith(_FORMULA_STARTS) for value in values):
-            safe[column] = [
-                f"'{value}" if isinstance(value, str) and value.startswith(_FORMULA_STARTS) else value
-                for value in values
-            ]
+        if any(map(_is_formula, values)):
+            safe[column] = [f"'{value}" if _is_formula(value) else value for value in values]
     return safe
 
 

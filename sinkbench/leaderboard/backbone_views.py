@@ -1,0 +1,140 @@
+"""Backbone views: the Screening row and the page of each text-only LLM (a reference LLM of pairs and/or a
+backbone entry), from its rows of the screening table and its entries."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sinkbench.leaderboard import entry_details as details
+from sinkbench.leaderboard.content import BackboneView, OwnScore, PairView, Prediction
+from sinkbench.leaderboard.precision import SourcePrecision
+from sinkbench.numbers import finite_or_none
+from sinkbench.submissions.catalogue import TASKS
+from sinkbench.submissions.entry import Entry
+from sinkbench.submissions.facts import llm_size, s_protocol
+
+#: One row of an aggregated table, as ``DataFrame.to_dict("records")`` gives it.
+Row = dict[str, Any]
+#: An LLM as the entries name it: (Hub id, revision or None).
+LlmKey = tuple[str, str | None]
+
+
+def llm_key(entry: Entry) -> LlmKey:
+    """The LLM an entry is about: (Hub id, revision)."""
+    return entry.llm.id, entry.llm.revision
+
+
+def backbone_slugs(entries: Sequence[Entry]) -> dict[LlmKey, str]:
+    """A unique page name per LLM; the revision is added only when one id has several."""
+    keys = sorted({llm_key(entry) for entry in entries}, key=lambda key: (key[0], key[1] or ""))
+    revisions_of: dict[str, int] = {}
+    for model_id, _ in keys:
+        revisions_of[model_id] = revisions_of.get(model_id, 0) + 1
+    slugs: dict[LlmKey, str] = {}
+    taken: set[str] = set()
+    for model_id, revision in keys:
+        base = details.slugify(
+            model_id if revisions_of[model_id] == 1 else f"{model_id}--{revision or 'unknown'}"
+        )
+        slug, number = base, 1
+        while slug in taken:
+            number += 1
+            slug = f"{base}-{number}"
+        taken.add(slug)
+        slugs[(model_id, revision)] = slug
+    return slugs
+
+
+def _reasons(row: Row) -> tuple[str, ...]:
+    text = row.get("extrapolation_reasons")
+    return tuple(part for part in str(text).split("; ") if part) if row.get("extrapolated") else ()
+
+
+def _predictions(rows: Iterable[Row]) -> list[Prediction]:
+    found = {row["task"]: row for row in rows}
+    return [
+        Prediction(
+            task,
+            spec.label,
+            finite_or_none(row["predicted_delta"]),
+            finite_or_none(row["interval_low"]),
+            finite_or_none(row["interval_high"]),
+            _reasons(row),
+        )
+        for task, spec in TASKS.items()
+        if (row := found.get(task)) is not None
+    ]
+
+
+def _own_scores(entries: Sequence[Entry], precision: SourcePrecision) -> list[OwnScore]:
+    """The LLM's own score per task (reference side of pairs, or the backbone), first entry wins."""
+    scores: dict[str, OwnScore] = {}
+    for entry in entries:
+        reported = entry.provenance == "reported"
+        for task, score in entry.scores.items():
+            if finite_or_none(score.reference_score) is not None:
+                digits = precision.digits(entry, "score", task) if reported else None
+                value = details.shown(
+                    score.reference_score, digits=digits, derived="reference_score" in score.derived
+                )
+                scores.setdefault(task, OwnScore(TASKS[task].label, value, score.coverage))
+    return [scores[task] for task in TASKS if task in scores]
+
+
+def _interval(row: Row | None) -> tuple[float, float] | None:
+    low = finite_or_none(row.get("sink_strength_ci_low")) if row else None
+    high = finite_or_none(row.get("sink_strength_ci_high")) if row else None
+    return (low, high) if low is not None and high is not None else None
+
+
+def backbone_view(
+    key: LlmKey,
+    entries: list[Entry],
+    screening: list[Row],
+    pairs: list[PairView],
+    slug: str,
+    precision: SourcePrecision,
+) -> BackboneView:
+    """The view of one LLM from its entries and its rows of the screening table; ``precision`` gives the decimals
+    of reported numbers."""
+    first, row = entries[0], (screening[0] if screening else None)
+    own = [entry for entry in entries if entry.kind == "backbone"]
+    measured = [entry for entry in own if entry.llm_side is not None]
+    profiled = next((entry for entry in entries if entry.sink_profile is not None), None)
+    protocol = s_protocol(first)
+    reported = first.provenance == "reported"
+    return BackboneView(
+        slug=slug,
+        model=details.model_facts(first.llm, llm_size(first)),
+        revisions=[key[1]] if key[1] else [],
+        qk_norm=first.metadata.qk_norm,
+        sink_strength=details.shown(
+            row["sink_strength"] if row else None,
+            digits=precision.digits(first, "sink_strength") if reported else None,
+        ),
+        s_interval=_interval(row),
+        s_protocol=protocol.label if protocol else None,
+        rank=int(row["rank"]) if row and finite_or_none(row["rank"]) is not None else None,
+        role=" + ".join(sorted({"reference" if e.kind == "pair" else "backbone" for e in entries})),
+        provenances=sorted({entry.provenance for entry in entries}),
+        sink_metrics=next((sorted(m.items()) for e in entries if (m := e.sink_metrics)), []),
+        lm_eval_versions=details.lm_eval_versions(e.llm_side for e in entries if e.llm_side is not None),
+        directories=[entry.directory for entry in entries],
+        scores=_own_scores(entries, precision),
+        notes=[entry.metadata.notes for entry in own if entry.metadata.notes],
+        raw_files=[f for entry in own for f in details.raw_files(entry)],
+        metrics=details.all_metrics([measured[0].llm_side]) if measured else [],
+        predictions=_predictions(screening),
+        pairs=pairs,
+        heatmap=details.heatmap(profiled) if profiled is not None else None,
+        data_files=details.data_files(e.llm_side for e in measured),
+        reproduce=[block for e in measured for block in details.reproduce(e, e.llm_side, e.llm)],
+    )
+
+
+def rank_order(view: BackboneView) -> tuple:
+    """Screening order: by rank (unranked last), then by S, then by name."""
+    value = view.sink_strength.value
+    return (view.rank is None, view.rank or 0, -(value if value is not None else -math.inf), view.label)

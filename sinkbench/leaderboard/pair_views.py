@@ -1,0 +1,151 @@
+"""Pair views: the leaderboard row and the page of each pair, from its rows of the pairs and regressions tables
+and its entry (descriptive fields, the per-prompt drill-down of IFEval regressions, reproduce commands)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sinkbench.leaderboard import entry_details as details
+from sinkbench.leaderboard.content import PairView, PlotRef, PromptChange, Regressions, TaskResult
+from sinkbench.leaderboard.plots import CategoryChart
+from sinkbench.leaderboard.precision import SourcePrecision
+from sinkbench.numbers import finite_or_none
+from sinkbench.submissions.catalogue import TASKS
+from sinkbench.submissions.entry import Entry, IfevalOutcome
+from sinkbench.submissions.facts import llm_size, s_protocol, vlm_size
+
+#: One row of an aggregated table, as ``DataFrame.to_dict("records")`` gives it.
+Row = dict[str, Any]
+_OUTCOMES = ("both_pass", "lost", "gained", "both_fail")
+
+
+def _task_result(row: Row, entry: Entry, precision: SourcePrecision | None) -> TaskResult:
+    """One task of a pair from its row of the pairs table; a reported pair's numbers are shown as its source printed
+    them (``precision`` is None for a measured pair)."""
+    derived = set(str(row["derived"] or "").split(";"))
+    task = row["task"]
+    printed = finite_or_none(row["reported_delta"])
+    low, high = finite_or_none(row["delta_ci_low"]), finite_or_none(row["delta_ci_high"])
+    delta_digits, score_digits = (
+        (precision.digits(entry, "delta", task), precision.digits(entry, "score", task))
+        if precision
+        else (None, None)
+    )
+    delta = details.shown(
+        printed if precision and printed is not None else row["delta"],
+        digits=delta_digits,
+        derived="delta" in derived,
+    )
+    return TaskResult(
+        task,
+        TASKS[task].label,
+        details.shown(row["reference_score"], digits=score_digits, derived="reference_score" in derived),
+        details.shown(row["vlm_score"], digits=score_digits, derived="vlm_score" in derived),
+        delta,
+        finite_or_none(row["relative_degradation"]),
+        finite_or_none(row["predicted_delta"]),
+        (low, high) if low is not None and high is not None else None,
+    )
+
+
+def _regressions(row: Row | None, pair_label: str, slug: str) -> Regressions | None:
+    if row is None:
+        return None
+    counts = tuple(
+        (column.removeprefix("lost_"), int(value))
+        for column, value in row.items()
+        if column.startswith("lost_") and finite_or_none(value) is not None
+    )
+    plot = PlotRef(f"plots/regressions-{slug}.svg", CategoryChart(counts, pair_label)) if counts else None
+    return Regressions(
+        *(int(row[key]) for key in _OUTCOMES), net_points=finite_or_none(row["net_points"]), plot=plot
+    )
+
+
+def _readable(text: str | None) -> str:
+    """Model output for display: invisible and control characters (other than newlines and tabs) as U+FFFD."""
+    return "".join(char if char.isprintable() or char in "\n\t" else "\ufffd" for char in text or "")
+
+
+def _prompt_changes(entry: Entry) -> list[PromptChange]:
+    """Every IFEval prompt the VLM-LM lost or gained, with both responses, in the samples' order."""
+    outcomes = entry.ifeval_outcomes()
+    if outcomes is None:
+        return []
+    reference: dict[str, IfevalOutcome] = {outcome.key: outcome for outcome in outcomes[0]}
+    changes = []
+    for vlm in outcomes[1]:
+        before = reference[vlm.key]
+        if before.passed == vlm.passed:
+            continue
+        failed = vlm.failed_ids if before.passed else before.failed_ids
+        changes.append(
+            PromptChange(
+                vlm.key,
+                "lost" if before.passed else "gained",
+                _readable(vlm.prompt or before.prompt),
+                failed,
+                _readable(before.response),
+                _readable(vlm.response),
+            )
+        )
+    return changes
+
+
+def pair_view(
+    entry: Entry, rows: list[Row], regressions: Row | None, reference_slug: str, precision: SourcePrecision
+) -> PairView:
+    """The view of one pair from its rows of the pairs and regressions tables; ``precision`` gives the decimals
+    of reported numbers."""
+    meta = entry.metadata
+    source = precision if entry.provenance == "reported" else None
+    protocol = s_protocol(entry)
+    s_derived = bool(meta.reported and meta.reported.sink_strength.derived)
+    sides = [entry.sides.get("reference"), entry.sides.get("vlm")]
+    present = [side for side in sides if side is not None]
+    models = {"reference": entry.llm, "vlm": entry.vlm}
+    return PairView(
+        slug=entry.name,
+        directory=entry.directory,
+        vlm=details.model_facts(entry.vlm, vlm_size(entry)),
+        reference=details.model_facts(entry.llm, llm_size(entry)),
+        reference_slug=reference_slug,
+        sink_strength=details.shown(
+            entry.sink_strength,
+            digits=source.digits(entry, "sink_strength") if source else None,
+            derived=s_derived,
+        ),
+        s_protocol=protocol.label if protocol else None,
+        sink_metrics=sorted(entry.sink_metrics.items()),
+        qk_norm=meta.qk_norm,
+        provenance=entry.provenance,
+        vl_recipe=meta.vl_recipe,
+        submitter=meta.submitter,
+        citation=meta.citation.source if meta.citation else None,
+        links=list(meta.links),
+        notes=meta.notes,
+        lm_eval_versions=details.lm_eval_versions(present),
+        results=[_task_result(row, entry, source) for row in rows],
+        raw_files=details.raw_files(entry),
+        metrics=details.all_metrics(sides) if present else [],
+        heatmap=details.heatmap(entry),
+        regressions=_regressions(regressions, details.label(entry.vlm), entry.name),
+        prompt_changes=_prompt_changes(entry),
+        data_files=details.data_files(present),
+        reproduce=[
+            block
+            for role, side in entry.sides.items()
+            for block in details.reproduce(entry, side, models[role])
+        ],
+    )
+
+
+def order_pairs(pairs: Sequence[PairView], headline: str) -> list[PairView]:
+    """The smallest headline loss first; pairs without the headline task last."""
+
+    def key(pair: PairView) -> tuple:
+        delta = pair.delta(headline)
+        return (delta is None, -(delta or 0.0), pair.vlm.label)
+
+    return sorted(pairs, key=key)
