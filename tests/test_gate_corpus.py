@@ -45,7 +45,16 @@ BACKBONE_META = f"{BACKBONE}/metadata.json"
 BACKBONE_SINK = f"{BACKBONE}/results_2026-11-30T02-00-00.000000.json"
 BACKBONE_REPORTED = "submissions/backbones/tiny-llm-reported/metadata.json"
 CSV_FILE = "x.csv"
-CSV_HEADER = ["vlm", "reference_llm", "qk_norm", "sink_strength", "task", "delta", "reference_score", "vlm_score"]
+CSV_HEADER = [
+    "vlm",
+    "reference_llm",
+    "qk_norm",
+    "sink_strength",
+    "task",
+    "delta",
+    "reference_score",
+    "vlm_score",
+]
 CSV_ROW = ["org/vlm-a", "org/llm-a", "none", "1.2", "ifeval_strict", "-3.0", "70.0", "67.0"]
 SOURCE = "A. Author. Fixture. arXiv 0000.00000 (2026)."
 #: Unicode categories that must never reach the terminal raw: control, format, separators, surrogates, private.
@@ -157,7 +166,11 @@ def rename(relative: str, name: str | bytes) -> Mutation:
 
     def mutate(tree: Tree) -> None:
         source = tree / relative
-        target = os.path.join(os.fsencode(source.parent), name) if isinstance(name, bytes) else source.parent / name
+        target = (
+            os.path.join(os.fsencode(source.parent), name)
+            if isinstance(name, bytes)
+            else source.parent / name
+        )
         os.rename(source, target)
 
     return mutate
@@ -796,7 +809,9 @@ def _escaped(text: str) -> str:
 
 
 def _raw_invisible(text: str) -> list[str]:
-    return [f"U+{ord(char):04X}" for char in text if char != "\n" and unicodedata.category(char) in _RAW_FORBIDDEN]
+    return [
+        f"U+{ord(char):04X}" for char in text if char != "\n" and unicodedata.category(char) in _RAW_FORBIDDEN
+    ]
 
 
 def _previous_output(out: Path) -> None:
@@ -806,7 +821,9 @@ def _previous_output(out: Path) -> None:
     (out / "pairs.csv").write_text("entry,task\nold,ifeval_strict\n", encoding="utf-8")
 
 
-def run_case(case: Case, tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> str:
+def run_case(
+    case: Case, tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> str:
     """Apply ``case`` to a copy of the fixtures, run its command, check the contract; return the output."""
     shutil.copytree(FIXTURES, tmp / "submissions")
     _previous_output(tmp / "out")
@@ -851,12 +868,16 @@ def test_the_corpus_covers_every_class_of_issue_11() -> None:
     assert len({(case.kind, case.name) for case in CASES}) == len(CASES)
 
 
-def test_the_unmutated_fixtures_pass_every_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_unmutated_fixtures_pass_every_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The corpus's baseline: without a mutation, validate and import-reported succeed on the same tree."""
     shutil.copytree(FIXTURES, tmp_path / "submissions")
     csv_rows(CSV_ROW)(Tree(tmp_path, pytest.MonkeyPatch()))
     assert main(["validate", str(tmp_path / "submissions")]) == 0
-    assert main(["aggregate", "--submissions", str(tmp_path / "submissions"), "--out", str(tmp_path / "o")]) == 0
+    assert (
+        main(["aggregate", "--submissions", str(tmp_path / "submissions"), "--out", str(tmp_path / "o")]) == 0
+    )
     assert main(_argv(Case(V, "", lambda tree: None, "", "", command="import"), tmp_path)) == 0
     assert "Traceback" not in capsys.readouterr().err
 
@@ -865,18 +886,22 @@ def test_formula_cells_are_neutralised_in_csv_and_kept_in_json(tmp_path: Path) -
     """Class 8: a text cell a spreadsheet would run gets a leading quote in every CSV; its JSON twin is as given."""
     shutil.copytree(FIXTURES, tmp_path / "submissions")
     hostile = {
-        "=HYPERLINK(\"https://evil.example\",\"x\")": ["reported", "tasks", 0, "table"],
+        '=HYPERLINK("https://evil.example","x")': ["reported", "tasks", 0, "table"],
         "@SUM(1+1)": ["vlm", "display_name"],
         " +cmd|' /C calc'!A0": ["reported", "tasks", 1, "table"],
     }
     for value, path in hostile.items():
         set_json(REPORTED, path, value)(Tree(tmp_path, pytest.MonkeyPatch()))
-    assert main(["aggregate", "--submissions", str(tmp_path / "submissions"), "--out", str(tmp_path / "o")]) == 0
+    assert (
+        main(["aggregate", "--submissions", str(tmp_path / "submissions"), "--out", str(tmp_path / "o")]) == 0
+    )
     cells = [cell for row in csv.reader((tmp_path / "o/pairs.csv").open(encoding="utf-8")) for cell in row]
     assert not [cell for cell in cells if cell.lstrip(" ").startswith(("=", "+", "@", "\t", "\r"))]
-    assert "'=HYPERLINK(\"https://evil.example\",\"x\")" in " ".join(cells)
+    assert '\'=HYPERLINK("https://evil.example","x")' in " ".join(cells)
     records = json.loads((tmp_path / "o/pairs.json").read_text(encoding="utf-8"))
-    assert any("=HYPERLINK(" in str(record["source"]) and "'=" not in str(record["source"]) for record in records)
+    assert any(
+        "=HYPERLINK(" in str(record["source"]) and "'=" not in str(record["source"]) for record in records
+    )
     for cell in cells:
         if cell.startswith("-"):
             float(cell)  # a negative number stays a number

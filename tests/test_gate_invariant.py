@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
 from sinkbench.leaderboard.build import build_site
@@ -42,11 +42,13 @@ MEASURED_BACKBONE = FIXTURES / "backbones" / "tiny-llm"
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
 _RAW_FORBIDDEN = {"Cc", "Cf", "Zl", "Zp", "Cs", "Co"}
 _SLUG = re.compile(r"[a-z0-9._-]+")
+_URL_PART = re.compile(r"[A-Za-z0-9._-]+")
 CI_SETTINGS = {
     "deadline": None,
     "derandomize": True,
     "database": None,
     "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+    "phases": [Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
 }
 
 # --- values ------------------------------------------------------------------------------------------------
@@ -54,7 +56,7 @@ CI_SETTINGS = {
 #: Text an attacker would try: markup, formulas, bidi and zero-width characters, newlines, NUL, long runs.
 HOSTILE_TEXT = [
     "<script>alert(1)</script>",
-    "=HYPERLINK(\"https://evil.example\",\"x\")",
+    '=HYPERLINK("https://evil.example","x")',
     "+cmd|' /C calc'!A0",
     "@SUM(1)",
     "-1+1",
@@ -76,45 +78,58 @@ HOSTILE_TEXT = [
 _VISIBLE = st.characters(exclude_categories=("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"))
 TAME_TEXT = st.one_of(
     st.text(_VISIBLE, min_size=1, max_size=20),
-    st.sampled_from([text for text in HOSTILE_TEXT if all(char.isprintable() for char in text) and text.strip()]),
+    st.sampled_from(
+        [text for text in HOSTILE_TEXT if all(char.isprintable() for char in text) and text.strip()]
+    ),
 )
 ANY_TEXT = st.one_of(st.text(max_size=20), st.sampled_from(HOSTILE_TEXT))
 
 
+def rarely(
+    usual: st.SearchStrategy[Any], hostile: st.SearchStrategy[Any], tame: bool
+) -> st.SearchStrategy[Any]:
+    """``usual``, or (one draw in ten, unless ``tame``) ``hostile``: most trees stay valid, some are near-valid."""
+    if tame:
+        return usual
+    return st.integers(0, 9).flatmap(lambda roll: hostile if roll == 0 else usual)
+
+
 def text(tame: bool) -> st.SearchStrategy[str]:
-    return TAME_TEXT.filter(lambda value: len(value) <= 200) if tame else ANY_TEXT
+    return rarely(TAME_TEXT.filter(lambda value: len(value) <= 200), ANY_TEXT, tame)
 
 
 def bounded(low: float, high: float, tame: bool) -> st.SearchStrategy[float]:
     """Floats in ``[low, high]``; near-valid mode adds values just outside, huge, non-finite and non-numbers."""
     inside = st.floats(low, high, allow_nan=False) | st.sampled_from([low, high, 0.0])
-    if tame:
-        return inside
     outside = st.sampled_from([low - 1e-9, high + 1e-9, 1e308, -1e308, math.nan, math.inf, "1.0", True, None])
-    return st.one_of(inside, inside, outside)
+    return rarely(inside, outside, tame)
 
 
 def model_ids(tame: bool) -> st.SearchStrategy[str]:
     pool = ["org/vlm-a", "Org/VLM-A", "org/vlm-b", "vlm-c", "org/llm-a", "org/llm-b", "a.b_c-d/e.f"]
     hostile = ["org/vlm-a\n", "<b>x</b>", "../x", "org/vlm a", "org/v\u202ea", ""]
-    return st.sampled_from(pool if tame else pool + hostile)
+    return rarely(st.sampled_from(pool), st.sampled_from(hostile), tame)
 
 
 def revisions(tame: bool) -> st.SearchStrategy[str | None]:
     pool = [None, "main", "0123abcd", "v1.0", "sha256:" + "ab" * 32]
-    return st.sampled_from(pool if tame else [*pool, "", "0123ABCD", "abc\n", "a" * 129, 123])
+    return rarely(st.sampled_from(pool), st.sampled_from(["", "0123ABCD", "abc\n", "a" * 129, 123]), tame)
 
 
 def model_ref(draw: st.DrawFn, tame: bool, ids: st.SearchStrategy[str] | None = None) -> dict[str, Any]:
-    ref: dict[str, Any] = {"id": draw(ids or model_ids(tame)), "revision": draw(revisions(tame))}
+    ref: dict[str, Any] = {
+        "id": draw(model_ids(tame) if ids is None else ids),
+        "revision": draw(revisions(tame)),
+    }
     if draw(st.booleans()):
         ref["display_name"] = draw(text(tame))
     return ref
 
 
 def names(tame: bool) -> st.SearchStrategy[str]:
-    safe = st.text("abcz019._-", min_size=1, max_size=8).filter(lambda name: name[0].isalnum() and ".." not in name)
-    return safe if tame else st.one_of(safe, safe, st.sampled_from(["a\n", "A", "-a", "a..b", "a\u202eb", "x" * 81]))
+    rest = st.text("abz09._-", max_size=7).map(lambda tail: re.sub(r"\.+", ".", tail))
+    safe = st.builds(str.__add__, st.sampled_from("abz09"), rest)
+    return rarely(safe, st.sampled_from(["a\n", "A", "-a", "a..b", "a\u202eb", "x" * 81]), tame)
 
 
 # --- entries -----------------------------------------------------------------------------------------------
@@ -134,7 +149,9 @@ def reported_task(draw: st.DrawFn, task: str, tame: bool) -> dict[str, Any]:
         if value is not None:
             item[field] = value
     if draw(st.booleans()):
-        item["derived"] = draw(st.lists(st.sampled_from(["delta", "reference_score", "vlm_score"]), max_size=2))
+        item["derived"] = draw(
+            st.lists(st.sampled_from(["delta", "reference_score", "vlm_score"]), max_size=2)
+        )
     if draw(st.integers(0, 3)) == 0:
         item["note"] = draw(text(tame))
     return item
@@ -148,7 +165,7 @@ def regressions(draw: st.DrawFn, tame: bool) -> dict[str, Any]:
     lost = counts["lost"]
     categories = draw(st.lists(st.sampled_from(IFEVAL_CATEGORIES), unique=True, max_size=4))
     block = {
-        "n_prompts": total + (0 if tame or draw(st.integers(0, 5)) else 1),
+        "n_prompts": total + draw(rarely(st.just(0), st.just(1), tame)),
         **counts,
         "table": draw(text(tame)),
         "lost_by_category": {name: draw(st.none() | st.integers(0, lost)) for name in categories},
@@ -158,11 +175,10 @@ def regressions(draw: st.DrawFn, tame: bool) -> dict[str, Any]:
 
 @st.composite
 def reported_pair(draw: st.DrawFn, tame: bool) -> dict[str, Any]:
-    tasks = draw(st.lists(st.sampled_from(list(TASKS)), min_size=1, max_size=4, unique=tame))
-    if draw(st.integers(0, 5)) or tame:
+    tasks = draw(st.lists(st.sampled_from(list(TASKS)), min_size=1, max_size=3, unique=True))
+    if draw(rarely(st.just(True), st.just(False), tame)):
         tasks = ["ifeval_strict", *(task for task in tasks if task != "ifeval_strict")]
-    if not tame and draw(st.integers(0, 9)) == 0:
-        tasks.append(draw(st.sampled_from(["ifeval", "unknown", "ifeval_strict"])))
+    tasks += draw(rarely(st.just([]), st.sampled_from([["ifeval"], ["unknown"], tasks[:1]]), tame))
     items = [draw(reported_task(task, tame)) for task in tasks]
     reported: dict[str, Any] = {
         "sink_strength": {"value": draw(bounded(-100.0, 100.0, tame)), "table": draw(text(tame))},
@@ -183,7 +199,7 @@ def reported_pair(draw: st.DrawFn, tame: bool) -> dict[str, Any]:
         "provenance": "reported",
         "vlm": model_ref(draw, tame),
         "reference_llm": model_ref(draw, tame),
-        "qk_norm": draw(st.sampled_from(["per-head", "layerwise", "none"] + ([] if tame else ["global"]))),
+        "qk_norm": draw(rarely(st.sampled_from(["per-head", "layerwise", "none"]), st.just("global"), tame)),
         "vl_recipe": draw(text(tame)),
         "submitter": draw(text(tame)),
         "citation": {"source": draw(text(tame)), "url": "https://example.org/paper"},
@@ -194,7 +210,7 @@ def reported_pair(draw: st.DrawFn, tame: bool) -> dict[str, Any]:
 
 @st.composite
 def reported_backbone(draw: st.DrawFn, tame: bool) -> dict[str, Any]:
-    tasks = draw(st.lists(st.sampled_from(list(TASKS)), max_size=3, unique=tame))
+    tasks = draw(st.lists(st.sampled_from(list(TASKS)), max_size=3, unique=True))
     return {
         "schema_version": 1,
         "kind": "backbone",
@@ -219,7 +235,7 @@ def profile(draw: st.DrawFn, tame: bool) -> dict[str, Any]:
     heads = draw(st.integers(1, 6))
     value = st.none() | bounded(-100.0, 100.0, tame)
     matrix = [[draw(value) for _ in range(heads)] for _ in range(layers)]
-    if not tame and draw(st.integers(0, 5)) == 0:
+    if draw(rarely(st.just(False), st.just(True), tame)):
         matrix[-1] = matrix[-1][:-1] or [1.0, 2.0]
     return {
         "sink_strength": draw(bounded(-100.0, 100.0, tame)),
@@ -255,7 +271,7 @@ def entries(tame: bool) -> st.SearchStrategy[list[tuple[str, str, Any]]]:
         st.tuples(st.just("pairs"), names(tame), measured_changes("pair", tame)),
         st.tuples(st.just("backbones"), names(tame), measured_changes("backbone", tame)),
     )
-    return st.lists(one, min_size=1, max_size=5, unique_by=lambda item: (item[0], item[1]))
+    return st.lists(one, min_size=1, max_size=4, unique_by=lambda item: (item[0], item[1]))
 
 
 # --- writing a tree ----------------------------------------------------------------------------------------
@@ -280,20 +296,22 @@ def _write_measured(folder: Path, changes: dict[str, Any]) -> None:
             data["notes"] = changes["notes"]
 
     _edit(folder / "metadata.json", metadata)
-    sink = next(path for path in folder.rglob("results_*.json") if '"sink_strength": {' in path.read_text("utf-8"))
-    _edit(sink, lambda data: data["results"]["sink_strength"].update({"sink_strength,none": changes["sink_strength"]}))
-    for path in folder.rglob("results_*.json"):
-        _edit(path, lambda data: _set_metric(data, "gsm8k_cot_strict", "exact_match,flexible-extract", changes["gsm8k"]))
-        _edit(path, lambda data: _set_metric(data, "eq_bench_strict", "eqbench,none", changes["eq_bench"]))
+    _set_metric(folder, "sink_strength", "sink_strength,none", changes["sink_strength"])
+    _set_metric(folder, "gsm8k_cot_strict", "exact_match,flexible-extract", changes["gsm8k"])
+    _set_metric(folder, "eq_bench_strict", "eqbench,none", changes["eq_bench"])
     if changes["profile"] is not None:
         (folder / "sink_profile.json").write_text(json.dumps(changes["profile"]), encoding="utf-8")
     elif (folder / "sink_profile.json").exists():
         (folder / "sink_profile.json").unlink()
 
 
-def _set_metric(data: dict, task: str, key: str, value: Any) -> None:
-    if task in data["results"]:
-        data["results"][task][key] = value
+def _set_metric(folder: Path, task: str, key: str, value: Any) -> None:
+    """Set metric ``key`` of ``task`` in every results file of ``folder`` that holds the task."""
+    for path in folder.rglob("results_*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if task in data["results"]:
+            data["results"][task][key] = value
+            path.write_text(json.dumps(data), encoding="utf-8")
 
 
 def write_tree(items: list[tuple[str, str, Any]], base: Path) -> Path:
@@ -344,10 +362,10 @@ def render_everything(loaded_entries: Any, folder: Path) -> None:
         assert _SLUG.fullmatch(page.slug), page.slug
     draw_plots(views.plots(), folder)
     for raw in views.raw_files():
-        assert all(_SLUG.fullmatch(part) for part in raw.path.split("/")), raw.path
+        assert all(_URL_PART.fullmatch(part) for part in raw.path.split("/")), raw.path
 
 
-@settings(max_examples=60, **CI_SETTINGS)
+@settings(max_examples=80, **CI_SETTINGS)
 @given(items=entries(tame=False))
 def test_whatever_validate_accepts_is_aggregated_and_rendered(items: list[tuple[str, str, Any]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
@@ -375,7 +393,10 @@ def test_tame_entries_with_hostile_text_are_accepted_and_rendered(items: list[tu
 @given(items=entries(tame=True))
 def test_site_build_either_refuses_or_builds(items: list[tuple[str, str, Any]]) -> None:
     """The whole ``build_site``: invalid submissions raise SubmissionsInvalid (nothing written), valid ones build."""
-    with tempfile.TemporaryDirectory() as tmp, mock.patch.dict(os.environ, {"SOURCE_DATE_EPOCH": "1796000000"}):
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        mock.patch.dict(os.environ, {"SOURCE_DATE_EPOCH": "1796000000"}),
+    ):
         root = write_tree(items, Path(tmp))
         valid = not load_submissions(root).problems
         event("built" if valid else "refused")

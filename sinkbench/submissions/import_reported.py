@@ -130,9 +130,16 @@ def _rows(path: Path, shown: str) -> Iterator[tuple[int, dict[str, Any]] | Probl
     try:
         check_size(path, CSV_SIZE_LIMIT)
         text = path.read_bytes().decode("utf-8-sig")
-    except (UnsafeFileError, UnicodeDecodeError, OSError) as error:
-        message = getattr(error, "message", f"cannot be read: {error}.")
-        yield Problem(shown, "", message, "save a plain, readable UTF-8 CSV file")
+    except UnsafeFileError as error:
+        yield Problem(shown, "", error.message, error.fix)
+        return
+    except UnicodeDecodeError as error:
+        yield Problem(shown, "", f"is not UTF-8 (byte {error.start}).", "save the CSV file as UTF-8")
+        return
+    except OSError as error:
+        yield Problem(
+            shown, "", f"cannot be read: {error.strerror}.", "make the file readable (e.g. chmod a+r)"
+        )
         return
     records = _records(text, shown)
     first = next(records, None)

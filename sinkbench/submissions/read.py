@@ -3,8 +3,10 @@ every problem collected, capped per file so a broken file does not flood the rep
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,11 @@ _RESULTS_FILE = re.compile(r"results[A-Za-z0-9._-]*\.json")
 _SAMPLES_FILE = re.compile(r"samples_[A-Za-z0-9._-]+\.jsonl")
 _SAMPLE_TASKS = sorted([*TASKS, SINK_TASK], key=len, reverse=True)
 _MAX_PROBLEMS_PER_FILE = 10
+#: Bounds on a whole entry, beyond each file's own cap, so that no entry makes the build expensive: its files and
+#: bytes (each file is copied into the site) and its lm-eval metrics (each one is a row of the entry's page).
+MAX_ENTRY_FILES = 100
+MAX_ENTRY_BYTES = 500_000_000
+MAX_ENTRY_METRICS = 10_000
 _FIX_BY_ERROR_TYPE = {
     "missing": "add the field",
     "extra_forbidden": "remove the field (the allowed fields are listed in submissions/README.md)",
@@ -248,6 +255,51 @@ def _load_sides(
     return {BACKBONE_SIDE: backbone} if has_files else {}
 
 
+def _entry_size(folder: Path) -> tuple[int, int]:
+    """Regular files and their bytes in ``folder`` and its plain subfolders, as ``lstat`` sees them."""
+    files = size = 0
+    with contextlib.suppress(OSError):
+        subfolders = [item.path for item in os.scandir(folder) if item.is_dir(follow_symlinks=False)]
+        for directory in [folder, *subfolders]:
+            for item in os.scandir(directory):
+                info = item.stat(follow_symlinks=False)
+                if stat.S_ISREG(info.st_mode):
+                    files, size = files + 1, size + info.st_size
+    return files, size
+
+
+def _budget_problem(folder: Path, shown: str) -> Problem | None:
+    """A problem when the entry holds more files or bytes than an entry may (checked before anything is parsed)."""
+    files, size = _entry_size(folder)
+    if files <= MAX_ENTRY_FILES and size <= MAX_ENTRY_BYTES:
+        return None
+    return Problem(
+        shown,
+        "",
+        f"holds {files:,} files of {size:,} bytes in all; an entry may hold {MAX_ENTRY_FILES} files and "
+        f"{MAX_ENTRY_BYTES:,} bytes.",
+        "submit only the files the layout lists (leave out samples files of other tasks)",
+    )
+
+
+def _metrics_problem(sides: dict[str, Side], shown: str) -> Problem | None:
+    """A problem when the entry's results files hold more metrics than an entry's page may list."""
+    count = sum(
+        len(metrics)
+        for side in sides.values()
+        for item in side.results
+        for metrics in item.data.results.values()
+    )
+    if count <= MAX_ENTRY_METRICS:
+        return None
+    return Problem(
+        shown,
+        "results",
+        f"the results files hold {count:,} metrics in all; an entry may hold {MAX_ENTRY_METRICS:,}.",
+        "submit the results files of the tasks this leaderboard shows (see submissions/README.md)",
+    )
+
+
 def load_entry(folder: Path, shown: str) -> tuple[Entry | None, list[Problem]]:
     """Load one entry folder (``shown`` is its path in messages).
 
@@ -265,6 +317,9 @@ def load_entry(folder: Path, shown: str) -> tuple[Entry | None, list[Problem]]:
     except ValidationError as error:
         out.add_validation_error(meta_file, error)
         return None, out.problems
+    too_big = _budget_problem(folder, shown)
+    if too_big is not None:
+        return None, [too_big]
     out.files.append(folder / "metadata.json")
     sides = _load_sides(metadata, folder, shown, out)
     profile = None
@@ -273,8 +328,9 @@ def load_entry(folder: Path, shown: str) -> tuple[Entry | None, list[Problem]]:
             SinkProfile, folder / "sink_profile.json", f"{shown}/sink_profile.json", "sink_profile", out
         )
         out.files.append(folder / "sink_profile.json")
-    if out.problems:
-        return None, out.problems
+    too_many = _metrics_problem(sides, shown)
+    if out.problems or too_many is not None:
+        return None, out.problems or [too_many]
     return Entry(folder.name, shown, metadata, sides, profile, _entry_files(folder, out.files)), []
 
 

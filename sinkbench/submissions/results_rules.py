@@ -202,7 +202,7 @@ def _settings(item: ResultsFile, task: str) -> dict[str, Any]:
         f"versions.{task}": data.versions.get(task),
         f"n-shot.{task}": data.n_shot.get(task),
         **{
-            f"configs.{task}.{key}": value
+            f"configs.{task}.{key}": _without_addresses(value)
             for key, value in task_config.items()
             if key not in _PER_MODEL_CONFIG_KEYS and value is not None
         },
@@ -212,6 +212,21 @@ def _settings(item: ResultsFile, task: str) -> dict[str, Any]:
         "system_instruction": (data.model_extra or {}).get("system_instruction"),
         "system_instruction_sha": data.system_instruction_sha,
     }
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
+
+
+def _without_addresses(value: Any) -> Any:
+    """``value`` with the memory addresses lm-eval's config dump writes for functions (``<function f at 0x..>``)
+    taken out: they differ between any two processes."""
+    if isinstance(value, str):
+        return _ADDRESS.sub(">", value)
+    if isinstance(value, dict):
+        return {key: _without_addresses(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_addresses(item) for item in value]
+    return value
 
 
 def _shown(value: Any) -> str:

@@ -19,6 +19,7 @@ from sinkbench.submissions.catalogue import (
     SINK_TASK,
 )
 from sinkbench.submissions.entry import Entry, Problem
+from sinkbench.submissions.local_paths import local_paths
 from sinkbench.submissions.schema import UNPINNED_REVISIONS, IfevalRegressionCounts, ModelRef, PairMetadata
 
 #: Reported deltas are printed to 0.1 pt and scores to 0.01 pt, so they may disagree by this much.
@@ -202,6 +203,32 @@ def _scores_agree_with_counts(entry: Entry, counts: IfevalRegressionCounts) -> I
             )
 
 
+def _submitted_files(entry: Entry) -> Iterator[tuple[str, object]]:
+    """(shown path, parsed content) of every lm-eval results file, ``config.json`` and profile of an entry."""
+    for side in entry.sides.values():
+        for item in side.results:
+            yield item.path, item.data.model_dump(by_alias=True)
+        if side.model_config is not None:
+            yield f"{side.directory}/config.json", side.model_config
+    if entry.sink_profile is not None:
+        yield f"{entry.directory}/sink_profile.json", entry.sink_profile.model_dump()
+
+
+def rule_no_local_paths(entry: Entry) -> Iterator[Problem]:
+    """No submitted file names a folder of the contributor's machine (model paths, caches, task files)."""
+    for shown, data in _submitted_files(entry):
+        found = local_paths(data)
+        if found:
+            fields = ", ".join(field for field, _ in found[:4]) + (", ..." if len(found) > 4 else "")
+            yield Problem(
+                shown,
+                found[0][0],
+                f"holds a local path in {len(found)} field(s) ({fields}).",
+                "build the entry with `sinkbench submit`, which replaces them by the model id or <local> and "
+                "records each change in metadata.json",
+            )
+
+
 def rule_sink_profile_shape(entry: Entry) -> Iterator[Problem]:
     """A sink profile's matrix has one row per probed layer and the same number of heads in each row."""
     profile = entry.sink_profile
@@ -270,6 +297,7 @@ ENTRY_RULES: tuple[EntryRule, ...] = (
     results_rules.rule_samples_match_results,
     results_rules.rule_samples_cover_same_prompts,
     rule_sink_profile_shape,
+    rule_no_local_paths,
 )
 CROSS_ENTRY_RULES = (rule_no_duplicates,)
 

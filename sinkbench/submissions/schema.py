@@ -219,6 +219,15 @@ class ReportedBackbone(_Strict):
     ] = []
 
 
+class RedactionRecord(_Strict):
+    """One field of a submitted file that ``sinkbench submit`` changed: a local path replaced (see
+    :mod:`sinkbench.submissions.local_paths`). The original value is not kept: it is private."""
+
+    file: ShortText
+    field: Annotated[str, StringConstraints(min_length=1, max_length=400), AfterValidator(_single_line)]
+    replacement: ShortText
+
+
 class _MetadataBase(_Strict):
     schema_version: Literal[1]
     provenance: Provenance
@@ -227,6 +236,7 @@ class _MetadataBase(_Strict):
     links: Annotated[list[Url], Field(max_length=20)] = []
     citation: Citation | None = None
     notes: LongText | None = None
+    redactions: Annotated[list[RedactionRecord], Field(max_length=2000)] = []
 
 
 class PairMetadata(_MetadataBase):

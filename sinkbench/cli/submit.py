@@ -1,0 +1,153 @@
+"""``sinkbench submit pair`` and ``sinkbench submit backbone``: an entry folder from lm-eval output folders."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+QK_CLASSES = ("per-head", "layerwise", "none")
+_CHECKLIST = """Pull-request checklist:
+  [ ] `sinkbench validate {folder}` passes (it did just now)
+  [ ] the revisions in metadata.json are the weights you evaluated
+  [ ] both sides of a pair ran with the same flags (the gate compared what lm-eval recorded)
+  [ ] the redactions listed in metadata.json replaced only local paths"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``submit`` with its ``pair`` and ``backbone`` subcommands."""
+    parser = subparsers.add_parser(
+        "submit",
+        help="Build a submission entry from lm-eval output folders (checked by the gate, local paths removed).",
+        description="Copy the results and samples files of `sinkbench eval ... --output_path RUN --log_samples` "
+        "into a new entry under --out, fill metadata.json from what they record, replace local paths by the model "
+        "id or <local> (listing each change in metadata.json), and write the entry only if `sinkbench validate` "
+        "would accept it.",
+    )
+    kinds = parser.add_subparsers(dest="submit_kind", metavar="KIND", required=True)
+    pair = kinds.add_parser("pair", help="a VLM-LM run and its reference LLM's run", description=pair_help())
+    pair.add_argument(
+        "--reference", required=True, type=Path, metavar="RUN_DIR", help="the reference LLM's run folder"
+    )
+    pair.add_argument("--vlm", required=True, type=Path, metavar="RUN_DIR", help="the VLM-LM's run folder")
+    pair.add_argument(
+        "--vl-recipe", required=True, help="the VL training between the two, e.g. 'SFT+DPO on ...'"
+    )
+    _model_options(pair, "reference", "the reference LLM")
+    _model_options(pair, "vlm", "the VLM (an extracted VLM-LM's provenance.json names it)")
+    _common(pair)
+    pair.set_defaults(handler=_submit_pair)
+    backbone = kinds.add_parser(
+        "backbone", help="one LLM's run with sink_strength", description=backbone_help()
+    )
+    backbone.add_argument(
+        "run", type=Path, metavar="RUN_DIR", help="the LLM's run folder (with sink_strength)"
+    )
+    _model_options(backbone, "model", "the LLM")
+    backbone.add_argument(
+        "--display-name", default=None, help="name shown on the board (default: the model id)"
+    )
+    _common(backbone)
+    backbone.set_defaults(handler=_submit_backbone)
+
+
+def pair_help() -> str:
+    """The description of ``submit pair``."""
+    return (
+        "The reference run must hold sink_strength and the strict suite (sinkbench_format), the VLM-LM run the "
+        "strict suite, both with --log_samples and the same flags."
+    )
+
+
+def backbone_help() -> str:
+    """The description of ``submit backbone``."""
+    return "The run must hold sink_strength; it may also hold the strict suite (a --limit run is labelled)."
+
+
+def _model_options(parser: argparse.ArgumentParser, option: str, what: str) -> None:
+    parser.add_argument(
+        f"--{option}-id", default=None, metavar="ORG/NAME",
+        help=f"Hub id of {what}; needed when its run used a local folder (default: read from the run)",
+    )  # fmt: skip
+    parser.add_argument(
+        f"--{option}-revision", default=None, metavar="REV",
+        help=f"revision of {what}: a commit, or sha256:HEX of a weights file (default: read from the run)",
+    )  # fmt: skip
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--name", required=True, help="entry folder name, e.g. qwen3-vl-8b-instruct")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("submissions"),
+        metavar="DIR",
+        help="submissions folder (default: %(default)s)",
+    )
+    parser.add_argument("--submitter", required=True, help="who submits the entry (a name or handle)")
+    parser.add_argument(
+        "--profile", type=Path, default=None, metavar="FILE.json",
+        help="a `sinkbench screen --output` report of the LLM, for its heatmap (default: none)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--qk-norm", choices=QK_CLASSES, default=None,
+        help="QK-norm class, when the run's files cannot tell it (default: read from config.json or the GGUF file)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--force", action="store_true", help="replace an existing entry of that name (default: refuse)"
+    )
+
+
+def _report(submitted: object, out: Path) -> None:
+    folder = submitted.folder
+    print(f"wrote {folder} ({len(submitted.files)} files, {submitted.redactions} field(s) redacted):")
+    for name in submitted.files:
+        print(f"  {name}")
+    relative = folder.relative_to(out.parent) if folder.is_relative_to(out.parent) else folder
+    print("\nNext:")
+    print(f"  git checkout -b add-{folder.name}")
+    print(f"  git add {relative}")
+    print(f'  git commit -m "Add {folder.name}"')
+    print("  git push, then open a pull request\n")
+    print(_CHECKLIST.format(folder=relative))
+
+
+def _submit(args: argparse.Namespace, action) -> int:
+    from sinkbench.cli.failures import run_checked
+    from sinkbench.submissions.submit import SubmitError
+
+    try:
+        submitted, status = run_checked("submit", action)
+    except SubmitError as error:
+        print(f"sinkbench submit: {error}", file=sys.stderr)
+        return 1
+    if submitted is not None:
+        _report(submitted, args.out)
+    return status
+
+
+def _submit_pair(args: argparse.Namespace) -> int:
+    from sinkbench.submissions.submit import submit_pair
+
+    return _submit(
+        args,
+        lambda: submit_pair(
+            args.reference, args.vlm, name=args.name, out=args.out, submitter=args.submitter,
+            vl_recipe=args.vl_recipe, profile=args.profile, reference_id=args.reference_id,
+            reference_revision=args.reference_revision, vlm_id=args.vlm_id, vlm_revision=args.vlm_revision,
+            qk_norm=args.qk_norm, force=args.force,
+        ),
+    )  # fmt: skip
+
+
+def _submit_backbone(args: argparse.Namespace) -> int:
+    from sinkbench.submissions.submit import submit_backbone
+
+    return _submit(
+        args,
+        lambda: submit_backbone(
+            args.run, name=args.name, out=args.out, submitter=args.submitter, profile=args.profile,
+            model_id=args.model_id, revision=args.model_revision, qk_norm=args.qk_norm,
+            display_name=args.display_name, force=args.force,
+        ),
+    )  # fmt: skip
