@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from sinkbench.safe_io import install_directory
+from sinkbench.weights import TRANSFORMERS_WEIGHTS, weights_label
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "auto": "auto"}
 _CACHE_MARKER = "sinkbench-cache-complete"
@@ -57,6 +58,8 @@ class ModelInfo:
     num_layers: int
     num_heads: int
     dtype: str
+    num_parameters: int = 0
+    weights: str = TRANSFORMERS_WEIGHTS
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
@@ -172,6 +175,13 @@ def resolve_model(spec: str | None) -> tuple[str, str, str | None]:
     return "hub", name, None
 
 
+def _gguf_name(spec: str | None, source: str) -> str | None:
+    """The GGUF file name behind an embedded or GGUF model (its quantisation names the weights), else None."""
+    if source == "embedded":
+        return embedded_gguf_path(spec or DEFAULT_MODEL).name
+    return Path(str(spec)).name if source == "gguf" else None
+
+
 def load_model(
     spec: str | None = None,
     *,
@@ -212,5 +222,7 @@ def load_model(
         num_layers=config.num_hidden_layers,
         num_heads=config.num_attention_heads,
         dtype=str(next(model.parameters()).dtype).removeprefix("torch."),
+        num_parameters=sum(parameter.numel() for parameter in model.parameters()),
+        weights=weights_label(_gguf_name(spec, source)),
     )
     return LoadedModel(model=model, tokenizer=tokenizer, info=info)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 from sinkbench.cli.options import add_model_options, add_probe_options, add_quiet, probe_options
 from sinkbench.sink.options import IntervalOptions
@@ -38,30 +40,60 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--seed", type=int, default=IntervalOptions.seed, help="seed of that bootstrap (default: %(default)s)"
     )
+    parser.add_argument(
+        "--against",
+        default=None,
+        metavar="DIR|none",
+        help="place the model among the backbones of this submissions folder: its rank by S and the deltas the "
+        "pairs' fits predict for it (default: ./submissions when it exists, else the packaged snapshot of the "
+        "seeded tables; none: skip)",
+    )
     add_model_options(parser)
     add_quiet(parser)
     parser.set_defaults(handler=run)
 
 
+def _against(value: str | None) -> tuple[bool, Path | None]:
+    """(place at all, submissions folder or None for the packaged snapshot)."""
+    if value == "none":
+        return False, None
+    if value is None:
+        return True, Path("submissions") if Path("submissions").is_dir() else None
+    return True, Path(value)
+
+
 def run(args: argparse.Namespace) -> int:
     """Handle ``sinkbench screen``."""
-    from pathlib import Path
-
+    from sinkbench.cli.failures import run_checked
     from sinkbench.sink.screen import screen
+    from sinkbench.tables.placement import screen_with_placement
 
-    _, text = screen(
-        args.model,
-        probe_options(args),
-        prompts=args.prompts,
-        interval=IntervalOptions(resamples=args.bootstrap_resamples, seed=args.seed),
-        dtype=args.dtype,
-        device=args.device,
-        device_map=args.device_map,
-        revision=args.revision,
-        output=Path(args.output) if args.output else None,
-        progress=not args.quiet,
+    options = {
+        "options": probe_options(args),
+        "prompts": args.prompts,
+        "interval": IntervalOptions(resamples=args.bootstrap_resamples, seed=args.seed),
+        "dtype": args.dtype,
+        "device": args.device,
+        "device_map": args.device_map,
+        "revision": args.revision,
+        "output": Path(args.output) if args.output else None,
+        "progress": not args.quiet,
+    }
+    wanted, against = _against(args.against)
+    if wanted and against is not None and not against.is_dir():
+        print(
+            f"sinkbench screen: --against {against} is not a folder; pass a submissions folder, or none",
+            file=sys.stderr,
+        )
+        return 2
+    action = (
+        (lambda: screen_with_placement(args.model, against=against, **options))
+        if wanted
+        else (lambda: screen(args.model, **options))
     )
-    print(text)
-    if args.output:
-        print(f"Report written to {args.output}")
-    return 0
+    result, status = run_checked("screen", action)
+    if result is not None:
+        print(result[1])
+        if args.output:
+            print(f"Report written to {args.output}")
+    return status

@@ -16,8 +16,7 @@ from typing import Any
 from sinkbench.submissions.catalogue import SINK_TASK
 from sinkbench.submissions.entry import Entry, Side
 from sinkbench.submissions.schema import ModelRef
-
-_QUANTISATION = re.compile(r"(?i)(?:^|[._-])(i?q\d(?:_[a-z0-9]+)*|bf16|f16|f32)(?=[._-]|$)")
+from sinkbench.weights import weights_label
 
 
 @dataclass(frozen=True)
@@ -82,13 +81,15 @@ def model_args(value: str | dict[str, Any] | None) -> dict[str, Any]:
     return {key.strip(): item.strip() for key, item in pairs}
 
 
-def weight_format(args: str | dict[str, Any] | None) -> str:
-    """``GGUF <quantisation>`` for a GGUF file (from its name), else ``transformers weights``."""
-    gguf = model_args(args).get("gguf_file")
-    if not gguf:
-        return "transformers weights"
-    found = _QUANTISATION.search(str(gguf).removesuffix(".gguf"))
-    return f"GGUF {found.group(1).upper()}" if found else "GGUF"
+def sinkbench_protocol(calibration: object, dtype: str | None, weights: str) -> SProtocol:
+    """The protocol of an S measured by sinkbench: its calibration set (name and hash), dtype and weights."""
+    if isinstance(calibration, dict) and isinstance(calibration.get("set"), str):
+        prompts = f"calibration {calibration['set']} ({str(calibration.get('sha256', ''))[:8]})"
+    else:
+        prompts = "calibration not recorded"
+    return SProtocol(
+        "sinkbench", f"{prompts}, {(dtype or 'dtype not recorded').removeprefix('torch.')}, {weights}"
+    )
 
 
 def s_protocol(entry: Entry) -> SProtocol | None:
@@ -103,9 +104,5 @@ def s_protocol(entry: Entry) -> SProtocol | None:
         return None
     config = found.data.configs.get(SINK_TASK)
     calibration = (config.metadata or {}).get("calibration") if config else None
-    if isinstance(calibration, dict) and isinstance(calibration.get("set"), str):
-        prompts = f"calibration {calibration['set']} ({str(calibration.get('sha256', ''))[:8]})"
-    else:
-        prompts = "calibration not recorded"
-    dtype = (found.data.config.model_dtype or "dtype not recorded").removeprefix("torch.")
-    return SProtocol("sinkbench", f"{prompts}, {dtype}, {weight_format(found.data.config.model_args)}")
+    weights = weights_label(model_args(found.data.config.model_args).get("gguf_file"))
+    return sinkbench_protocol(calibration, found.data.config.model_dtype, weights)
