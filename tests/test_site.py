@@ -405,10 +405,11 @@ def test_site_commands_have_help(argv: list[str], capsys) -> None:
 
 
 def test_submit_guide_uses_only_commands_and_tasks_that_exist() -> None:
-    guide = (SOURCES_DIR / "docs" / "submit.md").read_text(encoding="utf-8")
+    guide = (SOURCES_DIR / "templates" / "submit.md.j2").read_text(encoding="utf-8")
     subcommands = build_parser()._subparsers._group_actions[0].choices  # argparse keeps them here
     used = set(re.findall(r"^sinkbench ([a-z-]+)", guide, flags=re.MULTILINE))
-    assert used >= {"screen", "validate", "site"} and used <= set(subcommands), used - set(subcommands)
+    assert used >= {"submit", "screen", "validate", "site"} and used <= set(subcommands), used - set(subcommands)
+    assert guide.index("sinkbench submit pair") < guide.index("## 1.")  # the one command leads
     yaml_text = "\n".join(
         p.read_text(encoding="utf-8") for p in (PROJECT_ROOT / "harness_tasks").rglob("*.yaml")
     )
@@ -449,3 +450,12 @@ def test_small_formatters() -> None:
     assert number_cell(3, tone=True) == '<td class="sb-num sb-gain" data-sort="3">3.00</td>'
     assert number_cell(None, tone=True) == '<td class="sb-num" data-sort="">–</td>'
     assert slugify("Qwen/Qwen2.5-7B-Instruct") == "qwen--qwen2.5-7b-instruct"
+
+
+def test_the_submit_page_names_the_repository_of_mkdocs_yml(submissions_dir: Path, tmp_path: Path) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SINKBENCH_REPO_URL", "https://github.com/example-org/sinkbench")
+        build_site(submissions_dir, tmp_path / "site")
+    page = (tmp_path / "site" / "submit.html").read_text(encoding="utf-8")
+    assert "https://github.com/example-org/sinkbench.git" in page and "YOUR-NAME" not in page
+    assert 'href="https://github.com/example-org/sinkbench"' in page

@@ -10,12 +10,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run = subparsers.add_parser(
         "eval",
         help="Run lm_eval with sinkbench's tasks included (same arguments as lm_eval).",
-        description="Behaves like `lm_eval ARGS...` with `--include_path` set to sinkbench's task folder, "
-        "e.g. `sinkbench eval --model hf --model_args pretrained=DIR --tasks sink_strength "
-        "--output_path OUT`.",
+        description="Every argument goes to lm_eval, which runs with `--include_path` set to sinkbench's task "
+        "folder, e.g. `sinkbench eval --model hf --model_args pretrained=DIR --tasks sink_strength "
+        "--output_path OUT`. `lm_eval --help` lists the arguments. With sinkbench installed, plain `lm_eval` finds "
+        "the same tasks too.",
     )
     run.set_defaults(handler=run_eval, passthrough=True)
-    path = subparsers.add_parser("tasks-path", help="Print the installed harness_tasks folder.")
+    path = subparsers.add_parser(
+        "tasks-path",
+        help="Print the installed harness_tasks folder.",
+        description='Print the folder of sinkbench\'s lm-eval tasks, for `lm_eval --include_path "$(sinkbench tasks-path)"` '
+        "where the start-up hook is off (SINKBENCH_LM_EVAL_AUTOLOAD=0).",
+    )
     path.set_defaults(handler=print_tasks_path)
 
 
@@ -29,6 +35,15 @@ def print_tasks_path(args: argparse.Namespace) -> int:
 
 def run_eval(args: argparse.Namespace) -> int:
     """Handle ``sinkbench eval``."""
+    import sys
+
+    if not args.passthrough_args:
+        print(
+            "sinkbench eval: give lm_eval's arguments, at least --model, --model_args and --tasks "
+            "(`lm_eval --help` lists them)",
+            file=sys.stderr,
+        )
+        return 2
     from sinkbench.harness.run import run_lm_eval
 
     return run_lm_eval(args.passthrough_args)

@@ -8,7 +8,11 @@ from pathlib import Path
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``site`` command and its ``build`` / ``serve`` subcommands."""
-    parser = subparsers.add_parser("site", help="Build or preview the leaderboard site (MkDocs Material).")
+    parser = subparsers.add_parser(
+        "site",
+        help="Build or preview the leaderboard site (MkDocs Material).",
+        description="Build the leaderboard site from a submissions folder, or build and serve it for a preview.",
+    )
     actions = parser.add_subparsers(dest="site_command", metavar="ACTION", required=True)
     build = actions.add_parser(
         "build",

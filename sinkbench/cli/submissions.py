@@ -41,10 +41,25 @@ def _add_aggregate(subparsers: argparse._SubParsersAction) -> None:
         "screening.csv and regressions.csv into --out (atomically; deterministic for a seed).",
     )
     parser.add_argument(
-        "--submissions", type=Path, default=Path("submissions"), metavar="DIR", help="default: submissions"
+        "--submissions",
+        type=Path,
+        default=Path("submissions"),
+        metavar="DIR",
+        help="submissions root holding pairs/ and backbones/ (default: %(default)s)",
     )
-    parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="output folder")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and permutation tests")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="output folder, replaced as a whole (a folder sinkbench did not write is refused)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the bootstrap and permutation tests (default: %(default)s)",
+    )
     parser.set_defaults(handler=_aggregate)
 
 
@@ -58,18 +73,22 @@ def _add_import_reported(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("csv", type=Path, metavar="FILE.csv", help="one row per pair and task")
     parser.add_argument("--source", required=True, metavar="CITATION", help="citation of the publication")
-    parser.add_argument("--url", default=None, help="link to the publication (http or https)")
+    parser.add_argument("--url", default=None, help="link to the publication, http or https (default: none)")
     parser.add_argument(
-        "--submitter", default="sinkbench import-reported", help="who transcribed the numbers"
+        "--submitter",
+        default="sinkbench import-reported",
+        help="who transcribed the numbers (default: %(default)s)",
     )
     parser.add_argument(
         "--out",
         type=Path,
         default=Path("submissions"),
         metavar="DIR",
-        help="submissions folder to write into",
+        help="submissions folder to write into (default: %(default)s)",
     )
-    parser.add_argument("--force", action="store_true", help="replace entries that already exist")
+    parser.add_argument(
+        "--force", action="store_true", help="replace entries that already exist (default: refuse)"
+    )
     parser.set_defaults(handler=_import_reported)
 
 

@@ -88,11 +88,12 @@ class PageWriter:
     environment: jinja2.Environment
     docs_dir: Path
     sources_dir: Path
+    repo_url: str = ""
 
     @classmethod
     def for_sources(cls, sources: SiteSources, docs_dir: Path) -> PageWriter:
         """A writer rendering the templates of ``sources`` into ``docs_dir``."""
-        return cls(make_environment(sources.templates), docs_dir, sources.docs)
+        return cls(make_environment(sources.templates), docs_dir, sources.docs, sources.repo_url())
 
     def write(self, template: str, target: str, **context: object) -> None:
         """Render ``template`` with ``context`` to ``docs_dir/target``."""
@@ -149,6 +150,7 @@ class PageWriter:
             "screening.md": ("screening.md.j2", screening),
             "correlations.md": ("correlations.md.j2", correlations),
             "methodology.md": ("methodology.md.j2", methodology),
+            "submit.md": ("submit.md.j2", {"repo_url": self.repo_url}),
         }
 
     def entry_pages(self, views: SiteViews) -> Iterator[EntryPage]:

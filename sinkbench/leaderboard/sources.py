@@ -31,6 +31,13 @@ class SiteSources:
         """Static pages and assets, and the prose the templates include."""
         return self.root / "docs"
 
+    def repo_url(self) -> str:
+        """The repository URL of ``mkdocs.yml`` (its ``repo_url``, set from ``SINKBENCH_REPO_URL``), or ""."""
+        from mkdocs.utils.yaml import yaml_load
+
+        with self.config.open(encoding="utf-8") as stream:
+            return str(yaml_load(stream).get("repo_url") or "").rstrip("/")
+
     def check(self) -> None:
         """Raise FileNotFoundError naming the first missing source and how to get it."""
         for path in (self.config, self.templates, self.docs):
