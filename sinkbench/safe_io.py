@@ -149,6 +149,25 @@ def read_jsonl(path: Path, limit: int) -> Iterator[tuple[int, Any]]:
                 raise UnsafeFileError(f"line {number} {error.message}", error.fix) from error
 
 
+def json_strings(data: Any) -> Iterator[tuple[str, str]]:
+    """Every key and string value of parsed JSON ``data`` with its path (``configs.ifeval_strict.0``; a key's path
+    ends with the key), walked without recursion (a deeply nested document costs no stack)."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            yield path, value
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                child = f"{path}.{key}" if path else str(key)
+                yield child, key
+                stack.append((child, item))
+        elif isinstance(value, list):
+            stack.extend(
+                (f"{path}.{index}" if path else str(index), item) for index, item in enumerate(value)
+            )
+
+
 def write_files_atomically(out_dir: Path, files: Mapping[str, str]) -> list[Path]:
     """Write every ``name -> text`` into ``out_dir``: all to temporary files first, then rename each.
 

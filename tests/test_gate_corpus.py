@@ -7,8 +7,7 @@ for a CSV) and the field, no traceback, no raw control or bidirectional characte
 nothing changed on disk (the submissions tree and an earlier output, byte for byte, modes included).
 
 Cases are grouped by the classes of issue 11 (``anchors`` ... ``publication``) and by what was refused before
-it (``schema``, ``rules``, ``layout``, ``json``). A case marked ``xfail`` is a hole this corpus found whose fix
-lies outside the gate's files; it fails loudly (strict) once the fix lands, so the mark can go.
+it (``schema``, ``rules``).
 """
 
 from __future__ import annotations
@@ -89,7 +88,6 @@ class Case:
     code: int = 1
     says: str = ""
     args: tuple[str, ...] = ()
-    hole: str = ""
 
 
 # --- mutations ---------------------------------------------------------------------------------------------
@@ -243,17 +241,21 @@ def unreadable(relative: str) -> Mutation:
             path.chmod(0)
             return
         denied = PermissionError(13, "Permission denied", str(path))
-        original = Path.read_bytes if path.is_file() else Path.iterdir
-        name = "read_bytes" if path.is_file() else "iterdir"
-
-        def refuse(self: Path, *args: Any) -> Any:
-            if self == path:
-                raise denied
-            return original(self, *args)
-
-        tree.monkeypatch.setattr(Path, name, refuse)
+        for name in ("read_bytes", "open") if path.is_file() else ("iterdir",):
+            tree.monkeypatch.setattr(Path, name, _refusing(getattr(Path, name), path, denied))
 
     return mutate
+
+
+def _refusing(original: Callable[..., Any], path: Path, error: OSError) -> Callable[..., Any]:
+    """``original`` (a method of Path), raising ``error`` for ``path``."""
+
+    def refuse(self: Path, *args: Any, **kwargs: Any) -> Any:
+        if self == path:
+            raise error
+        return original(self, *args, **kwargs)
+
+    return refuse
 
 
 def mkdir(relative: str) -> Mutation:
@@ -327,6 +329,30 @@ def _drop_task_records(*blocks: str, task: str = "ifeval_strict") -> Callable[[d
     return change
 
 
+def _many_tasks(count: int, metrics: int) -> Callable[[dict], None]:
+    """``count`` extra tasks of ``metrics`` metrics each, with every record lm-eval writes for a task."""
+
+    def change(data: dict) -> None:
+        for index in range(count):
+            task = f"task{index}"
+            data["results"][task] = {f"m{j},none": 0.5 for j in range(metrics)}
+            data["configs"][task], data["versions"][task], data["n-shot"][task] = {}, 1.0, 0
+            data["n-samples"][task] = {"original": 1, "effective": 1}
+
+    return change
+
+
+def _many_files(relative: str, count: int, size: int) -> Mutation:
+    """``count`` samples files of another task (each ``size`` bytes, sparse) in the folder ``relative``."""
+
+    def mutate(tree: Tree) -> None:
+        for index in range(count):
+            with (tree / relative / f"samples_boolq_{index:03d}.jsonl").open("wb") as stream:
+                stream.truncate(size)
+
+    return mutate
+
+
 def _claim_group(data: dict) -> None:
     data["group_subtasks"]["ifeval_strict"] = ["ifeval_strict_part"]
     data["n-samples"].pop("ifeval_strict")
@@ -345,7 +371,7 @@ A, N, D, S, C, F, X, V, P = (
     "csv",
     "publication",
 )
-SCHEMA_HOLE = "schema.py: see tests/test_gate_corpus.py module notes and the issue-11 report"
+#: Holes whose fix lies outside the gate's files (see the module docstring).
 
 CASES: list[Case] = [
     # 1. Anchors: every pattern is matched whole (a trailing newline is not the end of the text).
@@ -411,7 +437,7 @@ CASES: list[Case] = [
     Case(N, "count as a boolean", set_json(REPORTED, ["reported", "ifeval_regressions", "lost"], True), REPORTED,
          "reported.ifeval_regressions.lost"),
     Case(N, "schema_version as a boolean", set_json(REPORTED, ["schema_version"], True), REPORTED,
-         "schema_version", hole=SCHEMA_HOLE),
+         "schema_version"),
     Case(N, "schema_version as a string", set_json(REPORTED, ["schema_version"], "1"), REPORTED, "schema_version"),
     Case(N, "score above 100", set_json(REPORTED, ["reported", "tasks", 0, "vlm_score"], 100.5), REPORTED,
          "reported.tasks.0.vlm_score"),
@@ -439,6 +465,8 @@ CASES: list[Case] = [
          *lines[1:]]), VLM_SAMPLES, "line 1: doc_id"),
     Case(N, "negative parameter count", set_json(REF_STRICT, ["config", "model_num_parameters"], -1), REF_STRICT,
          "config.model_num_parameters"),
+    Case(N, "Arabic-Indic digits in lm_eval_version", set_json(VLM_RESULTS, ["lm_eval_version"], "٠.٤.١٣"),
+         VLM_RESULTS, "lm_eval_version"),
     Case(N, "float number in aggregate", set_json(REPORTED, ["reported", "tasks", 0, "delta"], "-2.0"), REPORTED,
          "reported.tasks.0.delta", command="aggregate"),
     Case(N, "Arabic-Indic digits in a CSV", csv_rows(_row(sink_strength="١.٥")), CSV_FILE, "line 2: sink_strength",
@@ -473,6 +501,15 @@ CASES: list[Case] = [
          "submissions/pairs/tiny-vlm-again/metadata.json", "vlm"),
     Case(D, "same pair twice, aggregate", copy_entry(PAIR, "tiny-vlm-again"),
          "submissions/pairs/tiny-vlm-again/metadata.json", "vlm", command="aggregate"),
+    Case(D, "same VLM at an abbreviated commit", both(copy_entry("submissions/pairs/tiny-vlm-reported", "tiny-vlm-z"),
+         set_json(REPORTED, ["vlm", "revision"], "9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b"),
+         set_json("submissions/pairs/tiny-vlm-z/metadata.json", ["vlm", "revision"], "9a8b7c6")),
+         "submissions/pairs/tiny-vlm-z/metadata.json", "vlm"),
+    Case(D, "same VLM at an upper-case commit", both(copy_entry("submissions/pairs/tiny-vlm-reported", "tiny-vlm-z"),
+         set_json(REPORTED, ["vlm", "revision"], "9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b"),
+         set_json("submissions/pairs/tiny-vlm-z/metadata.json", ["vlm", "revision"],
+                  "9A8B7C6D5E4F3A2B1C0D9E8F7A6B5C4D3E2F1A0B")),
+         "submissions/pairs/tiny-vlm-z/metadata.json", "vlm"),
     Case(D, "task listed twice in reported.tasks", edit_json(REPORTED, _task_item(task="gsm8k_cot_strict",
          delta=20.0)), REPORTED, "reported.tasks"),
     Case(D, "score listed twice in a backbone", edit_json(BACKBONE_REPORTED, lambda d: d["reported"]["scores"].append(
@@ -535,6 +572,8 @@ CASES: list[Case] = [
          "fewshot_as_multiturn"),
     Case(S, "run-wide gen_kwargs differ", set_json(VLM_RESULTS, ["config", "gen_kwargs"], {"temperature": 1.0}),
          VLM_RESULTS, "config.gen_kwargs"),
+    Case(S, "test set size differs", set_json(VLM_RESULTS, ["n-samples", "gsm8k_cot_strict"], {"original": 1000,
+         "effective": 1000}), VLM_RESULTS, "n-samples.gsm8k_cot_strict.original"),
     Case(S, "limit used, site build", set_json(VLM_RESULTS, ["config", "limit"], 100), VLM_RESULTS, "config.limit",
          command="site"),
     # 5. Invisible and control characters: refused in every name, id and key; never printed raw.
@@ -579,12 +618,27 @@ CASES: list[Case] = [
          "submissions/pairs/tiny-\udcffvlm", "name"),
     Case(C, "bidi override in a file name", write(f"{PAIR}/vlm/results_\u202ex.json", "{}"),
          f"{PAIR}/vlm/results_\u202ex.json", "", says="not a file this layout expects"),
-    Case(C, "NUL in a link", set_json(PAIR_META, ["links"], ["https://example.org/\x00"]), PAIR_META, "links.0",
-         hole=SCHEMA_HOLE),
+    Case(C, "NUL in a link", set_json(PAIR_META, ["links"], ["https://example.org/\x00"]), PAIR_META, "links.0"),
+    Case(C, "U+200B in a link", set_json(PAIR_META, ["links"], ["https://exa\u200bmple.org/"]), PAIR_META,
+         "links.0"),
     Case(C, "U+202E in a citation URL", set_json(REPORTED, ["citation", "url"], "https://example.org/\u202egpj"),
-         REPORTED, "citation.url", hole=SCHEMA_HOLE),
+         REPORTED, "citation.url"),
     Case(C, "unassigned code point in a display name", set_json(PAIR_META, ["vlm", "display_name"], "Tiny\u0378"),
-         PAIR_META, "vlm.display_name", hole=SCHEMA_HOLE),
+         PAIR_META, "vlm.display_name"),
+    Case(C, "blank display name", set_json(PAIR_META, ["vlm", "display_name"], "   "), PAIR_META,
+         "vlm.display_name"),
+    Case(C, "Hangul filler as a display name", set_json(PAIR_META, ["vlm", "display_name"], "\u3164"), PAIR_META,
+         "vlm.display_name"),
+    Case(C, "U+202E in a system instruction", set_json(VLM_RESULTS, ["system_instruction"], "Be brief\u202e"),
+         VLM_RESULTS, "system_instruction"),
+    Case(C, "NUL in a recorded version", set_json(REF_SINK, ["transformers_version"], "5.24.0\x00"), REF_SINK,
+         "transformers_version"),
+    Case(C, "BEL in a task's metadata", set_json(REF_SINK, ["configs", "sink_strength", "metadata", "argmax"],
+         "per_query\x07"), REF_SINK, "configs.sink_strength.metadata.argmax"),
+    Case(C, "U+2066 in config.json", set_json(f"{PAIR}/reference/config.json", ["architectures"], ["Qwen\u2066"]),
+         f"{PAIR}/reference/config.json", "architectures.0"),
+    Case(C, "U+200B in a profile's prompt", set_json(PROFILE, ["calibration_prompts"], ["Write\u200b"]), PROFILE,
+         "calibration_prompts.0"),
     Case(C, "U+200B in a display name, aggregate", set_json(PAIR_META, ["vlm", "display_name"], "Tiny\u200bVLM"),
          PAIR_META, "vlm.display_name", command="aggregate"),
     Case(C, "U+202E in a display name, site build", set_json(PAIR_META, ["vlm", "display_name"], "Tiny\u202eVLM"),
@@ -621,6 +675,15 @@ CASES: list[Case] = [
     Case(F, "FIFO as profile", fifo(PROFILE), PROFILE, "", says="not a regular file"),
     Case(F, "unreadable metadata.json", unreadable(REPORTED), REPORTED, "", says="Permission denied"),
     Case(F, "unreadable results file", unreadable(VLM_RESULTS), VLM_RESULTS, "", says="Permission denied"),
+    Case(F, "unreadable samples file", unreadable(VLM_SAMPLES), VLM_SAMPLES, "", says="Permission denied"),
+    Case(F, "unreadable samples file of another task", both(write(f"{PAIR}/vlm/samples_mmlu_2026.jsonl", "{}\n"),
+         unreadable(f"{PAIR}/vlm/samples_mmlu_2026.jsonl")), f"{PAIR}/vlm/samples_mmlu_2026.jsonl", "",
+         says="Permission denied"),
+    Case(F, "unreadable samples file of another task, site build", both(write(f"{PAIR}/vlm/samples_mmlu_2026.jsonl",
+         "{}\n"), unreadable(f"{PAIR}/vlm/samples_mmlu_2026.jsonl")), f"{PAIR}/vlm/samples_mmlu_2026.jsonl", "",
+         command="site"),
+    Case(F, "unreadable config.json", unreadable(f"{PAIR}/reference/config.json"), f"{PAIR}/reference/config.json",
+         "", says="Permission denied"),
     Case(F, "unreadable side folder", unreadable(f"{PAIR}/vlm"), f"{PAIR}/vlm", "", says="Permission denied"),
     Case(F, "unreadable metadata.json, aggregate", unreadable(REPORTED), REPORTED, "", command="aggregate"),
     Case(F, "metadata.json is a folder", both(remove(REPORTED), mkdir(REPORTED)), REPORTED, "",
@@ -680,6 +743,11 @@ CASES: list[Case] = [
     Case(X, "101 instructions in a prompt", edit_lines(VLM_SAMPLES, lambda lines: [{**lines[0], "doc": {
          **lines[0]["doc"], "instruction_id_list": ["keywords:x"] * 101}}, *lines[1:]]), VLM_SAMPLES,
          "line 1: doc.instruction_id_list"),
+    Case(X, "entry of 104 files", _many_files(BACKBONE, 100, 10), BACKBONE, "", says="104 files"),
+    Case(X, "entry of 594 MB", _many_files(BACKBONE, 6, 99_000_000), BACKBONE, "", says="an entry may hold"),
+    Case(X, "entry of 10,501 metrics", edit_json(f"{BACKBONE}/results_2026-11-30T03-00-00.000000.json",
+         _many_tasks(21, 500)), BACKBONE, "results", says="metrics"),
+    Case(X, "entry of 104 files, site build", _many_files(BACKBONE, 100, 10), BACKBONE, "", command="site"),
     Case(X, "JSON nested 100,000 deep", write(REPORTED, _deep(100_000)), REPORTED, "", says="nested too deeply"),
     Case(X, "profile of 300 x 1000, site build", edit_json(PROFILE, _profile(300, 1000)), PROFILE,
          "profile.layers", command="site"),
@@ -849,12 +917,7 @@ def run_case(
     return text
 
 
-def _param(case: Case) -> Any:
-    marks = [pytest.mark.xfail(reason=case.hole, strict=True)] if case.hole else []
-    return pytest.param(case, id=f"{case.kind}: {case.name}", marks=marks)
-
-
-@pytest.mark.parametrize("case", [_param(case) for case in CASES])
+@pytest.mark.parametrize("case", [pytest.param(case, id=f"{case.kind}: {case.name}") for case in CASES])
 def test_hostile_input_is_refused_with_file_and_field(
     case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

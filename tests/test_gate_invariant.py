@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import pytest
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
@@ -36,6 +37,8 @@ from sinkbench.submissions.catalogue import IFEVAL_CATEGORIES, TASKS
 from sinkbench.tables.build import build_tables
 from sinkbench.tables.write import render_tables
 
+#: Any Unicode may be a display name; matplotlib warns when its font lacks a glyph, and draws a box.
+pytestmark = pytest.mark.filterwarnings("ignore:Glyph .* missing from font")
 FIXTURES = Path(__file__).parent / "fixtures" / "submissions"
 MEASURED_PAIR = FIXTURES / "pairs" / "tiny-vlm"
 MEASURED_BACKBONE = FIXTURES / "backbones" / "tiny-llm"

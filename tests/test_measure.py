@@ -11,15 +11,22 @@ from transformers import GPT2Config, GPT2LMHeadModel
 
 from sinkbench.sink.observe import check_supported, encode_prompts, observe, probe_mode, probed_layers
 from sinkbench.sink.options import ProbeOptions
-from sinkbench.sink.prompts import load_prompts
+from sinkbench.sink.prompts import PACKAGED_SETS, load_calibration, load_prompts
 
 IFEVAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "ifeval_input_data.jsonl"
 
 
-def test_packaged_calibration_set_has_15_prompts():
-    prompts = load_prompts()
+@pytest.mark.parametrize("name", PACKAGED_SETS)
+def test_packaged_calibration_sets_have_15_distinct_prompts(name: str):
+    prompts = load_prompts(name)
     assert len(prompts) == 15 and len(set(prompts)) == 15
     assert all(20 < len(p) < 400 for p in prompts)
+
+
+def test_the_two_packaged_sets_share_no_prompt_and_hash_differently():
+    first, second = load_calibration("v1"), load_calibration("v2")
+    assert not set(first.prompts) & set(second.prompts) and first.sha256 != second.sha256
+    assert load_prompts() == list(first.prompts)  # v1 is the default
 
 
 @pytest.mark.skipif(not IFEVAL.is_file(), reason=f"IFEval data not found at {IFEVAL}")
@@ -33,7 +40,7 @@ def test_calibration_prompts_are_disjoint_from_ifeval():
         return {tuple(words[i : i + 8]) for i in range(len(words) - 7)}
 
     ifeval_shingles = set().union(*map(shingles, ifeval))
-    for prompt in load_prompts():
+    for prompt in [*load_prompts("v1"), *load_prompts("v2")]:
         assert prompt not in ifeval
         assert not shingles(prompt) & ifeval_shingles, prompt
 

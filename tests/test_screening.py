@@ -10,7 +10,7 @@ import pytest
 
 from sinkbench.submissions import load_submissions
 from sinkbench.tables.build import build_tables
-from sinkbench.tables.placement import PlacementData, place, write_snapshot
+from sinkbench.tables.placement import PlacementData, format_placement, place, write_snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures" / "submissions"
 REPO_SUBMISSIONS = Path(__file__).resolve().parents[1] / "submissions"
@@ -143,3 +143,14 @@ def test_the_packaged_snapshot_is_the_seeded_entries_of_the_repository() -> None
     assert write_snapshot(REPO_SUBMISSIONS) == shipped.read_text(encoding="utf-8")
     packaged = PlacementData.packaged()
     assert len(packaged.pairs[packaged.pairs["task"] == "ifeval_strict"]) == 17
+
+
+def test_placement_leaves_the_model_itself_out_of_the_ranking(root: Path) -> None:
+    data = PlacementData.from_submissions(root)
+    report = {
+        "sink_strength": 1.75,
+        "model": {"id": "quantised-llm-d", "upstream": "org/llm-d", "num_parameters": 9_000_000_000},
+    }
+    placement = place(report, data)
+    assert (placement["rank"], placement["of"], placement["on_board_as"]) == (2, 8, ["org/llm-d"])
+    assert "already on the board as org/llm-d" in format_placement(placement)

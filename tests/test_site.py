@@ -408,7 +408,9 @@ def test_submit_guide_uses_only_commands_and_tasks_that_exist() -> None:
     guide = (SOURCES_DIR / "templates" / "submit.md.j2").read_text(encoding="utf-8")
     subcommands = build_parser()._subparsers._group_actions[0].choices  # argparse keeps them here
     used = set(re.findall(r"^sinkbench ([a-z-]+)", guide, flags=re.MULTILINE))
-    assert used >= {"submit", "screen", "validate", "site"} and used <= set(subcommands), used - set(subcommands)
+    assert used >= {"submit", "screen", "validate", "site"} and used <= set(subcommands), used - set(
+        subcommands
+    )
     assert guide.index("sinkbench submit pair") < guide.index("## 1.")  # the one command leads
     yaml_text = "\n".join(
         p.read_text(encoding="utf-8") for p in (PROJECT_ROOT / "harness_tasks").rglob("*.yaml")

@@ -164,7 +164,9 @@ def test_search_finds_a_pair_page_by_its_vlm_name(page: object, base_url: str) -
 def test_the_first_column_stays_visible_when_the_table_scrolls(page: object, base_url: str) -> None:
     page.set_viewport_size({"width": 800, "height": 900})
     page.goto(f"{base_url}/leaderboard.html")
-    box = page.locator("#board-pairs").locator("xpath=ancestor::div[contains(@class, 'md-typeset__scrollwrap')]")
+    box = page.locator("#board-pairs").locator(
+        "xpath=ancestor::div[contains(@class, 'md-typeset__scrollwrap')]"
+    )
     page.evaluate("el => { el.scrollLeft = el.scrollWidth; }", box.element_handle())
     assert page.evaluate("el => el.scrollLeft", box.element_handle()) > 100  # it did scroll
     first = page.locator("#board-pairs tbody tr td.sb-sticky").first.bounding_box()

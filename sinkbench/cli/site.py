@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from sinkbench.leaderboard.sources import EXPERIMENTS_DIR
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``site`` command and its ``build`` / ``serve`` subcommands."""
@@ -42,6 +44,14 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         help="submissions root holding pairs/ and backbones/ (default: submissions)",
     )
     parser.add_argument(
+        "--experiments",
+        type=Path,
+        default=EXPERIMENTS_DIR,
+        metavar="DIR",
+        help="folder of the committed experiment results that the Training dynamics page shows "
+        "(default: benchmarks/results; without them the page says so)",
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         default=Path("_site"),
@@ -65,14 +75,16 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _built(args: argparse.Namespace) -> int:
     """Build the site; print the result, or why nothing was written (exit 1)."""
-    from sinkbench.cli.failures import run_checked
+    from sinkbench.cli.failures import printable, run_checked
     from sinkbench.leaderboard.build import build_site
 
-    report, status = run_checked("site build", lambda: build_site(args.submissions, args.out))
+    report, status = run_checked(
+        "site build", lambda: build_site(args.submissions, args.out, experiments_dir=args.experiments)
+    )
     if report is not None:
         total = sum(report.timings.values())
         print(
             f"Built {report.pages} pages, {report.plots} charts and {report.raw_files} raw files into "
-            f"{report.site_dir} in {total:.1f} s."
+            f"{printable(report.site_dir)} in {total:.1f} s."
         )
     return status

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -93,7 +94,9 @@ def _add_import_reported(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _missing(paths: Sequence[Path]) -> bool:
-    missing = [str(path) for path in paths if not path.exists()]
+    from sinkbench.cli.failures import printable
+
+    missing = [printable(path) for path in paths if not os.path.exists(path)]
     if missing:
         print(f"error: no such file or folder: {', '.join(missing)}", file=sys.stderr)
     return bool(missing)
@@ -115,7 +118,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _aggregate(args: argparse.Namespace) -> int:
-    from sinkbench.cli.failures import run_checked
+    from sinkbench.cli.failures import printable, run_checked
     from sinkbench.tables.aggregate import aggregate_submissions
 
     if _missing([args.submissions]):
@@ -130,12 +133,14 @@ def _aggregate(args: argparse.Namespace) -> int:
             f"{row.task:<24} n={row.n:<3} spearman={row.spearman:+.3f} loo_mae={row.loo_mae:.2f} "
             f"baseline_mae={row.baseline_mae:.2f}"
         )
-    print(f"wrote {len(tables.pairs)} pair rows, {len(tables.screening)} screening rows to {args.out}")
+    print(
+        f"wrote {len(tables.pairs)} pair rows, {len(tables.screening)} screening rows to {printable(args.out)}"
+    )
     return 0
 
 
 def _import_reported(args: argparse.Namespace) -> int:
-    from sinkbench.cli.failures import run_checked
+    from sinkbench.cli.failures import printable, run_checked
     from sinkbench.submissions.import_reported import import_reported
 
     if _missing([args.csv]):
@@ -152,5 +157,5 @@ def _import_reported(args: argparse.Namespace) -> int:
         ),
     )
     for path in written or ():
-        print(f"wrote {path}/metadata.json")
+        print(f"wrote {printable(path)}/metadata.json")
     return status

@@ -29,7 +29,8 @@ from sinkbench.leaderboard.pages import (
     PageWriter,
     draw_plots,
 )
-from sinkbench.leaderboard.sources import SiteSources
+from sinkbench.leaderboard.sources import EXPERIMENTS_DIR, SiteSources
+from sinkbench.leaderboard.training import TrainingPage, find_sink_drift
 from sinkbench.leaderboard.views import build_views
 from sinkbench.publish import publishing, scratch_folder
 from sinkbench.submissions import Entry, load_valid_entries
@@ -115,6 +116,7 @@ def build_site(
     out_dir: Path = Path("_site"),
     *,
     sources: SiteSources | None = None,
+    experiments_dir: Path | None = EXPERIMENTS_DIR,
     seed: int = 0,
 ) -> BuildReport:
     """Aggregate ``submissions_dir`` and build the static site into ``out_dir`` (replaced atomically).
@@ -124,10 +126,14 @@ def build_site(
         out_dir: Where the finished site goes, published as a whole (:func:`sinkbench.publish.publishing`): an
             earlier site there is replaced atomically; a folder sinkbench did not write is refused.
         sources: The folder holding ``mkdocs.yml``, ``templates/`` and ``docs/``; defaults to this package's.
+        experiments_dir: Where the Training dynamics page finds the experiment's results (None, or a folder
+            without them: the page says so).
         seed: Seed of the aggregation's bootstrap and permutation tests.
 
     Raises:
         sinkbench.submissions.SubmissionsInvalid: the submissions do not validate; nothing is written.
+        sinkbench.leaderboard.sources.SourceInvalid: the experiment's results file cannot be read; nothing is
+            written.
         FileNotFoundError: a source is missing.
         mkdocs.exceptions.Abort: MkDocs reported a warning or error (strict mode).
         sinkbench.publish.PublishError: ``out_dir`` is locked by another run, not a site, or not writable.
@@ -138,10 +144,11 @@ def build_site(
     with _timed(timings, "aggregate"):
         tables = build_tables(load_valid_entries(submissions_dir), seed=seed)
         views = build_views(tables)
+        training = TrainingPage(experiments_dir, find_sink_drift(experiments_dir))
     with publishing(Path(out_dir)) as site_dir:
-        docs_dir = scratch_folder(site_dir.parent / Path(out_dir).name) / "docs"
+        docs_dir = scratch_folder(Path(os.path.abspath(out_dir))) / "docs"
         try:
-            pages, plots = _render(sources, tables, views, docs_dir, timings, Path(submissions_dir))
+            pages, plots = _render(sources, tables, views, training, docs_dir, timings, Path(submissions_dir))
             with _timed(timings, "mkdocs"):
                 _run_mkdocs(sources.config, docs_dir, site_dir)
             with _timed(timings, "entries"):
@@ -159,6 +166,7 @@ def _render(
     sources: SiteSources,
     tables: AggregateTables,
     views: SiteViews,
+    training: TrainingPage,
     docs_dir: Path,
     timings: dict[str, float],
     submissions_dir: Path,
@@ -169,11 +177,13 @@ def _render(
         (docs_dir / "downloads").mkdir(parents=True, exist_ok=True)
         write_tables(tables, docs_dir / "downloads")
         writer = PageWriter.for_sources(sources, docs_dir)
-        pages = writer.write_all(
-            views, updated=data_timestamp(submissions_dir, tables.entries)
-        ) + writer.write_downloads_page(tables)
+        pages = (
+            writer.write_all(views, updated=data_timestamp(submissions_dir, tables.entries))
+            + writer.write_downloads_page(tables)
+            + writer.write_training_page(training)
+        )
     with _timed(timings, "plots"):
-        plots = draw_plots(views.plots(), docs_dir)
+        plots = draw_plots([*views.plots(), *training.plots()], docs_dir)
     return pages, plots
 
 

@@ -31,6 +31,7 @@ from sinkbench.leaderboard.formatting import (
     sort_value,
 )
 from sinkbench.leaderboard.sources import SiteSources
+from sinkbench.leaderboard.training import TrainingPage
 from sinkbench.tables.build import AggregateTables
 
 #: Markdown from ``docs/`` that templates include instead of publishing as pages of their own.
@@ -164,6 +165,11 @@ class PageWriter:
             summary = f"{view.label} {view.model.model_id} {view.role}"
             content = backbone.render(backbone=view, **_common(views))
             yield EntryPage("backbones", view.slug, content, view.label, summary)
+
+    def write_training_page(self, training: TrainingPage) -> int:
+        """The Training dynamics page (the measured experiment, or a note that there is none). Returns 1."""
+        self.write("training.md.j2", "training.md", **training.context())
+        return 1
 
     def write_downloads_page(self, tables: AggregateTables) -> int:
         """The Downloads page: every table with its row count and columns. Returns 1 (one page)."""

@@ -1,5 +1,5 @@
 """SVG charts for the leaderboard site, drawn with matplotlib's object API (no pyplot, no global state); the
-per-entry heatmaps are written directly as SVG (:mod:`sinkbench.leaderboard.svg_heatmap`), with matplotlib's colours.
+per-entry heatmaps are written directly as SVG (:mod:`sinkbench.svg_heatmap`), with matplotlib's colours.
 
 Each chart is a small frozen dataclass of plain numbers and labels with an ``alt`` description and an
 ``svg()`` method. The SVG root carries a ``<title>`` and a ``<desc>`` holding the same description as the page's
@@ -20,7 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from sinkbench.leaderboard.svg_heatmap import heatmap_svg
+from sinkbench.svg_heatmap import heatmap_svg
 
 #: Colours per QK-norm class (colour-blind safe, Okabe-Ito), and the fallback for unknown classes.
 QK_COLOURS: dict[str, str] = {"per-head": "#0072B2", "layerwise": "#E69F00", "none": "#D55E00"}
@@ -176,7 +176,7 @@ class HeatmapChart:
         )
 
     def svg(self) -> str:
-        """Draw the chart as hand-written SVG (:mod:`sinkbench.leaderboard.svg_heatmap`); missing values are left blank."""
+        """Draw the chart as hand-written SVG (:mod:`sinkbench.svg_heatmap`); missing values are left blank."""
         return heatmap_svg(
             self.median_g,
             [str(layer) for layer in self.layers],
@@ -223,4 +223,68 @@ class CategoryChart:
         return _to_svg(figure, f"IFEval regressions by category: {self.pair_label}", self.alt)
 
 
-Chart = ScatterChart | HeatmapChart | CategoryChart
+#: Colours of the arms of a training experiment, in order (Okabe-Ito).
+_ARM_COLOURS = ("#D55E00", "#0072B2", "#009E73", "#CC79A7", "#E69F00")
+
+
+@dataclass(frozen=True)
+class TrajectoryChart:
+    """Sink Strength S against training step: per arm, each seed a faint line and the mean over seeds a bold one.
+
+    ``arms`` holds, per arm, its label and one trajectory of ``(step, S)`` points per seed.
+    """
+
+    arms: tuple[tuple[str, tuple[tuple[tuple[int, float], ...], ...]], ...]
+    model_label: str
+
+    @property
+    def alt(self) -> str:
+        """One-paragraph description for ``alt`` and ``<desc>``."""
+        parts = [
+            f"{label}: mean S {self._mean(runs)[-1][1]:+.2f} at step {self._mean(runs)[-1][0]} over {len(runs)} seeds"
+            for label, runs in self.arms
+            if self._mean(runs)
+        ]
+        return (
+            f"Line chart of Sink Strength S of {self.model_label} against training step, per arm. "
+            + "; ".join(parts)
+            + "."
+        )
+
+    @staticmethod
+    def _mean(runs: tuple[tuple[tuple[int, float], ...], ...]) -> list[tuple[int, float]]:
+        """The mean over seeds at each step that every seed measured."""
+        steps = sorted(set.intersection(*(set(step for step, _ in run) for run in runs))) if runs else []
+        values = [dict(run) for run in runs]
+        return [(step, sum(run[step] for run in values) / len(values)) for step in steps]
+
+    def svg(self) -> str:
+        """Draw the chart."""
+        with matplotlib.rc_context(_STYLE):
+            figure, axes = _new_axes(6.4, 4.0, left=0.75)
+            for index, (label, runs) in enumerate(self.arms):
+                colour = _ARM_COLOURS[index % len(_ARM_COLOURS)]
+                for run in runs:
+                    axes.plot(*zip(*run, strict=True), color=colour, linewidth=0.8, alpha=0.35, zorder=2)
+                mean = self._mean(runs)
+                if mean:
+                    axes.plot(
+                        *zip(*mean, strict=True),
+                        color=colour,
+                        linewidth=2.0,
+                        marker="o",
+                        markersize=3.5,
+                        label=_plain(f"{label} (mean of {len(runs)})"),
+                        zorder=3,
+                    )
+            axes.axhline(0.0, color="#9e9e9e", linewidth=0.8, zorder=1)
+            axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+            axes.set_xlabel("optimizer step")
+            axes.set_ylabel("Sink Strength S (nats)")
+            axes.set_title(_plain(f"S during fine-tuning: {self.model_label}"), loc="left", fontsize=10)
+            if self.arms:
+                axes.legend(frameon=False, fontsize=7.5, loc="best")
+        return _to_svg(figure, f"Sink Strength during fine-tuning: {self.model_label}", self.alt)
+
+
+Chart = ScatterChart | HeatmapChart | CategoryChart | TrajectoryChart

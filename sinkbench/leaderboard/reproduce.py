@@ -10,6 +10,7 @@ transformers versions, and ``SINKBENCH_DATA_DIR`` with the name and sha256 of ea
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import dataclass, fields
 from typing import Any
@@ -24,6 +25,15 @@ from sinkbench.submissions.schema import ModelRef
 _KEPT_MODEL_ARGS = ("dtype", "gguf_file", "trust_remote_code", "add_bos_token", "max_length")
 _DEFAULT_BOOTSTRAP_ITERS = 100_000
 _PROBE_DEFAULTS = {field.name: field.default for field in fields(ProbeOptions)}
+#: What a value shown in a comment line may hold as it is (versions, file names, hashes).
+_PLAIN_VALUE = re.compile(r"[\w.+\-:/]{1,200}", re.ASCII)
+
+
+def _one_line(value: object) -> str:
+    """``value`` for a comment line: as it is when plain, else JSON-quoted on one line (no line of the copied
+    block can come from a results file's text)."""
+    text = str(value)
+    return text if _PLAIN_VALUE.fullmatch(text) else json.dumps(text)
 
 
 @dataclass(frozen=True)
@@ -105,7 +115,9 @@ def _data_comments(item: ResultsFile) -> list[str]:
         record = (config.metadata or {}).get("data") if config else None
         if isinstance(record, dict) and record.get("source") == "local":
             for file in record.get("files") or []:
-                lines.append(f"#   {task}: {file.get('file')} (sha256 {file.get('sha256')})")
+                lines.append(
+                    f"#   {task}: {_one_line(file.get('file'))} (sha256 {_one_line(file.get('sha256'))})"
+                )
     if lines:
         return ["# Offline data: SINKBENCH_DATA_DIR must hold the original release files", *lines]
     return []
@@ -123,16 +135,18 @@ def _sinkbench_version(item: ResultsFile) -> str | None:
 
 def _environment(item: ResultsFile, model: ModelRef) -> list[str]:
     extras = item.data.model_extra or {}
-    versions = [f"lm-eval=={item.data.lm_eval_version}"] if item.data.lm_eval_version else []
+    versions = [f"lm-eval=={_one_line(item.data.lm_eval_version)}"] if item.data.lm_eval_version else []
     if extras.get("transformers_version"):
-        versions.append(f"transformers=={extras['transformers_version']}")
+        versions.append(f"transformers=={_one_line(extras['transformers_version'])}")
     sinkbench = _sinkbench_version(item)
     versions.append(
-        f"sinkbench=={sinkbench}" if sinkbench else "sinkbench  # version not recorded by this run"
+        f"sinkbench=={_one_line(sinkbench)}" if sinkbench else "sinkbench  # version not recorded by this run"
     )
     lines = [f"# pip install {' '.join(versions)}"] if versions else []
     if model.revision and model.revision.startswith("sha256:"):
-        lines.append(f"# weights: a local file with {model.revision}; give its folder as pretrained=")
+        lines.append(
+            f"# weights: a local file with {_one_line(model.revision)}; give its folder as pretrained="
+        )
     return lines
 
 

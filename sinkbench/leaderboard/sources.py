@@ -8,6 +8,13 @@ from pathlib import Path
 
 #: The site's sources, shipped inside this package.
 SOURCES_DIR = Path(__file__).resolve().parent
+#: Where ``sinkbench site build`` looks for committed experiment results by default (in a clone).
+EXPERIMENTS_DIR = Path("benchmarks") / "results"
+
+
+class SourceInvalid(ValueError):
+    """A file the site reads besides the submissions (an experiment's results) cannot be used; the message is one
+    line naming the file, the field and the fix."""
 
 
 @dataclass(frozen=True)

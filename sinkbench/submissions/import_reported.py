@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from sinkbench.publish import exclusive, scratch_folder
 from sinkbench.safe_io import UnsafeFileError, check_size, install_directory
 from sinkbench.submissions import SubmissionsInvalid, load_entry, load_submissions
 from sinkbench.submissions.entry import Entry, Problem
@@ -125,23 +126,25 @@ def _records(text: str, shown: str) -> Iterator[tuple[int, list[str]] | Problem]
             yield line, cells
 
 
-def _rows(path: Path, shown: str) -> Iterator[tuple[int, dict[str, Any]] | Problem]:
-    """Yield ``(line, row with parsed numbers)`` per valid row, or the problems of a file or row."""
+def _csv_text(path: Path, shown: str) -> str | Problem:
+    """The text of the CSV file (size-checked, UTF-8 with or without a BOM), or the problem reading it."""
     try:
         check_size(path, CSV_SIZE_LIMIT)
-        text = path.read_bytes().decode("utf-8-sig")
+        return path.read_bytes().decode("utf-8-sig")
     except UnsafeFileError as error:
-        yield Problem(shown, "", error.message, error.fix)
-        return
+        return Problem(shown, "", error.message, error.fix)
     except UnicodeDecodeError as error:
-        yield Problem(shown, "", f"is not UTF-8 (byte {error.start}).", "save the CSV file as UTF-8")
-        return
+        return Problem(shown, "", f"is not UTF-8 (byte {error.start}).", "save the CSV file as UTF-8")
     except OSError as error:
-        yield Problem(
+        return Problem(
             shown, "", f"cannot be read: {error.strerror}.", "make the file readable (e.g. chmod a+r)"
         )
-        return
-    records = _records(text, shown)
+
+
+def _rows(path: Path, shown: str) -> Iterator[tuple[int, dict[str, Any]] | Problem]:
+    """Yield ``(line, row with parsed numbers)`` per valid row, or the problems of a file or row."""
+    text = _csv_text(path, shown)
+    records = _records(text, shown) if isinstance(text, str) else iter([text])
     first = next(records, None)
     if first is None or isinstance(first, Problem):
         yield first or Problem(shown, "", "has no rows.", "add a header and one row per pair and task")
@@ -340,21 +343,29 @@ def import_reported(
             without ``force``; nothing is written then.
     """
     groups, problems = _group(csv_path, csv_path.name)
-    base = out_dir if out_dir.is_dir() else out_dir.parent  # same file system as the targets
-    base.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".sinkbench-import-", dir=base))
-    try:
+    with tempfile.TemporaryDirectory(
+        prefix="sinkbench-import-"
+    ) as built:  # nothing in out_dir until all pass
         entries, found = _stage(
-            groups, staging, out_dir, csv_path.name, source=source, url=url, submitter=submitter
+            groups, Path(built), out_dir, csv_path.name, source=source, url=url, submitter=submitter
         )
-        problems += found + _conflicts(entries, out_dir, force=force)
+        problems += found
         if problems or not entries:
             raise ImportFailed(
                 problems or [Problem(csv_path.name, "", "has no rows.", "add one row per pair and task")]
             )
-        targets = [out_dir / "pairs" / entry.name for entry in entries]
-        for entry, target in zip(entries, targets, strict=True):
-            install_directory(staging / "pairs" / entry.name, target, replace=force)
-        return targets
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        pairs_dir = out_dir / "pairs"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with exclusive(pairs_dir):  # one import at a time; removes what a killed import left in out_dir
+            conflicts = _conflicts(entries, out_dir, force=force)
+            if conflicts:
+                raise ImportFailed(conflicts)
+            staging = scratch_folder(pairs_dir)  # beside pairs/: the same file system as the targets
+            try:
+                targets = [pairs_dir / entry.name for entry in entries]
+                for entry, target in zip(entries, targets, strict=True):
+                    shutil.copytree(Path(built) / "pairs" / entry.name, staging / entry.name)
+                    install_directory(staging / entry.name, target, replace=force)
+                return targets
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from sinkbench.safe_io import UnsafeFileError, check_size, read_json, read_jsonl
+from sinkbench.safe_io import UnsafeFileError, check_size, json_strings, read_json, read_jsonl
 from sinkbench.submissions.catalogue import IFEVAL_TASK, SINK_TASK, TASKS
 from sinkbench.submissions.entry import (
     BACKBONE_SIDE,
@@ -33,6 +33,7 @@ from sinkbench.submissions.schema import (
     LmEvalResults,
     PairMetadata,
     SinkProfile,
+    invisible_character,
 )
 
 _ENTRY_FILES = frozenset({"metadata.json", "sink_profile.json"})
@@ -83,9 +84,26 @@ class _Collector:
             self.add(file, prefix + ".".join(loc), f"{item['msg']} (got {got}).", fix)
 
 
+def _hidden_character(data: Any, shown: str, out: _Collector) -> bool:
+    """Report the first key or text of a parsed file that holds an invisible or control character (newlines, tabs
+    and carriage returns aside: chat templates and prompts hold them); True if there is one."""
+    for field, text in json_strings(data):
+        found = invisible_character(text.replace("\r", "\n"), multiline=True)
+        if found:
+            out.add(
+                shown,
+                field[:200],
+                f"holds the invisible or control character {found}.",
+                "submit the file as lm-eval or sinkbench wrote it (such characters hide or reorder text)",
+            )
+            return True
+    return False
+
+
 def _parse(model: type[BaseModel], path: Path, shown: str, kind: str, out: _Collector) -> Any:
     try:
-        return model.model_validate(read_json(path, SIZE_LIMITS[kind]))
+        data = read_json(path, SIZE_LIMITS[kind])
+        return None if _hidden_character(data, shown, out) else model.model_validate(data)
     except UnsafeFileError as error:
         out.add(shown, "", error.message, error.fix)
     except ValidationError as error:
@@ -220,14 +238,19 @@ def _parse_plain_json(path: Path, shown: str, out: _Collector) -> dict[str, Any]
     if not isinstance(value, dict):
         out.add(shown, "", "must be a JSON object.", "copy config.json from the model folder unmodified")
         return None
-    return value
+    return None if _hidden_character(value, shown, out) else value
 
 
 def _size_only(path: Path, shown: str, out: _Collector) -> None:
+    """Check a file that is published but not parsed: its size, and that it can be read (the site copies it)."""
     try:
         check_size(path, SIZE_LIMITS["samples"])
+        with path.open("rb"):
+            pass
     except UnsafeFileError as error:
         out.add(shown, "", error.message, error.fix)
+    except OSError as error:
+        out.add(shown, "", f"cannot be read: {error.strerror}.", "make the file readable (e.g. chmod a+r)")
 
 
 def _load_pair_sides(folder: Path, shown: str, out: _Collector) -> dict[str, Side]:

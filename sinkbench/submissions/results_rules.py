@@ -16,7 +16,7 @@ from sinkbench.submissions.catalogue import FORMAT_TASKS, IFEVAL_TASK, SINK_TASK
 from sinkbench.submissions.entry import Entry, Problem, ResultsFile
 from sinkbench.submissions.schema import UNPINNED_REVISIONS
 
-_LM_EVAL_VERSION = re.compile(r"\d{1,4}\.\d{1,4}(\.\d{1,4})?([.+-][A-Za-z0-9.+-]{1,40})?")
+_LM_EVAL_VERSION = re.compile(r"\d{1,4}\.\d{1,4}(\.\d{1,4})?([.+-][A-Za-z0-9.+-]{1,40})?", re.ASCII)
 _RERUN = "rerun both sides with identical lm_eval settings (see submissions/README.md)"
 _SAME_RUN = "submit the samples file of the same run"
 #: This project's own tasks: never groups, so their records are required whatever ``group_subtasks`` claims.
@@ -194,13 +194,16 @@ _PER_MODEL_CONFIG_KEYS = frozenset({"metadata"})
 
 
 def _settings(item: ResultsFile, task: str) -> dict[str, Any]:
-    """The effective settings of ``task`` in ``item``: its whole task config (but ``metadata``) and the run's."""
+    """The effective settings of ``task`` in ``item``: its test set's size, its whole task config (but
+    ``metadata``) and the run's."""
     data = item.data
     config = data.configs.get(task)
     task_config = config.model_dump() if config else {}
+    count = data.n_samples.get(task)
     return {
         f"versions.{task}": data.versions.get(task),
         f"n-shot.{task}": data.n_shot.get(task),
+        f"n-samples.{task}.original": count.original if count else None,
         **{
             f"configs.{task}.{key}": _without_addresses(value)
             for key, value in task_config.items()

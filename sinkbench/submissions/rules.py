@@ -8,6 +8,7 @@ strict JSON, schemas) happen earlier, while loading, in :mod:`sinkbench.submissi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from sinkbench.submissions import results_rules
@@ -251,9 +252,19 @@ def _model(entry: Entry) -> ModelRef:
     return entry.vlm if isinstance(entry.metadata, PairMetadata) else entry.llm
 
 
+_COMMIT = re.compile(r"[0-9a-f]{7,40}", re.ASCII)
+
+
 def _same_weights(first: str | None, second: str | None) -> bool:
-    """Two revisions may name the same weights unless both are pinned and differ."""
-    return first in UNPINNED_REVISIONS or second in UNPINNED_REVISIONS or first == second
+    """Two revisions may name the same weights unless both are pinned and differ: an unpinned revision (none, or
+    ``main``) matches any other; revisions compare case-blind; a commit matches its own abbreviation."""
+    if first in UNPINNED_REVISIONS or second in UNPINNED_REVISIONS:
+        return True
+    first, second = str(first).lower(), str(second).lower()
+    if first == second:
+        return True
+    both_commits = _COMMIT.fullmatch(first) and _COMMIT.fullmatch(second)
+    return bool(both_commits) and (first.startswith(second) or second.startswith(first))
 
 
 def rule_no_duplicates(entries: Sequence[Entry]) -> Iterator[Problem]:

@@ -51,8 +51,11 @@ QkNorm = Literal["per-head", "layerwise", "none"]
 Provenance = Literal["measured", "reported"]
 
 #: Unicode categories refused in text: control, format (zero-width, bidirectional overrides, BOM), line and
-#: paragraph separators, surrogates and private use. Free text may still hold newlines and tabs.
-_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co"})
+#: paragraph separators, surrogates, private use and unassigned code points. Free text may still hold newlines
+#: and tabs.
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+#: Letters that render as blank space (the Hangul fillers), refused like the categories above.
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")
 #: Bounds on what one file may hold (beyond its size cap), so that no entry makes the build expensive.
 MAX_PROFILE_LAYERS = 256
 MAX_PROFILE_HEADS = 256
@@ -65,17 +68,21 @@ def invisible_character(value: str, *, multiline: bool = False) -> str | None:
     """A description of the first invisible character in ``value`` (e.g. ``U+202E at position 3``), or None."""
     allowed = {"\n", "\t"} if multiline else set()
     for position, char in enumerate(value):
-        if char not in allowed and unicodedata.category(char) in _INVISIBLE_CATEGORIES:
+        if char not in allowed and (
+            char in _BLANK_LETTERS or unicodedata.category(char) in _INVISIBLE_CATEGORIES
+        ):
             return f"U+{ord(char):04X} ({unicodedata.name(char, 'unnamed')}) at position {position}"
     return None
 
 
 def refuse_invisible(value: str, *, multiline: bool = False) -> str:
-    """Return ``value`` unless it holds a control, format or separator character (newlines and tabs are
-    allowed in ``multiline`` text)."""
+    """Return ``value`` unless it is blank or holds a control, format, separator or blank character (newlines
+    and tabs are allowed in ``multiline`` text)."""
     found = invisible_character(value, multiline=multiline)
     if found:
         raise ValueError(f"invisible or control character {found} is not allowed")
+    if value and not value.strip():
+        raise ValueError("text made only of spaces is not allowed; write the text or leave the field out")
     return value
 
 
@@ -91,7 +98,7 @@ ShortText = Annotated[str, StringConstraints(min_length=1, max_length=200), Afte
 LongText = Annotated[str, StringConstraints(min_length=1, max_length=4000), AfterValidator(_multi_line)]
 ModelId = Annotated[str, StringConstraints(pattern=MODEL_ID_PATTERN)]
 Revision = Annotated[str, StringConstraints(pattern=REVISION_PATTERN)]
-Url = Annotated[str, StringConstraints(pattern=URL_PATTERN)]
+Url = Annotated[str, StringConstraints(pattern=URL_PATTERN), AfterValidator(_single_line)]
 TaskName = Annotated[str, AfterValidator(known_task)]
 Key = Annotated[str, StringConstraints(min_length=1, max_length=MAX_KEY_LENGTH), AfterValidator(_single_line)]
 Points = Annotated[float, Field(ge=0.0, le=100.0)]
@@ -229,7 +236,7 @@ class RedactionRecord(_Strict):
 
 
 class _MetadataBase(_Strict):
-    schema_version: Literal[1]
+    schema_version: Annotated[int, Field(ge=1, le=1)]  # strict: neither true nor 1.0
     provenance: Provenance
     qk_norm: QkNorm
     submitter: ShortText

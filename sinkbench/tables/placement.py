@@ -105,21 +105,29 @@ def _prediction(
 
 
 def place(report: dict[str, Any], data: PlacementData) -> dict[str, Any]:
-    """The placement of a ``sinkbench screen`` report among ``data``'s backbones (the report's ``placement``)."""
+    """The placement of a ``sinkbench screen`` report among ``data``'s backbones (the report's ``placement``).
+
+    A backbone already on the board under the report's model id (or, for an embedded model, the hub checkpoint
+    it was quantised from) is left out of the ranking, so a model is never ranked against itself.
+    """
     s = float(report["sink_strength"])
     model = report.get("model", {})
     size = model.get("num_parameters", 0) / 1e9 or None
     protocol = sinkbench_protocol(
         report.get("calibration"), model.get("dtype"), model.get("weights", "")
     ).label
-    higher = int((data.llms["sink_strength"] > s).sum())
+    itself = {model.get("id"), model.get("upstream")} - {None}
+    on_board = data.llms["model_id"].isin(itself)
+    others = data.llms[~on_board]
+    higher = int((others["sink_strength"] > s).sum())
     predictions = [
         found for task in TASKS if (found := _prediction(data, task, s, size, protocol)) is not None
     ]
     return {
         "against": data.source,
         "rank": higher + 1,
-        "of": len(data.llms) + 1,
+        "of": len(others) + 1,
+        "on_board_as": sorted(data.llms.loc[on_board, "model_id"]),
         "s_protocol": protocol,
         "params_b": size,
         "predictions": predictions,
@@ -132,6 +140,10 @@ def format_placement(placement: dict[str, Any]) -> str:
         f"Where it lands, against {placement['against']}:",
         f"  rank {placement['rank']} of {placement['of']} backbones by S",
     ]
+    if placement["on_board_as"]:
+        lines[-1] += (
+            f" (already on the board as {', '.join(placement['on_board_as'])}; ranked without that row)"
+        )
     for item in placement["predictions"]:
         low, high = item["interval_95"]
         label = TASKS[item["task"]].label

@@ -1,0 +1,88 @@
+"""``sinkbench heads``: the sink-head map of one model (per layer and head, over every layer) and its sink heads."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sinkbench.cli.options import add_model_options, add_probe_options, add_quiet, probe_options
+from sinkbench.sink.heads import ALL_LAYERS, DEFAULT_TOP_FRAC
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``heads`` subcommand."""
+    parser = subparsers.add_parser(
+        "heads",
+        help="Map sink heads: median G, dominant sink position and share of G > 2 per layer and head.",
+        description="Probe every decoder layer (unless --num-layers says otherwise) on the calibration prompts "
+        "and report, per (layer, head), the median G, the dominant sink position and the share of G above "
+        "the threshold, then select the sink heads: the top fraction by median G (--top-frac) or every head "
+        "at or above a median G (--min-g). MODEL is resolved as for `sinkbench screen`.",
+    )
+    parser.add_argument(
+        "model",
+        nargs="?",
+        default=None,
+        metavar="MODEL",
+        help="model to map (default: smollm2-135m-instruct, embedded)",
+    )
+    parser.add_argument(
+        "--output", "-o", metavar="FILE.json", required=True, help="write the head map as JSON (required)"
+    )
+    rule = parser.add_mutually_exclusive_group()
+    rule.add_argument(
+        "--top-frac",
+        type=float,
+        default=None,
+        metavar="F",
+        help=f"select the top fraction F of heads by median G (default: {DEFAULT_TOP_FRAC:g})",
+    )
+    rule.add_argument(
+        "--min-g",
+        type=float,
+        default=None,
+        metavar="G",
+        help="select every head whose median G is at least G, instead of --top-frac (default: not used)",
+    )
+    parser.add_argument(
+        "--plot", metavar="FILE.svg", default=None, help="also draw a layer x head heatmap (default: none)"
+    )
+    add_probe_options(parser)
+    parser.set_defaults(num_layers=ALL_LAYERS)
+    add_model_options(parser)
+    add_quiet(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handle ``sinkbench heads``."""
+    from pathlib import Path
+
+    from sinkbench.sink.heads import map_heads
+
+    try:
+        report = map_heads(
+            args.model,
+            probe_options(args),
+            prompts=args.prompts,
+            top_frac=args.top_frac,
+            min_g=args.min_g,
+            dtype=args.dtype,
+            device=args.device,
+            device_map=args.device_map,
+            revision=args.revision,
+            output=Path(args.output),
+            plot=Path(args.plot) if args.plot else None,
+            progress=not args.quiet,
+        )
+    except (ValueError, FileNotFoundError, ImportError) as error:
+        print(f"sinkbench heads: {error}", file=sys.stderr)
+        return 1
+    selection = report["selection"]
+    print(
+        f"{report['model']['id']}: {selection['count']} sink heads ({selection['rule']} = {selection['value']:g}) "
+        f"of {len(report['layers'])} layers x {report['num_heads']} heads"
+    )
+    print("layer.head: " + " ".join(f"{layer}.{head}" for layer, head in selection["heads"]))
+    print(f"Head map written to {args.output}" + (f", plot to {args.plot}" if args.plot else ""))
+    return 0
