@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -40,6 +41,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    if getattr(args, "quiet", False):
+        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = (
+            "1"  # transformers' and the Hub's bars too (read on import)
+        )
     if getattr(args, "passthrough", False):
         args.passthrough_args = extra
     elif extra:

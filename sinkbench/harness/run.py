@@ -22,8 +22,9 @@ def lm_eval_argv(args: Sequence[str]) -> list[str]:
     """
     if any(arg == "--include_path" or arg.startswith("--include_path=") for arg in args):
         raise ValueError(
-            "sinkbench eval sets --include_path itself and lm-eval accepts only one; to combine your "
-            f"own tasks with sinkbench's, run lm_eval directly on a folder holding both ({tasks_path()})."
+            "sinkbench eval sets --include_path itself and lm-eval accepts only one; to combine your own "
+            "tasks with sinkbench's, run `lm_eval ... --include_path YOUR_FOLDER`: installed sinkbench already "
+            "adds its tasks to lm-eval's (unless SINKBENCH_LM_EVAL_AUTOLOAD=0)."
         )
     return [*args, "--include_path", str(tasks_path())]
 

@@ -4,6 +4,7 @@ every problem collected, capped per file so a broken file does not flood the rep
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import stat
@@ -84,9 +85,20 @@ class _Collector:
             self.add(file, prefix + ".".join(loc), f"{item['msg']} (got {got}).", fix)
 
 
+#: In ``json.dumps`` output: an escaped C0 control other than newline, tab and carriage return, or DEL. A literal
+#: backslash before such letters matches too; that only costs the exact walk below.
+_ESCAPED_CONTROL = re.compile(r"\\u00[01][0-9a-fA-F]|\\[bf]|\x7f")
+
+
 def _hidden_character(data: Any, shown: str, out: _Collector) -> bool:
     """Report the first key or text of a parsed file that holds an invisible or control character (newlines, tabs
     and carriage returns aside: chat templates and prompts hold them); True if there is one."""
+    try:
+        serialised = json.dumps(data, ensure_ascii=False)
+    except (RecursionError, ValueError):  # too deep for the C encoder: walk instead
+        serialised = "\u00ff"
+    if serialised.isascii() and not _ESCAPED_CONTROL.search(serialised):
+        return False  # the common case, checked at C speed: no string of the file can hold such a character
     for field, text in json_strings(data):
         found = invisible_character(text.replace("\r", "\n"), multiline=True)
         if found:

@@ -13,6 +13,7 @@ expensive.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Annotated, Any, Literal
 
@@ -54,6 +55,7 @@ Provenance = Literal["measured", "reported"]
 #: paragraph separators, surrogates, private use and unassigned code points. Free text may still hold newlines
 #: and tabs.
 _INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+_ASCII_CONTROLS = re.compile(r"[\x00-\x1f\x7f]")
 #: Letters that render as blank space (the Hangul fillers), refused like the categories above.
 _BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")
 #: Bounds on what one file may hold (beyond its size cap), so that no entry makes the build expensive.
@@ -67,12 +69,21 @@ MAX_KEY_LENGTH = 200
 def invisible_character(value: str, *, multiline: bool = False) -> str | None:
     """A description of the first invisible character in ``value`` (e.g. ``U+202E at position 3``), or None."""
     allowed = {"\n", "\t"} if multiline else set()
+    if value.isascii():  # fast path for most text: in ASCII only the C0 controls and DEL are refused
+        found = next((m for m in _ASCII_CONTROLS.finditer(value) if m.group() not in allowed), None)
+        return None if found is None else _describe(found.group(), found.start())
     for position, char in enumerate(value):
         if char not in allowed and (
             char in _BLANK_LETTERS or unicodedata.category(char) in _INVISIBLE_CATEGORIES
         ):
-            return f"U+{ord(char):04X} ({unicodedata.name(char, 'unnamed')}) at position {position}"
+            return _describe(char, position)
     return None
+
+
+def _describe(char: str, position: int) -> str:
+    """``U+202E (RIGHT-TO-LEFT OVERRIDE) at position 3``; a character without a name is described by its kind."""
+    name = unicodedata.name(char, "") or ("control" if unicodedata.category(char) == "Cc" else "unnamed")
+    return f"U+{ord(char):04X} ({name}) at position {position}"
 
 
 def refuse_invisible(value: str, *, multiline: bool = False) -> str:
