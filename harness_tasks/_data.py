@@ -13,7 +13,6 @@ file or dataset and the fix, and no traceback, under ``lm_eval`` and ``sinkbench
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Callable
@@ -25,6 +24,7 @@ import datasets
 from lm_eval.api.task import ConfigurableTask
 
 from sinkbench import __version__
+from sinkbench.safe_io import file_sha256
 
 #: Environment variable that switches every strict task to local files.
 DATA_DIR_ENV = "SINKBENCH_DATA_DIR"
@@ -79,14 +79,6 @@ class DataUnavailable(SystemExit):
         super().__init__(f"sinkbench: {message}")
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _from_hub(source: DataSource) -> datasets.DatasetDict:
     """The hub dataset, or :class:`DataUnavailable` when it cannot be reached or found."""
     try:
@@ -126,7 +118,7 @@ def load_task_data(source: DataSource) -> tuple[datasets.DatasetDict, dict[str, 
     records = source.read_local(path)
     if not records:
         raise ValueError(f"{path} holds no records; expected the original '{source.local_file}' release file")
-    record = {"source": "local", "files": [{"file": source.local_file, "sha256": _sha256(path)}]}
+    record = {"source": "local", "files": [{"file": source.local_file, "sha256": file_sha256(path)}]}
     return datasets.DatasetDict({source.split: datasets.Dataset.from_list(records)}), record
 
 

@@ -8,7 +8,6 @@ cleanly into a model built from the same config, which is what the cache stores.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import shutil
@@ -19,7 +18,7 @@ from typing import Any
 
 import torch
 
-from sinkbench.safe_io import install_directory
+from sinkbench.safe_io import file_sha256, install_directory
 from sinkbench.weights import TRANSFORMERS_WEIGHTS, weights_label
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "auto": "auto"}
@@ -103,15 +102,6 @@ def embedded_gguf_path(name: str) -> Path:
             f"No .gguf file inside package {entry.package}; reinstall: {entry.install_hint}"
         )
     return files[0]
-
-
-def file_sha256(path: Path) -> str:
-    """Streamed sha256 of a file."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def default_cache_dir() -> Path:

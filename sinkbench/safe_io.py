@@ -9,6 +9,7 @@ to report, never a traceback. Writes go to a temporary file or folder beside the
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -218,3 +219,12 @@ def install_directory(staged: Path, target: Path, *, replace: bool) -> None:
     os.replace(target, retired / target.name)
     os.replace(staged, target)
     shutil.rmtree(retired, ignore_errors=True)
+
+
+def file_sha256(path: Path) -> str:
+    """Streamed sha256 of a file."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -10,7 +10,7 @@ from pathlib import Path
 from transformers import AutoConfig, PretrainedConfig
 
 from sinkbench.extract.errors import ExtractError
-from sinkbench.models import file_sha256
+from sinkbench.safe_io import file_sha256
 
 INDEX_FILE = "model.safetensors.index.json"
 SINGLE_FILE = "model.safetensors"

@@ -241,9 +241,9 @@ class TrajectoryChart:
     def alt(self) -> str:
         """One-paragraph description for ``alt`` and ``<desc>``."""
         parts = [
-            f"{label}: mean S {self._mean(runs)[-1][1]:+.2f} at step {self._mean(runs)[-1][0]} over {len(runs)} seeds"
+            f"{label}: mean S {mean[-1][1]:+.2f} at step {mean[-1][0]} over {len(runs)} seeds"
             for label, runs in self.arms
-            if self._mean(runs)
+            if (mean := self._mean(runs))
         ]
         return (
             f"Line chart of Sink Strength S of {self.model_label} against training step, per arm. "

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sinkbench.safe_io import UnsafeFileError, install_directory, read_json
+from sinkbench.safe_io import UnsafeFileError, file_sha256, install_directory, read_json
 from sinkbench.submissions.catalogue import FOLDER_OF_KIND, FORMAT_TASKS, SINK_TASK
 from sinkbench.submissions.entry import Entry
 from sinkbench.submissions.load import SubmissionsInvalid, load_entry, load_submissions
@@ -133,16 +133,6 @@ def require_tasks(run: Run, tasks: tuple[str, ...], role: str) -> None:
         )
 
 
-def _sha256(path: Path) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _extracted_from(local: Path) -> tuple[str | None, str | None]:
     """The VLM an extracted VLM-LM folder came from (its ``provenance.json``), when that names a Hub id."""
     try:
@@ -186,7 +176,9 @@ def model_of(run: Run, *, model_id: str | None, revision: str | None, option: st
             "of the model it holds (sinkbench does not guess it)"
         )
     gguf = local / str(args["gguf_file"]) if local and args.get("gguf_file") else None
-    pinned = revision or found_revision or (f"sha256:{_sha256(gguf)}" if gguf and gguf.is_file() else None)
+    pinned = (
+        revision or found_revision or (f"sha256:{file_sha256(gguf)}" if gguf and gguf.is_file() else None)
+    )
     if pinned is None:
         raise SubmitError(
             f"the run in {run.folder} used the local folder {pretrained!r}, which records no revision: pass "
