@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from sinkbench.errors import UserError
 
-class ExtractError(Exception):
+
+class ExtractError(UserError):
     """The source cannot be extracted: unsupported family, missing or corrupt files."""
 
 
-class VerificationError(Exception):
+class VerificationError(UserError):
     """The extracted LM's logits differ from the VLM's language path beyond the tolerance."""
