@@ -175,9 +175,10 @@ def submissions_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory: pytest.TempPathFactory) -> SiteSources:
     """A copy of the project's site sources in which the lead's definition of S holds a marker."""
-    root = tmp_path_factory.mktemp("sources") / "leaderboard"
-    shutil.copytree(SOURCES_DIR, root, ignore=shutil.ignore_patterns("__pycache__"))
-    definition = root / "docs" / "methodology" / "sink-strength.md"
+    root = tmp_path_factory.mktemp("sources")
+    shutil.copyfile(SOURCES_DIR / "mkdocs.yml", root / "mkdocs.yml")
+    shutil.copytree(SOURCES_DIR / "site", root / "site", ignore=shutil.ignore_patterns("__pycache__"))
+    definition = root / "site" / "docs" / "methodology" / "sink-strength.md"
     definition.write_text(
         f"## Sink Strength\n\n{LEAD_MARKER}: S is a median of log-odds.\n", encoding="utf-8"
     )
@@ -358,7 +359,7 @@ def test_methodology_includes_the_definition_of_s_and_the_protocol(site: Path) -
 
 
 def test_methodology_says_so_when_the_definition_is_not_written_yet() -> None:
-    template = make_environment(SOURCES_DIR / "templates").get_template("methodology.md.j2")
+    template = make_environment(SiteSources().templates).get_template("methodology.md.j2")
     text = template.render(sink_strength=None, protocol=Markup("## Evaluation protocol"))
     assert "The definition of Sink Strength is being written" in text and "## Evaluation protocol" in text
 
@@ -405,7 +406,7 @@ def test_site_commands_have_help(argv: list[str], capsys) -> None:
 
 
 def test_submit_guide_uses_only_commands_and_tasks_that_exist() -> None:
-    guide = (SOURCES_DIR / "templates" / "submit.md.j2").read_text(encoding="utf-8")
+    guide = (SiteSources().templates / "submit.md.j2").read_text(encoding="utf-8")
     subcommands = build_parser()._subparsers._group_actions[0].choices  # argparse keeps them here
     used = set(re.findall(r"^sinkbench ([a-z-]+)", guide, flags=re.MULTILINE))
     assert used >= {"submit", "screen", "validate", "site"} and used <= set(subcommands), used - set(
@@ -430,7 +431,7 @@ def test_format_number(value: float | None, digits: int, signed: bool, expected:
 
 
 def test_mkdocs_hook_passes_raw_blocks_around_markdown() -> None:
-    spec = importlib.util.spec_from_file_location("mkdocs_hooks", SOURCES_DIR / "mkdocs_hooks.py")
+    spec = importlib.util.spec_from_file_location("mkdocs_hooks", SOURCES_DIR / "site" / "mkdocs_hooks.py")
     hooks = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hooks)
     page = SimpleNamespace(file=SimpleNamespace(src_uri="pairs/x.md"))

@@ -34,7 +34,7 @@ TITLE = "sb~title"
 ENTRY_FOLDERS = ("pairs", "backbones")
 _START, _END = "<!--sb:entry-->", "<!--/sb:entry-->"
 #: The shell's Markdown. Its ``<h1>`` stops Material from adding a heading of its own; the raw block markers let
-#: the project's MkDocs hook (sinkbench/leaderboard/mkdocs_hooks.py) pass the placeholder through Markdown untouched.
+#: the project's MkDocs hook (site/mkdocs_hooks.py) pass the placeholder through Markdown untouched.
 SHELL_MARKDOWN = f"""---
 title: {TITLE}
 search:
@@ -79,7 +79,7 @@ class EntryShell:
         if html.count(_START) != 1 or html.count(_END) != 1 or TITLE not in html.split(_START)[0]:
             raise ValueError(
                 f"{source}: expected one {_START} ... {_END} content block and the title {TITLE!r} before it; "
-                "the MkDocs theme or sinkbench/leaderboard/mkdocs_hooks.py changed how the shell page is rendered."
+                "the MkDocs theme or site/mkdocs_hooks.py changed how the shell page is rendered."
             )
         head, rest = html.split(_START)
         return cls(head, rest.split(_END)[1])

@@ -1,13 +1,17 @@
-"""Where the site's sources live: ``mkdocs.yml``, the Jinja2 ``templates/`` and the static ``docs/``, shipped
-inside this package (or another folder of the same shape, e.g. in tests)."""
+"""Where the site's sources live: ``mkdocs.yml`` and ``site/`` (Jinja2 ``templates/``, static ``docs/``) side by
+side, at the top of the repository; the wheel installs them side by side too, as ``sinkbench/mkdocs.yml`` and
+``sinkbench.site`` (see setup.py). Tests may point at another folder of the same shape."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-#: The site's sources, shipped inside this package.
-SOURCES_DIR = Path(__file__).resolve().parent
+import sinkbench.site
+
+#: The folder holding ``mkdocs.yml`` and ``site/``: the repository (checkout, editable install), or the
+#: installed ``sinkbench`` package of a wheel.
+SOURCES_DIR = Path(sinkbench.site.__file__).resolve().parent.parent
 #: Where ``sinkbench site build`` looks for committed experiment results by default (in a clone).
 EXPERIMENTS_DIR = Path("benchmarks") / "results"
 
@@ -19,7 +23,7 @@ class SourceInvalid(ValueError):
 
 @dataclass(frozen=True)
 class SiteSources:
-    """Where the site's sources live (this package's folder unless told otherwise)."""
+    """Where the site's sources live (:data:`SOURCES_DIR` unless told otherwise)."""
 
     root: Path = SOURCES_DIR
 
@@ -31,12 +35,12 @@ class SiteSources:
     @property
     def templates(self) -> Path:
         """Jinja2 templates of the generated pages."""
-        return self.root / "templates"
+        return self.root / "site" / "templates"
 
     @property
     def docs(self) -> Path:
         """Static pages and assets, and the prose the templates include."""
-        return self.root / "docs"
+        return self.root / "site" / "docs"
 
     def repo_url(self) -> str:
         """The repository URL of ``mkdocs.yml`` (its ``repo_url``, set from ``SINKBENCH_REPO_URL``), or ""."""

@@ -2,7 +2,7 @@
  * sinkbench tables: sort a table by clicking a column header, filter its rows with a search box and
  * drop-downs. The project's own script, no dependencies, no network.
  *
- * Markup it understands (written by sinkbench/leaderboard/templates/_macros.j2):
+ * Markup it understands (written by site/templates/_macros.j2):
  *   <table data-sb-table id="ID">            a sortable, filterable table
  *   <td data-sort="-9.6">                      value used for sorting (else the cell text)
  *   <tr data-sb-qk="none">                     a value a drop-down can filter on (key "qk")
