@@ -7,8 +7,11 @@ names what was refused (file, field or model), why, and the fix.
 from __future__ import annotations
 
 
-class UserError(Exception):
-    """Bad input a user can fix; the message is one line naming what, why and the fix."""
+class UserError(ValueError):
+    """Bad input a user can fix; the message is one line naming what, why and the fix.
+
+    A ``ValueError``, as the checks it marks raised before it had a name: ``except ValueError`` still catches them.
+    """
 
 
 class ModelNotSupported(UserError):

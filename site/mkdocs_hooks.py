@@ -1,5 +1,5 @@
-"""MkDocs hooks of the sinkbench site (MkDocs loads this file by path): pre-rendered HTML bypasses Markdown, and
-the entry-page shells light up the navigation tab their pages belong to.
+"""MkDocs hooks of the sinkbench site (``mkdocs.yml`` names this file): pre-rendered HTML bypasses Markdown, and
+each entry page lights up the navigation tab of the table that lists it.
 
 The page templates (``templates/`` beside this file) wrap their HTML blocks in ``<!--sb:raw-->`` ... ``<!--/sb:raw-->``.
 Before Markdown runs, :func:`on_page_markdown` swaps each block for a numbered placeholder comment;
@@ -38,14 +38,14 @@ def on_page_content(html: str, page: Any, **kwargs: Any) -> str:
     return _PLACEHOLDER.sub(lambda match: blocks[int(match.group(1))], html)
 
 
-#: The navigation page whose tab an entry-page shell belongs to, by the shell's folder.
+#: The navigation page whose tab an entry page belongs to, by the page's folder.
 _TAB_OF_FOLDER = {"pairs": "leaderboard.md", "backbones": "screening.md"}
-#: The navigation page made active for the shell being rendered, reset after it.
+#: The navigation page made active for the entry page being rendered, reset after it.
 _lit: list[Any] = []
 
 
 def on_page_context(context: dict, page: Any, config: Any, nav: Any, **kwargs: Any) -> dict:
-    """For an entry-page shell (``pairs/...``, ``backbones/...``), mark its tab's page active while it renders."""
+    """For an entry page (``pairs/...``, ``backbones/...``), mark its tab's page active while it renders."""
     folder = page.file.src_uri.split("/")[0]
     target = _TAB_OF_FOLDER.get(folder) if "/" in page.file.src_uri else None
     tab = next(

@@ -28,9 +28,10 @@ import pytest
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
-from sinkbench.leaderboard.build import build_site
-from sinkbench.leaderboard.pages import PageWriter, draw_plots
+from sinkbench.leaderboard.pages import PageRenderer, make_environment
+from sinkbench.leaderboard.project import build_site
 from sinkbench.leaderboard.sources import SiteSources
+from sinkbench.leaderboard.training import TrainingPage
 from sinkbench.leaderboard.views import build_views
 from sinkbench.submissions import SubmissionsInvalid, load_submissions
 from sinkbench.submissions.catalogue import IFEVAL_CATEGORIES, TASKS
@@ -349,7 +350,7 @@ def _assert_csv_is_inert(name: str, text: str) -> None:
     assert name.endswith(".csv")
 
 
-def render_everything(loaded_entries: Any, folder: Path) -> None:
+def render_everything(loaded_entries: Any) -> None:
     """Everything ``aggregate`` and ``site build`` compute from valid entries, short of running MkDocs."""
     tables = build_tables(loaded_entries, seed=0)
     for name, content in render_tables(tables).items():
@@ -358,12 +359,12 @@ def render_everything(loaded_entries: Any, folder: Path) -> None:
         else:
             json.loads(content)
     views = build_views(tables)
-    writer = PageWriter.for_sources(SiteSources(), folder)
-    writer.write_all(views, updated="2026-11-30 00:00 UTC")
-    writer.write_downloads_page(tables)
-    for page in writer.entry_pages(views):
-        assert _SLUG.fullmatch(page.slug), page.slug
-    draw_plots(views.plots(), folder)
+    renderer = PageRenderer(make_environment(SiteSources().templates), SiteSources().docs)
+    renderer.pages(views, tables, TrainingPage(None, None), updated="2026-11-30 00:00 UTC")
+    for path, _ in renderer.entry_pages(views):
+        assert _SLUG.fullmatch(Path(path).stem), path
+    for plot in views.plots():
+        plot.chart.svg()
     for raw in views.raw_files():
         assert all(_URL_PART.fullmatch(part) for part in raw.path.split("/")), raw.path
 
@@ -377,7 +378,7 @@ def test_whatever_validate_accepts_is_aggregated_and_rendered(items: list[tuple[
         _assert_problems_print_safely(loaded.problems)
         event("refused" if loaded.problems else "accepted")
         if not loaded.problems:
-            render_everything(loaded.entries, Path(tmp) / "docs")
+            render_everything(loaded.entries)
 
 
 @settings(max_examples=25, **CI_SETTINGS)
@@ -389,7 +390,7 @@ def test_tame_entries_with_hostile_text_are_accepted_and_rendered(items: list[tu
         _assert_problems_print_safely(loaded.problems)
         event("refused" if loaded.problems else "accepted")
         if not loaded.problems:
-            render_everything(loaded.entries, Path(tmp) / "docs")
+            render_everything(loaded.entries)
 
 
 @settings(max_examples=5, **CI_SETTINGS)

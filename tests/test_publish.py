@@ -2,8 +2,8 @@
 at each step of publishing their ``--out``, concurrent writers are kept out, and OS errors become one line.
 
 Each run under test is the real command line in a child process (``os.fork``) whose filesystem-mutating calls
-(``tempfile.mkdtemp``, ``Path.write_text``, ``os.rename``, ``os.replace``, :func:`sinkbench.publish.exchange`,
-``shutil.rmtree``) are counted as its steps; at step N the child hard-exits (``os._exit(9)``: no ``finally``, no
+(``tempfile.mkdtemp``, ``Path.write_text``, MkDocs' ``write_file``, ``os.rename``, ``os.replace``,
+:func:`sinkbench.publish.exchange`, ``shutil.rmtree``) are counted as its steps; at step N the child hard-exits (``os._exit(9)``: no ``finally``, no
 clean-up, as a kill would leave it), or pauses until told to go on. After every kill, ``--out`` is either entirely
 the old output or entirely the new one (file names and contents), and the next run leaves nothing beside it.
 """
@@ -23,11 +23,12 @@ from collections.abc import Callable
 from pathlib import Path
 from unittest import mock
 
+import mkdocs.utils
 import pytest
 
 from sinkbench import publish
 from sinkbench.cli import build_parser, main
-from sinkbench.leaderboard.build import build_site
+from sinkbench.leaderboard.project import build_site
 from sinkbench.publish import MARKER
 from sinkbench.tables.aggregate import aggregate_submissions
 
@@ -39,6 +40,7 @@ EPOCH = {"SOURCE_DATE_EPOCH": "1796000000"}
 STEP_CALLS = (
     (tempfile, "mkdtemp"),
     (Path, "write_text"),
+    (mkdocs.utils, "write_file"),
     (os, "rename"),
     (os, "replace"),
     (publish, "exchange"),
@@ -55,7 +57,13 @@ def _count_steps(kill_at: int, pause_at: int, ready: Path | None, go: Path | Non
         original = getattr(owner, name)
 
         def step(*args: object, **kwargs: object) -> object:
-            first = args[0] if args and args[0] is not None else kwargs.get("prefix", "")
+            first = (
+                args[1]
+                if name == "write_file"
+                else args[0]
+                if args and args[0] is not None
+                else kwargs.get("prefix", "")
+            )
             steps.append([name, os.fspath(first) if isinstance(first, (str, os.PathLike)) else str(first)])
             if len(steps) == kill_at:
                 os._exit(KILLED)
@@ -189,10 +197,9 @@ def _kill_points(steps: list[list[str]], out: Path, *, every: bool) -> list[int]
     assert any(f".{out.name}.staging-" in path for _, path in steps), steps
     if every:
         return list(range(1, len(steps) + 1))
-    written = [
-        i for i, (kind, path) in enumerate(steps, 1) if kind == "write_text" and not path.endswith(MARKER)
-    ]
-    points = {i for i, (kind, path) in enumerate(steps, 1) if kind != "write_text" or path.endswith(MARKER)}
+    writes = ("write_text", "write_file")
+    written = [i for i, (kind, path) in enumerate(steps, 1) if kind in writes and not path.endswith(MARKER)]
+    points = {i for i, (kind, path) in enumerate(steps, 1) if kind not in writes or path.endswith(MARKER)}
     return sorted(points | {written[0], written[-1]})
 
 

@@ -7,8 +7,6 @@ import importlib.util
 import json
 import re
 import shutil
-import threading
-import urllib.request
 from html.parser import HTMLParser
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,7 +16,6 @@ import pytest
 from markupsafe import Markup
 
 from sinkbench.cli import build_parser, main
-from sinkbench.leaderboard.build import build_site, make_server
 from sinkbench.leaderboard.content import Prediction
 from sinkbench.leaderboard.entry_details import slugify
 from sinkbench.leaderboard.formatting import (
@@ -30,7 +27,9 @@ from sinkbench.leaderboard.formatting import (
     sort_value,
 )
 from sinkbench.leaderboard.pages import make_environment
+from sinkbench.leaderboard.project import build_site
 from sinkbench.leaderboard.sources import SOURCES_DIR, SiteSources
+from sinkbench.publish import MARKER
 from sinkbench.submissions import SubmissionsInvalid, load_submissions
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -364,30 +363,23 @@ def test_methodology_says_so_when_the_definition_is_not_written_yet() -> None:
     assert "The definition of Sink Strength is being written" in text and "## Evaluation protocol" in text
 
 
-def test_the_preview_server_serves_the_built_site(site: Path) -> None:
-    with make_server(site) as server:
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        url = f"http://127.0.0.1:{server.server_address[1]}/leaderboard.html"
-        with urllib.request.urlopen(url, timeout=10) as response:
-            body = response.read().decode("utf-8")
-        server.shutdown()
-        thread.join()
-    assert body == _html(site, "leaderboard.html")
-
-
 def test_invalid_submissions_leave_the_existing_site_untouched(tmp_path: Path, capsys) -> None:
     broken = tmp_path / "submissions"
     _write_entry(broken, "broken", {"schema_version": 1, "kind": "pair"})
     out = tmp_path / "site"
     out.mkdir()
     (out / "index.html").write_text("previous build", encoding="utf-8")
+    (out / MARKER).write_text("an earlier build\n", encoding="utf-8")
     with pytest.raises(SubmissionsInvalid):
         build_site(broken, out)
     assert main(["site", "build", "--submissions", str(broken), "--out", str(out)]) == 1
     assert "broken/metadata.json" in capsys.readouterr().out
     assert (out / "index.html").read_text(encoding="utf-8") == "previous build"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["site", "submissions"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".site.lock",
+        "site",
+        "submissions",
+    ]  # its lock only
 
 
 def test_missing_sources_name_the_file_and_the_fix(tmp_path: Path) -> None:

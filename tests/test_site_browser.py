@@ -6,6 +6,8 @@ downloads a browser here. The site is built from the seeded ``submissions/`` and
 
 from __future__ import annotations
 
+import functools
+import http.server
 import os
 import shutil
 import threading
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from sinkbench.leaderboard.build import build_site, make_server
+from sinkbench.leaderboard.project import build_site
 from sinkbench.submissions import load_submissions
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -40,6 +42,13 @@ if not CHROMIUM.exists():
     )
 
 
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the built site's files without logging every request."""
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The seeded submissions plus the fixtures' measured pair, built and served on 127.0.0.1."""
@@ -48,7 +57,9 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     shutil.copytree(MEASURED_PAIR, root / "submissions" / "pairs" / MEASURED_PAIR.name)
     site = root / "site"
     build_site(root / "submissions", site)
-    server = make_server(site)
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(site))
+    )
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"

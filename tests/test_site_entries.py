@@ -1,4 +1,5 @@
-"""Tests of the entry pages written from MkDocs-rendered shells (sinkbench.leaderboard.entry_pages) and of the raw files."""
+"""The entry pages (one per pair and per backbone) are ordinary pages of the MkDocs project, and the submitted
+files they link to are copied into the site (sinkbench.leaderboard.pages, .plugin, .generate)."""
 
 from __future__ import annotations
 
@@ -10,20 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from sinkbench.leaderboard import build as site_module
-from sinkbench.leaderboard.build import build_site
-from sinkbench.leaderboard.content import RawFile
-from sinkbench.leaderboard.entry_pages import TITLE, TOKEN, EntryShell
+from sinkbench.leaderboard.generate import copy_submitted_file
+from sinkbench.leaderboard.pages import entry_page
+from sinkbench.leaderboard.project import build_site
 from sinkbench.submissions import load_submissions
 
 FIXTURES = Path(__file__).parent / "fixtures" / "submissions"
 SITE_URL = "https://example.org/board/"
-#: A reported pair whose display name is markup and also holds the shell's placeholder.
+#: A reported pair whose display name is markup, quotes and YAML.
 MARKUP_PAIR = {
     "schema_version": 1,
     "kind": "pair",
     "provenance": "reported",
-    "vlm": {"id": "org/markup-vlm", "revision": None, "display_name": f"<script>x()</script> {TOKEN}"},
+    "vlm": {"id": "org/markup-vlm", "revision": None, "display_name": "<script>x()</script> \"a\": 'b' # c"},
     "reference_llm": {"id": "org/markup-llm", "revision": None, "display_name": None},
     "qk_norm": "none",
     "vl_recipe": "unknown",
@@ -34,6 +34,7 @@ MARKUP_PAIR = {
         "tasks": [{"task": "ifeval_strict", "delta": -2.0, "table": "T2"}],
     },
 }
+ESCAPED_NAME = "&lt;script&gt;x()&lt;/script&gt; &#34;a&#34;: &#39;b&#39; # c"
 
 
 @pytest.fixture(scope="module")
@@ -56,16 +57,26 @@ def _entry_pages(site: Path) -> list[Path]:
 
 def test_entry_page_has_the_theme_the_escaped_name_and_its_own_title(site: Path) -> None:
     html = (site / "pairs" / "markup.html").read_text(encoding="utf-8")
-    assert f"<title>&lt;script&gt;x()&lt;/script&gt; {TOKEN} - sinkbench leaderboard</title>" in html
+    assert f"<title>{ESCAPED_NAME} - sinkbench leaderboard</title>" in html
     assert f'<link rel="canonical" href="{SITE_URL}pairs/markup.html">' in html
     assert '<header class="md-header"' in html and '<nav class="md-tabs"' in html
-    assert '<a href="../leaderboard.html" class="md-tabs__link">' in html
     assert 'href="../assets/sinkbench.css"' in html and 'src="../assets/tables.js"' in html
-    assert f"<h1>&lt;script&gt;x()&lt;/script&gt; {TOKEN}</h1>" in html  # user text is left as it is
+    assert f"<h1>{ESCAPED_NAME}</h1>" in html
     assert html.count("<h1>") == 1 and "<script>x()" not in html
 
 
-def test_every_entry_page_is_complete_and_no_shell_is_left(site: Path) -> None:
+def test_an_entry_page_lights_the_tab_of_the_table_that_lists_it(site: Path) -> None:
+    tab = re.compile(
+        r'<li class="md-tabs__item( md-tabs__item--active)?">\s*<a href="(?:\.\./)?([a-z]+)\.html"'
+    )
+    pages = {"pairs/markup.html": "leaderboard", "backbones/org--markup-llm.html": "screening"}
+    pages["downloads.html"] = "downloads"  # a page of the navigation lights its own tab only
+    for page, expected in pages.items():
+        active = [name for flag, name in tab.findall((site / page).read_text(encoding="utf-8")) if flag]
+        assert active == [expected], page
+
+
+def test_every_entry_page_is_built_with_its_title(site: Path) -> None:
     entries = load_submissions(site.parent / "submissions").entries
     assert {p.stem for p in (site / "pairs").glob("*.html")} == {e.name for e in entries if e.kind == "pair"}
     assert len(list((site / "backbones").glob("*.html"))) == len(
@@ -76,56 +87,41 @@ def test_every_entry_page_is_complete_and_no_shell_is_left(site: Path) -> None:
         html = page.read_text(encoding="utf-8")
         if page.parent.name == "pairs" and page.stem != "markup":
             assert f"<title>{titles[page.stem]} - sinkbench leaderboard</title>" in html, page
-        assert html.rstrip().endswith("</html>") and "<!--sb:entry-->" not in html, page
-        assert TITLE not in html, page
-    assert not list(site.rglob(f"{TOKEN}.*"))
+        assert html.rstrip().endswith("</html>") and "<!--sb:raw" not in html, page
 
 
-def test_sitemap_lists_every_entry_page_instead_of_the_shells(site: Path) -> None:
+def test_sitemap_and_search_index_list_every_entry_page(site: Path) -> None:
     sitemap = (site / "sitemap.xml").read_text(encoding="utf-8")
     listed = set(re.findall(r"<loc>([^<]+)</loc>", sitemap))
     assert {f"{SITE_URL}{p.relative_to(site).as_posix()}" for p in _entry_pages(site)} <= listed
-    assert f"{SITE_URL}leaderboard.html" in listed and TOKEN not in sitemap
+    assert f"{SITE_URL}leaderboard.html" in listed
     assert gzip.decompress((site / "sitemap.xml.gz").read_bytes()).decode("utf-8") == sitemap
-
-
-def test_shell_fills_content_title_and_url_but_not_inside_the_content() -> None:
-    shell = EntryShell.from_html(
-        f"<title>{TITLE} - x</title><a href='{TOKEN}.html'>{TITLE}</a><!--sb:entry--><h1>{TITLE}</h1>"
-        f"<!--/sb:entry--><p>{TOKEN}</p>",
-        Path("shell.html"),
-    )
-    page = shell.page("a-b.c", f"<h1>{TOKEN}</h1>", f"<i>{TOKEN}</i>")
-    name = f"&lt;i&gt;{TOKEN}&lt;/i&gt;"
-    assert page == f"<title>{name} - x</title><a href='a-b.c.html'>{name}</a><h1>{TOKEN}</h1><p>a-b.c</p>"
+    index = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))
+    located = {doc["location"].split("#")[0] for doc in index["docs"]}
+    assert {p.relative_to(site).as_posix() for p in _entry_pages(site)} <= located
+    markup = next(doc for doc in index["docs"] if doc["location"] == "pairs/markup.html")
+    assert "org/markup-vlm" in markup["text"] and "<script>" not in json.dumps(index)
 
 
 @pytest.mark.parametrize(
-    "html", ["<title>t</title><!--sb:entry--><!--/sb:entry-->", f"<title>{TITLE}</title><!--sb:entry-->"]
+    "title", ["plain", "<b>x</b>", "a \"quoted\": 'yaml' # not a comment", "---\nb: c", "\\u0041 é"]
 )
-def test_a_shell_of_another_shape_is_refused(html: str) -> None:
-    with pytest.raises(ValueError, match=r"shell\.html: expected one <!--sb:entry-->"):
-        EntryShell.from_html(html, Path("shell.html"))
+def test_an_entry_page_keeps_any_title_as_escaped_text(title: str) -> None:
+    from mkdocs.utils.meta import get_data
+
+    _, meta = get_data(entry_page(title, "<p>content</p>"))
+    assert meta["title"] == str(__import__("markupsafe").escape(title))
 
 
-def test_a_page_name_must_be_a_slug() -> None:
-    shell = EntryShell(f"<title>{TITLE}</title><a href='{TOKEN}.html'>", "")
-    assert shell.page("ok", "", "Name") == "<title>Name</title><a href='ok.html'>"
-    with pytest.raises(ValueError, match=r"'<b>' is not a slug"):
-        shell.page("<b>", "", "Name")
-
-
-def test_raw_files_are_copies_and_links_are_not_followed(tmp_path: Path) -> None:
+def test_submitted_files_are_copies_and_links_are_not_followed(tmp_path: Path) -> None:
     source = tmp_path / "results.json"
     source.write_text('{"a": 1}', encoding="utf-8")
-    files = [RawFile("results.json", f"raw/pairs/{name}/results.json", source, "8 bytes") for name in "ab"]
-    site_module._add_raw_files(files, tmp_path / "site")
     for name in "ab":
         target = tmp_path / "site" / "raw" / "pairs" / name / "results.json"
+        copy_submitted_file(source, target)
         assert target.read_text(encoding="utf-8") == '{"a": 1}'
         assert not target.samefile(source) and source.stat().st_nlink == 1
     (tmp_path / "swapped.json").symlink_to(tmp_path / "outside.txt")
     (tmp_path / "outside.txt").write_text("secret", encoding="utf-8")
-    swapped = [RawFile("x.json", "raw/pairs/c/x.json", tmp_path / "swapped.json", "6 bytes")]
     with pytest.raises(OSError):
-        site_module._add_raw_files(swapped, tmp_path / "site")
+        copy_submitted_file(tmp_path / "swapped.json", tmp_path / "site" / "raw" / "x.json")

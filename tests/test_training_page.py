@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sinkbench.cli import main
-from sinkbench.leaderboard.build import build_site
+from sinkbench.leaderboard.project import build_site
 from sinkbench.leaderboard.sources import SourceInvalid
 from sinkbench.leaderboard.training import SINK_DRIFT_FILE, find_sink_drift, read_sink_drift
 
@@ -135,7 +135,7 @@ def test_site_build_refuses_a_broken_results_file_and_keeps_the_old_site(
     assert main(argv) == 1
     printed = capsys.readouterr()
     assert "Traceback" not in printed.err + printed.out
-    assert f"ERROR {experiments / SINK_DRIFT_FILE}: <file>: is not UTF-8 JSON" in printed.out
+    assert f"sinkbench site build: {experiments / SINK_DRIFT_FILE}: <file>: is not UTF-8 JSON" in printed.err
     assert (out / "training.html").read_text(encoding="utf-8") == before
 
 

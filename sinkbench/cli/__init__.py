@@ -2,7 +2,8 @@
 
 Each subcommand lives in its own module under ``sinkbench.cli`` and exposes
 ``register(subparsers)``; the handler it installs is one call into the library.
-Heavy imports happen inside handlers so that ``--help`` stays instant.
+Heavy imports happen inside handlers so that ``--help`` stays instant. Every handler runs through
+:func:`sinkbench.cli.failures.run_command`, the one place that turns a user's failure into one line.
 Exit codes: 0 ok, 1 a check failed, 2 usage error.
 """
 
@@ -49,7 +50,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.passthrough_args = extra
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    return int(args.handler(args) or 0)
+    from sinkbench.cli.failures import run_command
+
+    return run_command(getattr(args, "command_label", args.command), lambda: int(args.handler(args) or 0))
 
 
 if __name__ == "__main__":

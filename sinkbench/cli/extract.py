@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -44,21 +43,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_extract(args: argparse.Namespace) -> int:
     """Handle ``sinkbench extract-lm``."""
-    from sinkbench.extract import ExtractError, VerificationError, extract_lm
+    from sinkbench.extract import extract_lm
 
-    try:
-        result = extract_lm(
-            args.source,
-            args.out,
-            verify=args.verify,
-            tokenizer_from=args.tokenizer_from,
-            overwrite=args.overwrite,
-            revision=args.revision,
-            max_shard_size=args.max_shard_size,
-        )
-    except (ExtractError, VerificationError) as error:
-        print(f"sinkbench extract-lm: {error}", file=sys.stderr)
-        return 1
+    result = extract_lm(
+        args.source,
+        args.out,
+        verify=args.verify,
+        tokenizer_from=args.tokenizer_from,
+        overwrite=args.overwrite,
+        revision=args.revision,
+        max_shard_size=args.max_shard_size,
+    )
     lm = result.provenance["causal_lm"]
     print(
         f"{result.provenance['family']} -> {lm['architecture']}: {lm['tensors']} tensors, {lm['bytes']:,} bytes"

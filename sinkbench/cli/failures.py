@@ -1,17 +1,53 @@
-"""How commands report failures: every problem on its own line, one line for an operating-system error, and
-the exit codes (0 ok, 1 a check or a write failed, 2 usage error)."""
+"""The one way every command reports a failure a user can cause: no traceback, one line (the problems of invalid
+submissions each on a line of their own), and the exit codes (0 ok, 1 a check or a write failed, 2 usage error).
+
+:func:`main <sinkbench.cli.main>` runs every handler through :func:`run_command`; handlers only call the library
+and print what it returns.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TypeVar
 
-from sinkbench.leaderboard.sources import SourceInvalid
+from sinkbench.errors import UserError
 from sinkbench.submissions import Problem, SubmissionsInvalid
 
-T = TypeVar("T")
+#: Exit status of a command stopped with Ctrl-C (128 + SIGINT, as a shell reports it).
+INTERRUPTED = 130
+
+
+def run_command(command: str, handler: Callable[[], int]) -> int:
+    """Run ``handler`` (a command's body) and return its exit status; report a user's failure instead of raising.
+
+    * :class:`~sinkbench.submissions.SubmissionsInvalid`: every problem on its own line (stdout), exit 1;
+    * :class:`~sinkbench.errors.UserError` (bad input, an unsupported model, a failed extraction check, ...):
+      ``sinkbench COMMAND: message`` on one line (stderr), exit 1;
+    * ``OSError`` (a missing or unreadable file, a full disk, a folder that cannot be written, a port in use):
+      one line naming the path and the reason, exit 1;
+    * Ctrl-C: one line, exit 130.
+
+    Anything else is a bug in sinkbench, and keeps its traceback.
+    """
+    try:
+        return handler()
+    except SubmissionsInvalid as error:
+        print_problems(error.problems, "nothing was written")
+    except UserError as error:
+        print(printable(f"sinkbench {command}: {error}"), file=sys.stderr)
+    except OSError as error:
+        print(printable(f"sinkbench {command}: {os_error_line(error)}"), file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"sinkbench {command}: interrupted", file=sys.stderr)
+        return INTERRUPTED
+    return 1
+
+
+def os_error_line(error: OSError) -> str:
+    """An operating-system error as ``path: reason`` (the path when the error names one)."""
+    where = f"{os.fsdecode(error.filename)}: " if isinstance(error.filename, (str, bytes)) else ""
+    return f"{where}{error.strerror or error}"
 
 
 def print_problems(problems: Sequence[Problem], what: str) -> None:
@@ -19,25 +55,6 @@ def print_problems(problems: Sequence[Problem], what: str) -> None:
     for problem in problems:
         print(f"ERROR {problem}")
     print(f"{len(problems)} problem(s); {what}.")
-
-
-def run_checked(command: str, action: Callable[[], T]) -> tuple[T | None, int]:
-    """Run ``action``; on refused submissions or an OS error print why (no traceback) and return exit 1.
-
-    Returns:
-        The action's result and 0, or None and 1.
-    """
-    try:
-        return action(), 0
-    except SubmissionsInvalid as error:
-        print_problems(error.problems, "nothing was written")
-    except SourceInvalid as error:
-        print(f"ERROR {printable(error)}")
-        print("1 problem(s); nothing was written.")
-    except OSError as error:  # PublishError included: one line that names the path and the reason
-        where = f"{os.fsdecode(error.filename)}: " if isinstance(error.filename, (str, bytes)) else ""
-        print(printable(f"sinkbench {command}: {where}{error.strerror or error}"), file=sys.stderr)
-    return None, 1
 
 
 def printable(text: object) -> str:

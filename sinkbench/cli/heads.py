@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from sinkbench.cli.options import add_model_options, add_probe_options, add_quiet, probe_options
 from sinkbench.sink.heads import ALL_LAYERS, DEFAULT_TOP_FRAC
@@ -60,24 +59,20 @@ def run(args: argparse.Namespace) -> int:
 
     from sinkbench.sink.heads import map_heads
 
-    try:
-        report = map_heads(
-            args.model,
-            probe_options(args),
-            prompts=args.prompts,
-            top_frac=args.top_frac,
-            min_g=args.min_g,
-            dtype=args.dtype,
-            device=args.device,
-            device_map=args.device_map,
-            revision=args.revision,
-            output=Path(args.output),
-            plot=Path(args.plot) if args.plot else None,
-            progress=not args.quiet,
-        )
-    except (ValueError, FileNotFoundError, ImportError) as error:
-        print(f"sinkbench heads: {error}", file=sys.stderr)
-        return 1
+    report = map_heads(
+        args.model,
+        probe_options(args),
+        prompts=args.prompts,
+        top_frac=args.top_frac,
+        min_g=args.min_g,
+        dtype=args.dtype,
+        device=args.device,
+        device_map=args.device_map,
+        revision=args.revision,
+        output=Path(args.output),
+        plot=Path(args.plot) if args.plot else None,
+        progress=not args.quiet,
+    )
     selection = report["selection"]
     print(
         f"{report['model']['id']}: {selection['count']} sink heads ({selection['rule']} = {selection['value']:g}) "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from sinkbench.cli.options import add_model_options, add_probe_options, add_quiet, probe_options
 from sinkbench.sink.options import PER_HEAD_SINK_MODES
@@ -39,22 +38,18 @@ def run(args: argparse.Namespace) -> int:
 
     from sinkbench.sink.margin import format_margin, pair_margin
 
-    try:
-        result = pair_margin(
-            args.reference,
-            args.vlm_lm,
-            prompts_path=args.prompts,
-            options=probe_options(args),
-            dtype=args.dtype,
-            device=args.device,
-            device_map=args.device_map,
-            revisions=(args.revision, args.vlm_lm_revision),
-            output=Path(args.output) if args.output else None,
-            progress=not args.quiet,
-        )
-    except (ValueError, FileNotFoundError) as error:
-        print(f"sinkbench margin: {error}", file=sys.stderr)
-        return 1
+    result = pair_margin(
+        args.reference,
+        args.vlm_lm,
+        prompts=args.prompts,
+        options=probe_options(args),
+        dtype=args.dtype,
+        device=args.device,
+        device_map=args.device_map,
+        revisions=(args.revision, args.vlm_lm_revision),
+        output=Path(args.output) if args.output else None,
+        progress=not args.quiet,
+    )
     print(format_margin(result))
     if args.output:
         print(f"Report written to {args.output}")

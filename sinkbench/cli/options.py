@@ -1,4 +1,4 @@
-"""Options shared by several commands: how to load a model and how to probe it.
+"""Options shared by several commands: how to load a model, how to probe it, and where the submissions are.
 
 Defaults come from their one home (:class:`sinkbench.sink.options.ProbeOptions`); every help line ends with
 the default, so ``--help`` says what happens when an option is left out.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from dataclasses import fields
+from pathlib import Path
 
 from sinkbench.sink.options import CHAT_TEMPLATE_MODES, PADDING_SIDES, SINK_MODES, ProbeOptions
 from sinkbench.sink.prompts import DEFAULT_SET, PACKAGED_SETS
@@ -108,3 +109,14 @@ def probe_options(args: argparse.Namespace) -> ProbeOptions:
 def add_quiet(parser: argparse.ArgumentParser) -> None:
     """``--quiet``: no progress bars."""
     parser.add_argument("--quiet", action="store_true", help="no progress bars (default: shown)")
+
+
+def add_submissions_option(parser: argparse.ArgumentParser) -> None:
+    """``--submissions DIR``: the submissions folder a command reads."""
+    parser.add_argument(
+        "--submissions",
+        type=Path,
+        default=Path("submissions"),
+        metavar="DIR",
+        help="submissions root holding pairs/ and backbones/ (default: %(default)s)",
+    )

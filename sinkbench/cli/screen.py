@@ -64,7 +64,6 @@ def _against(value: str | None) -> tuple[bool, Path | None]:
 
 def run(args: argparse.Namespace) -> int:
     """Handle ``sinkbench screen``."""
-    from sinkbench.cli.failures import run_checked
     from sinkbench.sink.screen import screen
     from sinkbench.tables.placement import screen_with_placement
 
@@ -86,14 +85,11 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    action = (
-        (lambda: screen_with_placement(args.model, against=against, **options))
-        if wanted
-        else (lambda: screen(args.model, **options))
-    )
-    result, status = run_checked("screen", action)
-    if result is not None:
-        print(result[1])
-        if args.output:
-            print(f"Report written to {args.output}")
-    return status
+    if wanted:
+        _, text = screen_with_placement(args.model, against=against, **options)
+    else:
+        _, text = screen(args.model, **options)
+    print(text)
+    if args.output:
+        print(f"Report written to {args.output}")
+    return 0

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from sinkbench.cli.options import add_submissions_option
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``validate``, ``aggregate`` and ``import-reported``."""
@@ -41,13 +43,7 @@ def _add_aggregate(subparsers: argparse._SubParsersAction) -> None:
         description="Validate the submissions, then write pairs.csv, pairs.json, correlations.json, "
         "screening.csv and regressions.csv into --out (atomically; deterministic for a seed).",
     )
-    parser.add_argument(
-        "--submissions",
-        type=Path,
-        default=Path("submissions"),
-        metavar="DIR",
-        help="submissions root holding pairs/ and backbones/ (default: %(default)s)",
-    )
+    add_submissions_option(parser)
     parser.add_argument(
         "--out",
         type=Path,
@@ -118,16 +114,12 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _aggregate(args: argparse.Namespace) -> int:
-    from sinkbench.cli.failures import printable, run_checked
+    from sinkbench.cli.failures import printable
     from sinkbench.tables.aggregate import aggregate_submissions
 
     if _missing([args.submissions]):
         return 2
-    tables, status = run_checked(
-        "aggregate", lambda: aggregate_submissions(args.submissions, args.out, seed=args.seed)
-    )
-    if tables is None:
-        return status
+    tables = aggregate_submissions(args.submissions, args.out, seed=args.seed)
     for row in tables.correlations.itertuples():
         print(
             f"{row.task:<24} n={row.n:<3} spearman={row.spearman:+.3f} loo_mae={row.loo_mae:.2f} "
@@ -140,22 +132,19 @@ def _aggregate(args: argparse.Namespace) -> int:
 
 
 def _import_reported(args: argparse.Namespace) -> int:
-    from sinkbench.cli.failures import printable, run_checked
+    from sinkbench.cli.failures import printable
     from sinkbench.submissions.import_reported import import_reported
 
     if _missing([args.csv]):
         return 2
-    written, status = run_checked(
-        "import-reported",
-        lambda: import_reported(
-            args.csv,
-            source=args.source,
-            out_dir=args.out,
-            url=args.url,
-            submitter=args.submitter,
-            force=args.force,
-        ),
+    written = import_reported(
+        args.csv,
+        source=args.source,
+        out_dir=args.out,
+        url=args.url,
+        submitter=args.submitter,
+        force=args.force,
     )
-    for path in written or ():
+    for path in written:
         print(f"wrote {printable(path)}/metadata.json")
-    return status
+    return 0

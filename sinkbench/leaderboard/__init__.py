@@ -1,7 +1,7 @@
-"""The leaderboard site: views built from the aggregate tables only, pages rendered from the Jinja2 templates
-shipped here, SVG charts, entry pages, and the MkDocs Material build.
+"""The leaderboard site: views built from the aggregate tables only, pages rendered from the Jinja2 templates of
+the top-level ``site/``, SVG charts, and the MkDocs plugin that makes them pages of the project.
 
 :mod:`.content` (the dataclasses pages show), :mod:`.views` (tables to content), :mod:`.pages` (templates to
-Markdown), :mod:`.plots` (charts; heatmaps by :mod:`sinkbench.svg_heatmap`), :mod:`.entry_pages` (one page per entry),
-:mod:`.build` (the whole build, published atomically), :mod:`.mkdocs_hooks` (loaded by MkDocs itself).
+Markdown), :mod:`.plots` (charts; heatmaps by :mod:`sinkbench.svg_heatmap`), :mod:`.generate` (the generated files
+of one build), :mod:`.plugin` (the MkDocs plugin), :mod:`.project` (``sinkbench site build`` and ``serve``).
 """

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from sinkbench.leaderboard.plots import Chart
 
@@ -279,6 +280,19 @@ class CorrelationRow:
     baseline_mae: float | None
     beats_baseline: bool | None
     fit: tuple[float, float] | None
+
+    #: A fit that beats the constant mean by less than this share of the baseline's error is no real improvement.
+    MARGINAL: ClassVar[float] = 0.05
+
+    @property
+    def evidence(self) -> str:
+        """Where this task's evidence stops: ``too few pairs`` for a held-out fit, a fit ``no better`` than the
+        constant mean, one better by a ``marginal`` amount (under :attr:`MARGINAL` of its error), or ``""``."""
+        if self.loo_mae is None or self.baseline_mae is None or self.beats_baseline is None:
+            return "too few pairs"
+        if not self.beats_baseline:
+            return "no better"
+        return "marginal" if self.baseline_mae - self.loo_mae < self.MARGINAL * self.baseline_mae else ""
 
 
 @dataclass

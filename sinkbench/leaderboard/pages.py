@@ -1,24 +1,24 @@
-"""Write the generated MkDocs sources of the leaderboard: Markdown pages from Jinja2 templates, SVG charts
-and the CSV/JSON downloads; and render the content of the entry pages, which skip MkDocs' Markdown.
+"""Render the generated pages of the leaderboard's MkDocs project: Markdown from the Jinja2 templates of
+``site/templates/``, one page per table view and one per pair and per backbone.
 
-Templates live in ``templates/`` beside this module and render with autoescaping on, so every user-supplied string lands in
-the page as text. Markdown pages put user strings only inside HTML blocks, which the project's MkDocs hook keeps
-away from Markdown; entry pages (``pair.html.j2``, ``backbone.html.j2``) are plain HTML, written by
-:mod:`sinkbench.leaderboard.entry_pages` into a shell page that MkDocs renders once. Trusted project prose
-(``docs/home.md``, ``docs/methodology/*.md``) is inserted as Markdown.
+Templates render with autoescaping on, so every user-supplied string lands in the page as text. Pages put user
+strings only inside HTML blocks, which the project's MkDocs hook (``site/mkdocs_hooks.py``) keeps away from
+Markdown; the entry pages are such a block whole, under a title that is escaped too. Trusted project prose
+(``site/docs/home.md``, ``site/docs/methodology/*.md``) is inserted as Markdown. Nothing here writes a file:
+:mod:`sinkbench.leaderboard.generate` hands the pages to MkDocs as virtual files.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
-from sinkbench.leaderboard.content import BackboneView, CorrelationRow, PairView, PlotRef, SiteViews
-from sinkbench.leaderboard.entry_pages import EntryPage, write_shells
+from sinkbench.leaderboard.content import BackboneView, PairView, SiteViews
 from sinkbench.leaderboard.formatting import (
     css_token,
     format_billions,
@@ -34,11 +34,13 @@ from sinkbench.leaderboard.sources import SiteSources
 from sinkbench.leaderboard.training import TrainingPage
 from sinkbench.tables.build import AggregateTables
 
-#: Markdown from ``docs/`` that templates include instead of publishing as pages of their own.
-INCLUDED_SOURCES = ("home.md", "methodology")
 #: The lead's definition of S and the choices made where the paper is silent (optional until written).
 SINK_STRENGTH_DOC = "methodology/sink-strength.md"
 PROTOCOL_DOC = "methodology/evaluation-protocol.md"
+
+#: The front-matter key of the text that search indexes for an entry page instead of its whole content (tables
+#: of every metric, which would make the index large and the build slow): its names and model ids.
+SEARCH_TEXT = "sinkbench_search_text"
 
 #: Each downloadable table: what it holds, for the Downloads page.
 TABLE_DESCRIPTIONS = {
@@ -82,46 +84,59 @@ def _trusted_markdown(path: Path) -> Markup | None:
     return Markup(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
+#: The Markdown of an entry page: a title (escaped: MkDocs' theme prints it as it is), the text search indexes for
+#: it (:data:`SEARCH_TEXT`), and the content as one raw HTML block. Both texts are JSON strings, which YAML reads
+#: as the same strings whatever they hold.
+_ENTRY_PAGE = """---
+title: {title}
+{search_key}: {search_text}
+hide:
+  - navigation
+  - toc
+---
+
+<!--sb:raw-->
+{content}
+<!--/sb:raw-->
+"""
+
+
 @dataclass(frozen=True)
-class PageWriter:
-    """Renders templates from ``templates_dir`` into ``docs_dir``; ``sources_dir`` holds the included prose."""
+class PageRenderer:
+    """Renders the templates of ``templates_dir`` into the Markdown of each page; ``prose_dir`` holds the included
+    prose."""
 
     environment: jinja2.Environment
-    docs_dir: Path
-    sources_dir: Path
+    prose_dir: Path
     repo_url: str = ""
 
     @classmethod
-    def for_sources(cls, sources: SiteSources, docs_dir: Path) -> PageWriter:
-        """A writer rendering the templates of ``sources`` into ``docs_dir``."""
-        return cls(make_environment(sources.templates), docs_dir, sources.docs, sources.repo_url())
+    def for_sources(cls, sources: SiteSources) -> PageRenderer:
+        """A renderer of the templates of ``sources``."""
+        return cls(make_environment(sources.templates), sources.docs, sources.repo_url())
 
-    def write(self, template: str, target: str, **context: object) -> None:
-        """Render ``template`` with ``context`` to ``docs_dir/target``."""
-        path = self.docs_dir / target
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.environment.get_template(template).render(**context), encoding="utf-8")
+    def render(self, template: str, **context: object) -> str:
+        """``template`` rendered with ``context``."""
+        return self.environment.get_template(template).render(**context)
 
-    def write_all(self, views: SiteViews, *, updated: str) -> int:
-        """Write the Markdown of every page but Downloads and the entry pages, and the entry page shells.
-
-        Returns:
-            How many pages were written (not counting the shells).
-        """
-        pages = self._contexts(views, updated)
-        for target, (template, context) in pages.items():
-            self.write(template, target, **_common(views), **context)
-        write_shells(self.docs_dir)
-        return len(pages)
+    def pages(
+        self, views: SiteViews, tables: AggregateTables, training: TrainingPage, *, updated: str
+    ) -> dict[str, str]:
+        """The Markdown of every page but the entry pages, by its path in the site's docs."""
+        pages = {
+            target: self.render(template, **_common(views), **context)
+            for target, (template, context) in self._contexts(views, updated).items()
+        }
+        pages["downloads.md"] = self.render("downloads.md.j2", tables=_downloads(tables))
+        pages["training.md"] = self.render("training.md.j2", **training.context())
+        return pages
 
     def _contexts(self, views: SiteViews, updated: str) -> dict[str, tuple[str, dict[str, object]]]:
-        """Each generated page: its file, its template and what the template is given."""
+        """Each page rendered from the views: its file, its template and what the template is given."""
         headline = next((p for p in views.scatters if p.chart.task_label == views.headline.label), None)
         outside = [b for b in views.backbones if b.extrapolated(views.headline.task)]
-        formats = [row for row in views.correlations if row.family != "control"]
-        controls = [row for row in views.correlations if row.family == "control"]
         home = {
-            "intro": _trusted_markdown(self.sources_dir / "home.md"),
+            "intro": _trusted_markdown(self.prose_dir / "home.md"),
             "counts": views.counts,
             "updated": updated,
             "headline_plot": headline,
@@ -132,15 +147,13 @@ class PageWriter:
             "filters": _filters(views, "screening"),
         }
         correlations = {
-            "format_rows": formats,
-            "control_rows": controls,
-            "notes": correlation_notes(formats),
-            "control_notes": correlation_notes(controls),
+            "format_rows": [row for row in views.correlations if row.family != "control"],
+            "control_rows": [row for row in views.correlations if row.family == "control"],
             "scatters": views.scatters,
         }
         methodology = {
-            "sink_strength": _trusted_markdown(self.sources_dir / SINK_STRENGTH_DOC),
-            "protocol": _trusted_markdown(self.sources_dir / PROTOCOL_DOC),
+            "sink_strength": _trusted_markdown(self.prose_dir / SINK_STRENGTH_DOC),
+            "protocol": _trusted_markdown(self.prose_dir / PROTOCOL_DOC),
         }
         return {
             "index.md": ("home.md.j2", home),
@@ -154,32 +167,37 @@ class PageWriter:
             "submit.md": ("submit.md.j2", {"repo_url": self.repo_url}),
         }
 
-    def entry_pages(self, views: SiteViews) -> Iterator[EntryPage]:
-        """The content of every pair and backbone page (:mod:`sinkbench.leaderboard.entry_pages`), rendered lazily."""
+    def entry_pages(self, views: SiteViews) -> Iterator[tuple[str, str]]:
+        """``(path, Markdown)`` of every pair and backbone page, rendered lazily."""
         pair, backbone = (self.environment.get_template(f"{kind}.html.j2") for kind in ("pair", "backbone"))
         for view in views.pairs:
-            summary = f"{view.vlm.label} {view.vlm.model_id} against {view.reference.label} {view.reference.model_id}"
             content = pair.render(pair=view, **_common(views))
-            yield EntryPage("pairs", view.slug, content, view.vlm.label, summary)
+            found_by = f"{view.vlm.label} {view.vlm.model_id} against {view.reference.label} {view.reference.model_id}"
+            yield f"pairs/{view.slug}.md", entry_page(view.vlm.label, content, found_by)
         for view in views.backbones:
-            summary = f"{view.label} {view.model.model_id} {view.role}"
             content = backbone.render(backbone=view, **_common(views))
-            yield EntryPage("backbones", view.slug, content, view.label, summary)
+            found_by = f"{view.label} {view.model.model_id} {view.role}"
+            yield f"backbones/{view.slug}.md", entry_page(view.label, content, found_by)
 
-    def write_training_page(self, training: TrainingPage) -> int:
-        """The Training dynamics page (the measured experiment, or a note that there is none). Returns 1."""
-        self.write("training.md.j2", "training.md", **training.context())
-        return 1
 
-    def write_downloads_page(self, tables: AggregateTables) -> int:
-        """The Downloads page: every table with its row count and columns. Returns 1 (one page)."""
-        rows = [
-            {"name": name, "rows": len(frame), "columns": list(frame.columns), "description": description}
-            for name, description in TABLE_DESCRIPTIONS.items()
-            if (frame := getattr(tables, name)) is not None
-        ]
-        self.write("downloads.md.j2", "downloads.md", tables=rows)
-        return 1
+def entry_page(title: str, content: str, search_text: str = "") -> str:
+    """The Markdown of an entry page titled ``title`` (plain text) showing ``content`` (HTML); search finds it by
+    ``search_text`` (plain text) and its title."""
+    return _ENTRY_PAGE.format(
+        title=json.dumps(str(escape(title))),
+        search_key=SEARCH_TEXT,
+        search_text=json.dumps(str(escape(search_text))),
+        content=content,
+    )
+
+
+def _downloads(tables: AggregateTables) -> list[dict[str, object]]:
+    """Every table of the Downloads page with its row count and columns."""
+    return [
+        {"name": name, "rows": len(frame), "columns": list(frame.columns), "description": description}
+        for name, description in TABLE_DESCRIPTIONS.items()
+        if (frame := getattr(tables, name)) is not None
+    ]
 
 
 def _common(views: SiteViews) -> dict[str, object]:
@@ -202,50 +220,3 @@ def _filters(views: SiteViews, page: str) -> list[tuple[str, str, list[str]]]:
         sizes = {b.model.size_bucket for b in views.backbones}
     size = ("size", "Size", [bucket for bucket in _SIZE_ORDER if bucket in sizes])
     return [("qk", "QK-norm", sorted({row.qk_norm for row in rows})), size, second]
-
-
-#: A fit that beats the constant mean by less than this share of the baseline's error is no real improvement.
-_MARGINAL = 0.05
-
-
-def _correlation_note(row: CorrelationRow) -> str | None:
-    """One plain sentence on where this task's evidence stops, or None when there is nothing to warn about."""
-    if row.loo_mae is None or row.baseline_mae is None or row.beats_baseline is None:
-        return f"{row.label}: too few pairs ({row.n}) for a held-out fit."
-    if not row.beats_baseline:
-        return (
-            f"{row.label}: the held-out fit's error ({row.loo_mae:.2f}) is not below the constant-mean baseline's "
-            f"({row.baseline_mae:.2f}); S does not predict Δ on this task."
-        )
-    gain = row.baseline_mae - row.loo_mae
-    if gain < _MARGINAL * row.baseline_mae:
-        return (
-            f"{row.label}: the held-out fit beats the constant mean by only {gain:.2f} points ({row.loo_mae:.2f} "
-            f"against {row.baseline_mae:.2f}), no real improvement."
-        )
-    return None
-
-
-def correlation_notes(rows: Sequence[CorrelationRow]) -> list[str]:
-    """Plain statements of where each task's evidence stops: weak fits, and how few distinct values of S it rests on."""
-    notes = [note for row in rows if (note := _correlation_note(row))]
-    notes += [
-        f"{row.label}: its {row.n} pairs carry {row.distinct_s} distinct values of S (pairs sharing a reference LLM share S)."
-        for row in rows
-        if row.distinct_s < row.n
-    ]
-    return notes
-
-
-def draw_plots(plots: Iterable[PlotRef], docs_dir: Path) -> int:
-    """Draw every chart to its SVG file under ``docs_dir``; return how many.
-
-    In this process: the per-entry heatmaps take about a millisecond each and the matplotlib charts are one per
-    task or per pair with IFEval samples, so worker processes would cost more to start than they save.
-    """
-    plots = list(plots)
-    for plot in plots:
-        path = docs_dir / plot.path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(plot.chart.svg(), encoding="utf-8")
-    return len(plots)

@@ -4,8 +4,8 @@ per-entry heatmaps are written directly as SVG (:mod:`sinkbench.svg_heatmap`), w
 Each chart is a small frozen dataclass of plain numbers and labels with an ``alt`` description and an
 ``svg()`` method. The SVG root carries a ``<title>`` and a ``<desc>`` holding the same description as the page's
 ``alt`` text. Labels may be user-supplied: matplotlib escapes them for XML, and :func:`_plain` stops ``$`` from
-starting mathtext. Output is deterministic (fixed hash salt, no date), so rebuilding an unchanged site changes
-no file.
+starting mathtext. Output depends on the data only (fixed hash salt, no date, label placement limited by a step
+count rather than by time), so rebuilding an unchanged site changes no file.
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ QK_COLOURS: dict[str, str] = {"per-head": "#0072B2", "layerwise": "#E69F00", "no
 _OTHER_COLOUR = "#7f7f7f"
 #: Most point labels drawn on a scatter; beyond this the chart relies on the table below it.
 MAX_POINT_LABELS = 30
+#: Most steps adjustText takes to move labels apart (it stops earlier once none overlap). A count, not its default
+#: one-second time limit: on a busy machine a time limit allows fewer steps, and the chart would change.
+LABEL_STEPS = 300
 
 _STYLE = {
     "svg.fonttype": "none",
@@ -141,7 +144,8 @@ class ScatterChart:
 
     def _draw_labels(self, axes: Axes) -> None:
         """One label per point, moved apart by adjustText until no two labels (or a label and a point) overlap,
-        with a thin line to its point where it had to move. The placement is deterministic for the same data."""
+        with a thin line to its point where it had to move. The placement depends on the data only: at most
+        :data:`LABEL_STEPS` steps, however fast the machine."""
         texts = [
             axes.text(p.sink_strength, p.delta, _plain(p.label), fontsize=7, color="#333333", zorder=4)
             for p in self.points
@@ -153,6 +157,8 @@ class ScatterChart:
                 y=[p.delta for p in self.points],
                 ax=axes,
                 expand=(1.1, 1.3),
+                iter_lim=LABEL_STEPS,
+                time_lim=None,
                 arrowprops={"arrowstyle": "-", "color": "#9e9e9e", "linewidth": 0.5},
             )
 

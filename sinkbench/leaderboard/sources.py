@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import sinkbench.site
+from sinkbench.errors import UserError
 
 #: The folder holding ``mkdocs.yml`` and ``site/``: the repository (checkout, editable install), or the
 #: installed ``sinkbench`` package of a wheel.
@@ -16,7 +17,7 @@ SOURCES_DIR = Path(sinkbench.site.__file__).resolve().parent.parent
 EXPERIMENTS_DIR = Path("benchmarks") / "results"
 
 
-class SourceInvalid(ValueError):
+class SourceInvalid(UserError):
     """A file the site reads besides the submissions (an experiment's results) cannot be used; the message is one
     line naming the file, the field and the fix."""
 
@@ -29,7 +30,7 @@ class SiteSources:
 
     @property
     def config(self) -> Path:
-        """``mkdocs.yml`` (Material theme, navigation, Markdown extensions)."""
+        """``mkdocs.yml``: the site's one configuration (theme, navigation, Markdown extensions, plugins)."""
         return self.root / "mkdocs.yml"
 
     @property
@@ -39,15 +40,8 @@ class SiteSources:
 
     @property
     def docs(self) -> Path:
-        """Static pages and assets, and the prose the templates include."""
+        """Static pages and assets, and the prose the templates include (MkDocs' ``docs_dir``)."""
         return self.root / "site" / "docs"
-
-    def repo_url(self) -> str:
-        """The repository URL of ``mkdocs.yml`` (its ``repo_url``, set from ``SINKBENCH_REPO_URL``), or ""."""
-        from mkdocs.utils.yaml import yaml_load
-
-        with self.config.open(encoding="utf-8") as stream:
-            return str(yaml_load(stream).get("repo_url") or "").rstrip("/")
 
     def check(self) -> None:
         """Raise FileNotFoundError naming the first missing source and how to get it."""

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sinkbench.errors import UserError
 from sinkbench.numbers import finite_or_none
 from sinkbench.provenance import report_header
 from sinkbench.safe_io import write_json_atomic
@@ -114,15 +115,15 @@ def selection_rule(top_frac: float | None = None, min_g: float | None = None) ->
     head whose median G is at least ``min_g``. With neither, ``top_frac`` is :data:`DEFAULT_TOP_FRAC`.
 
     Raises:
-        ValueError: both rules given, or ``top_frac`` outside (0, 1].
+        UserError: both rules given, or ``top_frac`` outside (0, 1].
     """
     if top_frac is not None and min_g is not None:
-        raise ValueError("Choose one sink-head selection rule: top_frac or min_g, not both.")
+        raise UserError("Choose one sink-head selection rule: top_frac or min_g, not both.")
     if min_g is not None:
         return {"rule": SELECTION_RULES[1], "value": float(min_g)}
     value = DEFAULT_TOP_FRAC if top_frac is None else top_frac
     if not 0 < value <= 1:
-        raise ValueError(f"top_frac must be in (0, 1]; got {value}.")
+        raise UserError(f"top_frac must be in (0, 1]; got {value}.")
     return {"rule": SELECTION_RULES[0], "value": float(value)}
 
 
@@ -180,7 +181,7 @@ def heads_svg(report: dict[str, Any]) -> str:
     try:
         from sinkbench.svg_heatmap import heatmap_svg
     except ImportError as error:
-        raise ImportError(
+        raise UserError(
             f"Plotting the head map needs matplotlib: pip install 'sinkbench[site]' ({error})."
         ) from error
     selection = report["selection"]

@@ -35,12 +35,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from sinkbench.errors import UserError
 from sinkbench.models import ModelInfo, load_model
 from sinkbench.provenance import report_header
 from sinkbench.safe_io import write_json_atomic
 from sinkbench.sink.observe import observe
 from sinkbench.sink.options import PER_HEAD_SINK_MODES, ProbeOptions
-from sinkbench.sink.prompts import load_prompts
+from sinkbench.sink.prompts import load_calibration
 from sinkbench.sink.strength import PromptObservations
 
 
@@ -119,7 +120,7 @@ def _row(g_base: torch.Tensor, g_vlm: torch.Tensor) -> MarginRow:
     kept = ~torch.isnan(g_base)
     base, other = g_base[kept].numpy(), g_vlm[kept].numpy()
     if base.size == 0:
-        raise ValueError(
+        raise UserError(
             "no paired observation in a probed layer: every query was excluded (prompts too short?)"
         )
     g_median, b_median = float(np.median(base)), float(np.median(np.abs(other - base)))
@@ -130,7 +131,7 @@ def pair_margin(
     reference: str,
     vlm_lm: str,
     *,
-    prompts_path: str | None = None,
+    prompts: str | None = None,
     options: ProbeOptions | None = None,
     dtype: str = "float32",
     device: str | None = None,
@@ -144,7 +145,7 @@ def pair_margin(
     Args:
         reference: reference LLM (hub id, dir, GGUF file or embedded name).
         vlm_lm: the extracted VLM-LM (``sinkbench extract-lm``): hub id or dir.
-        prompts_path: calibration prompts file; the packaged 15 by default.
+        prompts: a packaged calibration set (``v1``, ``v2``) or a prompts file; the default set when None.
         options: probe options; ``sink_position`` must be ``head`` or ``first``.
         dtype: model dtype.
         device: e.g. ``cpu`` or ``cuda:0``; ignored with ``device_map``.
@@ -158,13 +159,13 @@ def pair_margin(
     """
     options = options or ProbeOptions()
     if options.sink_position not in PER_HEAD_SINK_MODES:
-        raise ValueError(
+        raise UserError(
             f"margin needs one p_sink per head: sink_position must be one of {PER_HEAD_SINK_MODES}"
         )
-    prompts = load_prompts(prompts_path)
+    calibration = load_calibration(prompts)
     load = {"dtype": dtype, "device": device, "device_map": device_map}
     infos, reference_obs, vlm_obs = _probe_pair(
-        (reference, revisions[0]), (vlm_lm, revisions[1]), prompts, options, load, progress
+        (reference, revisions[0]), (vlm_lm, revisions[1]), list(calibration.prompts), options, load, progress
     )
     report = {
         **report_header(),
@@ -172,7 +173,8 @@ def pair_margin(
         "vlm_lm": infos[1].to_dict(),
         "options": options.to_dict(),
         "tokenization": "reference tokenizer for both models (identical token ids)",
-        "calibration_prompts": prompts,
+        "calibration": calibration.to_dict(),
+        "calibration_prompts": list(calibration.prompts),
         **margin_summary(reference_obs, vlm_obs).to_dict(),
     }
     if output is not None:
@@ -208,7 +210,7 @@ def _check_vocabulary(tokenizer: Any, model: torch.nn.Module) -> None:
     """Raise unless every reference token id is a row of the VLM-LM's embeddings."""
     rows = model.get_input_embeddings().weight.shape[0]
     if len(tokenizer) > rows:
-        raise ValueError(
+        raise UserError(
             f"the reference tokenizer has {len(tokenizer)} tokens but the VLM-LM embeds only {rows}; "
             "the pair must share a vocabulary"
         )

@@ -25,6 +25,8 @@ import difflib
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from sinkbench.errors import UserError
+
 #: How the sink key is chosen: per head (received attention), per query (row argmax), or the first token.
 SINK_MODES = ("head", "query", "first")
 #: Modes that give one ``p_sink`` per head, as the margin bound needs.
@@ -62,7 +64,7 @@ class ProbeOptions:
         }
         bad = [name for name, ok in checks.items() if not ok]
         if bad:
-            raise ValueError(f"Invalid probe option(s) {bad}: got {[getattr(self, n) for n in bad]}.")
+            raise UserError(f"Invalid probe option(s) {bad}: got {[getattr(self, n) for n in bad]}.")
 
     @classmethod
     def from_mapping(cls, values: dict[str, Any] | None) -> ProbeOptions:
@@ -71,9 +73,7 @@ class ProbeOptions:
         unknown = sorted(set(values or {}) - known)
         if unknown:
             hints = {k: difflib.get_close_matches(k, known, n=1) for k in unknown}
-            raise ValueError(
-                f"Unknown probe option(s) {hints} (name: closest match). Known: {sorted(known)}."
-            )
+            raise UserError(f"Unknown probe option(s) {hints} (name: closest match). Known: {sorted(known)}.")
         return cls(**(values or {}))
 
     def to_dict(self) -> dict[str, Any]:
@@ -96,9 +96,9 @@ class IntervalOptions:
 
     def __post_init__(self) -> None:
         if not (isinstance(self.resamples, int) and self.resamples >= 0):
-            raise ValueError(f"resamples must be a whole number >= 0, got {self.resamples!r}")
+            raise UserError(f"resamples must be a whole number >= 0, got {self.resamples!r}")
         if not 0.0 < self.confidence < 1.0:
-            raise ValueError(f"confidence must lie strictly between 0 and 1, got {self.confidence!r}")
+            raise UserError(f"confidence must lie strictly between 0 and 1, got {self.confidence!r}")
 
     def to_dict(self) -> dict:
         """JSON-ready dictionary."""

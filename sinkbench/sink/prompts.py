@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from sinkbench.errors import UserError
+
 #: Most prompts a calibration file may hold.
 MAX_PROMPTS = 10_000
 #: The packaged sets, and the one used when none is named.
@@ -45,7 +47,7 @@ def load_calibration(spec: str | Path | None = None) -> CalibrationSet:
 
     Raises:
         FileNotFoundError: ``spec`` is neither a packaged set nor an existing file.
-        ValueError: naming the file and line of any malformed entry.
+        UserError: naming the file and line of any malformed entry.
     """
     name = str(spec) if spec is not None else DEFAULT_SET
     if name in PACKAGED_SETS:
@@ -78,10 +80,10 @@ def _parse_prompts(text: str, name: str, *, jsonl: bool) -> list[str]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as error:
-            raise ValueError(f"{name}:{number}: not valid JSON ({error.msg}).") from error
+            raise UserError(f"{name}:{number}: not valid JSON ({error.msg}).") from error
         if not isinstance(row, dict) or not isinstance(row.get("prompt"), str) or not row["prompt"].strip():
-            raise ValueError(f'{name}:{number}: expected an object with a non-empty string "prompt" field.')
+            raise UserError(f'{name}:{number}: expected an object with a non-empty string "prompt" field.')
         prompts.append(row["prompt"])
     if not prompts or len(prompts) > MAX_PROMPTS:
-        raise ValueError(f"{name}: expected 1 to {MAX_PROMPTS} prompts, found {len(prompts)}.")
+        raise UserError(f"{name}: expected 1 to {MAX_PROMPTS} prompts, found {len(prompts)}.")
     return prompts

@@ -1,0 +1,123 @@
+"""The generated part of the leaderboard's MkDocs project, made in memory from a submissions folder: load and
+validate the submissions once, build the tables once, shape views from the tables, render every page and chart,
+and list the submitted files the entry pages link to.
+
+:class:`sinkbench.leaderboard.plugin.LeaderboardPlugin` hands the result to MkDocs as virtual files, so
+``mkdocs build`` and ``mkdocs serve`` at the repository's root build the leaderboard with no second step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from sinkbench.leaderboard.content import RawFile
+from sinkbench.leaderboard.pages import PageRenderer
+from sinkbench.leaderboard.training import TrainingPage, find_sink_drift
+from sinkbench.leaderboard.views import build_views
+from sinkbench.submissions import Entry, load_valid_entries
+from sinkbench.tables.build import build_tables
+from sinkbench.tables.write import render_tables
+
+
+@dataclass(frozen=True)
+class GeneratedSite:
+    """Every generated file of one build, by its path in the site's docs: Markdown pages, SVG charts and the
+    table downloads (text), and the submitted files copied as they are; with the wall time of each stage."""
+
+    pages: dict[str, str]
+    charts: dict[str, str]
+    downloads: dict[str, str]
+    raw_files: list[RawFile]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def texts(self) -> Iterator[tuple[str, str]]:
+        """``(path, text)`` of every generated page, chart and download."""
+        yield from self.pages.items()
+        yield from self.charts.items()
+        yield from self.downloads.items()
+
+
+def generate_site(
+    submissions_dir: Path, renderer: PageRenderer, *, experiments_dir: Path | None, seed: int = 0
+) -> GeneratedSite:
+    """Aggregate ``submissions_dir`` and render the generated pages, charts and downloads of the site.
+
+    Args:
+        submissions_dir: The submissions root (``pairs/`` and ``backbones/``).
+        renderer: Renders the site's templates.
+        experiments_dir: Where the Training dynamics page finds the experiment's results (None, or a folder
+            without them: the page says so).
+        seed: Seed of the aggregation's bootstrap and permutation tests.
+
+    Raises:
+        sinkbench.submissions.SubmissionsInvalid: the submissions do not validate.
+        sinkbench.leaderboard.sources.SourceInvalid: the experiment's results file cannot be read.
+    """
+    timings: dict[str, float] = {}
+    with _timed(timings, "aggregate"):
+        tables = build_tables(load_valid_entries(submissions_dir), seed=seed)
+        views = build_views(tables)
+        training = TrainingPage(experiments_dir, find_sink_drift(experiments_dir))
+    with _timed(timings, "pages"):
+        updated = data_timestamp(submissions_dir, tables.entries)
+        pages = renderer.pages(views, tables, training, updated=updated)
+        pages.update(renderer.entry_pages(views))
+        downloads = {f"downloads/{name}": text for name, text in render_tables(tables).items()}
+    with _timed(timings, "plots"):
+        charts = {plot.path: plot.chart.svg() for plot in [*views.plots(), *training.plots()]}
+    return GeneratedSite(pages, charts, downloads, views.raw_files(), timings)
+
+
+def copy_submitted_file(source: Path, target: Path) -> None:
+    """Copy a submitted file into the site, never following a link (the gate refused links; a file swapped for
+    one since then fails here instead of publishing what it points to).
+
+    A copy, not a hard link: a published file must not share its inode with the submission (the gate refuses
+    hard links in submissions, and a site inside the tree would otherwise make every file one).
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(source, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(descriptor, "rb") as reader, open(target, "wb") as writer:
+        shutil.copyfileobj(reader, writer)
+
+
+def data_timestamp(submissions_dir: Path, entries: Sequence[Entry]) -> str:
+    """When the data last changed, in UTC: ``SOURCE_DATE_EPOCH`` when set, else the last git commit touching
+    ``submissions_dir``, else the newest modification time of an entry's files."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    seconds = int(epoch) if epoch else _last_commit(submissions_dir)
+    if seconds is None:
+        seconds = max((file.path.lstat().st_mtime for entry in entries for file in entry.files), default=0)
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _last_commit(folder: Path) -> int | None:
+    """The commit time of the last change to ``folder`` in its git repository, or None outside one."""
+    try:
+        done = subprocess.run(
+            ["git", "log", "-1", "--format=%ct", "--", "."],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = done.stdout.strip()
+    return int(text) if done.returncode == 0 and text.isdigit() else None
+
+
+@contextlib.contextmanager
+def _timed(timings: dict[str, float], stage: str) -> Iterator[None]:
+    """Record the wall time of the ``with`` body as ``timings[stage]``."""
+    started = time.perf_counter()
+    yield
+    timings[stage] = time.perf_counter() - started

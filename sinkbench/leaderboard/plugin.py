@@ -1,0 +1,163 @@
+"""The MkDocs plugin that makes the leaderboard: ``mkdocs build`` and ``mkdocs serve`` at the repository's root
+aggregate ``submissions/`` and add every generated page, chart and download to the site as a virtual file (as
+``mkdocs-gen-files`` does), so the project needs no second step. ``sinkbench site build`` runs the same project
+with its own ``--submissions`` and ``--out`` (:mod:`sinkbench.leaderboard.project`).
+
+Its options in ``mkdocs.yml`` (paths relative to that file)::
+
+    plugins:
+      - sinkbench:
+          templates: site/templates      # the Jinja2 templates of the generated pages
+          submissions: submissions       # pairs/ and backbones/
+          experiments: benchmarks/results  # the Training dynamics page's results (optional)
+          seed: 0                        # of the bootstrap and permutation tests
+
+Search indexes an entry page by its names and model ids (its ``sinkbench_search_text``), not by its tables, which
+keeps the index small and the build of a large board fast. Under ``mkdocs serve`` it also watches the submissions and the experiments folder, so the preview rebuilds when
+the data changes (``mkdocs.yml``'s ``watch:`` covers the templates). Invalid submissions end the build with
+MkDocs' own error line listing every problem; nothing is written.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from mkdocs.config import config_options as c
+from mkdocs.config.base import Config
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.exceptions import PluginError
+from mkdocs.plugins import BasePlugin, CombinedEvent, event_priority
+from mkdocs.structure.files import File, Files
+
+from sinkbench.errors import UserError
+from sinkbench.leaderboard.generate import GeneratedSite, copy_submitted_file, generate_site
+from sinkbench.leaderboard.pages import SEARCH_TEXT, PageRenderer, make_environment
+from sinkbench.submissions import SubmissionsInvalid
+
+#: The plugin's name in ``mkdocs.yml`` (its ``mkdocs.plugins`` entry point).
+PLUGIN_NAME = "sinkbench"
+
+
+class LeaderboardOptions(Config):
+    """The plugin's options in ``mkdocs.yml``."""
+
+    templates = c.Type(str, default="site/templates")
+    submissions = c.Type(str, default="submissions")
+    experiments = c.Optional(c.Type(str))
+    seed = c.Type(int, default=0)
+
+
+class SubmittedFile(File):
+    """A submitted file the entry pages link to, copied without following links."""
+
+    def copy_file(self, dirty: bool = False) -> None:
+        """Copy the file into the site (:func:`sinkbench.leaderboard.generate.copy_submitted_file`)."""
+        copy_submitted_file(Path(self.abs_src_path), Path(self.abs_dest_path))
+
+
+class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
+    """Generates the leaderboard's pages from the submissions (see the module docstring)."""
+
+    #: Whether a user-caused failure leaves as itself (``sinkbench site build`` reports it) instead of as MkDocs'
+    #: ``PluginError`` (the error line ``mkdocs build`` prints).
+    raise_user_errors = False
+
+    def __init__(self) -> None:
+        self.generated: GeneratedSite | None = None
+        self.finished_generating = 0.0
+        self._base = Path.cwd()
+        self._contents: dict[str, str] = {}
+
+    def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
+        """Note the folder of ``mkdocs.yml``, against which the options' paths are resolved."""
+        if config.config_file_path:
+            self._base = Path(config.config_file_path).resolve().parent
+        return config
+
+    def path(self, option: str) -> Path | None:
+        """The path an option names, resolved against the folder of ``mkdocs.yml`` (None when unset)."""
+        value = self.config[option]
+        return None if value is None else self._base / value
+
+    def on_files(self, files: Files, config: MkDocsConfig) -> Files:
+        """Generate the site and add its pages, charts, downloads and submitted files to MkDocs' files."""
+        renderer = PageRenderer(
+            make_environment(self.path("templates")),
+            Path(config.docs_dir),
+            (config.repo_url or "").rstrip("/"),
+        )
+        try:
+            generated = generate_site(
+                self.path("submissions"),
+                renderer,
+                experiments_dir=_shown(self.path("experiments")),
+                seed=self.config.seed,
+            )
+        except (SubmissionsInvalid, UserError) as error:
+            if self.raise_user_errors:
+                raise
+            raise PluginError(_message(error)) from error
+        for path, text in generated.texts():
+            _refuse_clash(files, path, config)
+            files.append(File.generated(config, path, content=text))
+        for raw in generated.raw_files:
+            _refuse_clash(files, raw.path, config)
+            files.append(SubmittedFile.generated(config, raw.path, abs_src_path=str(raw.source)))
+        self.generated = generated
+        self.finished_generating = time.perf_counter()
+        return files
+
+    @event_priority(100)  # before the search plugin indexes the page
+    def _show_search_text(self, context: dict, page: Any, config: MkDocsConfig, nav: Any) -> dict:
+        """Give search an entry page's search text in place of its content."""
+        text = page.meta.get(SEARCH_TEXT)
+        if text is not None:
+            self._contents[page.file.src_uri] = page.content
+            page.content = f"<p>{text}</p>"
+        return context
+
+    @event_priority(-100)  # after it
+    def _restore_content(self, context: dict, page: Any, config: MkDocsConfig, nav: Any) -> dict:
+        """Put the entry page's content back for the theme."""
+        content = self._contents.pop(page.file.src_uri, None)
+        if content is not None:
+            page.content = content
+        return context
+
+    on_page_context = CombinedEvent(_show_search_text, _restore_content)
+
+    def on_serve(self, server: Any, config: MkDocsConfig, builder: Any) -> Any:
+        """Rebuild the preview when the submissions or the experiment's results change."""
+        for folder in (self.path("submissions"), self.path("experiments")):
+            if folder is not None and folder.exists():
+                server.watch(str(folder))
+        return server
+
+
+def _shown(path: Path | None) -> Path | None:
+    """``path`` relative to the working folder when it lies inside it: pages name the files they read, and a
+    published page must not carry the absolute path of the machine that built it."""
+    if path is None:
+        return None
+    relative = Path(os.path.relpath(path))
+    return path if relative.parts[:1] == ("..",) else relative
+
+
+def _refuse_clash(files: Files, path: str, config: MkDocsConfig) -> None:
+    """Refuse a file of the docs folder at a path the plugin generates (one would silently replace the other)."""
+    if files.get_file_from_path(path) is not None:
+        raise PluginError(
+            f"{Path(config.docs_dir) / path}: the leaderboard generates this file; rename or remove the one in "
+            "the docs folder."
+        )
+
+
+def _message(error: Exception) -> str:
+    """The error as MkDocs prints it: every problem of invalid submissions on its own line."""
+    if isinstance(error, SubmissionsInvalid):
+        lines = [f"ERROR {problem}" for problem in error.problems]
+        return "\n".join([*lines, f"{len(lines)} problem(s) in the submissions; nothing was built."])
+    return str(error)

@@ -1,0 +1,157 @@
+"""The leaderboard's MkDocs project, run with a chosen submissions folder: ``sinkbench site build`` (published
+atomically into ``--out``) and ``sinkbench site serve`` (MkDocs' live-reloading preview).
+
+Both load the project's one ``mkdocs.yml`` (:class:`sinkbench.leaderboard.sources.SiteSources`: the repository's
+in a checkout, the copy the wheel installs beside ``sinkbench.site`` otherwise) and set the options of its
+``sinkbench`` plugin (:mod:`sinkbench.leaderboard.plugin`), which generates the pages, so ``mkdocs build`` at the
+repository's root and ``sinkbench site build`` give the same site.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sinkbench.errors import UserError
+from sinkbench.leaderboard.plugin import PLUGIN_NAME, LeaderboardPlugin
+from sinkbench.leaderboard.sources import EXPERIMENTS_DIR, SiteSources
+from sinkbench.publish import publishing
+
+
+class SiteBuildFailed(UserError):
+    """MkDocs refused the site (in strict mode, a warning, e.g. a broken link in an edited page); the warnings
+    themselves were printed above this one line."""
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    """What a build produced, and how long each stage took (seconds)."""
+
+    site_dir: Path
+    pages: int
+    plots: int
+    raw_files: int
+    timings: dict[str, float]
+
+
+def build_site(
+    submissions_dir: Path = Path("submissions"),
+    out_dir: Path = Path("_site"),
+    *,
+    sources: SiteSources | None = None,
+    experiments_dir: Path | None = EXPERIMENTS_DIR,
+    seed: int = 0,
+) -> BuildReport:
+    """Build the site of ``submissions_dir`` into ``out_dir`` (``mkdocs build --strict``, replaced atomically).
+
+    Args:
+        submissions_dir: The submissions root (``pairs/`` and ``backbones/``).
+        out_dir: Where the finished site goes, published as a whole (:func:`sinkbench.publish.publishing`): an
+            earlier site there is replaced atomically; a folder sinkbench did not write is refused.
+        sources: The folder holding ``mkdocs.yml`` and ``site/``; defaults to the project's.
+        experiments_dir: Where the Training dynamics page finds the experiment's results (None, or a folder
+            without them: the page says so).
+        seed: Seed of the aggregation's bootstrap and permutation tests.
+
+    Raises:
+        sinkbench.submissions.SubmissionsInvalid: the submissions do not validate; nothing is written.
+        sinkbench.leaderboard.sources.SourceInvalid: the experiment's results file cannot be read; nothing is
+            written.
+        SiteBuildFailed: MkDocs reported a warning or an error (strict mode); nothing is written.
+        FileNotFoundError: a source is missing.
+        sinkbench.publish.PublishError: ``out_dir`` is locked by another run, not a site, or not writable.
+    """
+    from mkdocs.commands.build import build
+    from mkdocs.exceptions import Abort
+
+    sources = sources or SiteSources()
+    sources.check()
+    with publishing(Path(out_dir)) as site_dir:
+        config = load_project(
+            sources, submissions_dir, experiments_dir, seed, site_dir=str(site_dir), strict=True
+        )
+        plugin: LeaderboardPlugin = config.plugins[PLUGIN_NAME]
+        plugin.raise_user_errors = True
+        started = time.perf_counter()
+        try:
+            build(config)
+        except Abort as error:
+            raise SiteBuildFailed(f"MkDocs stopped the build: {error.message}") from None
+        generated = plugin.generated
+        timings = {**generated.timings, "mkdocs": time.perf_counter() - plugin.finished_generating}
+        timings["total"] = time.perf_counter() - started
+    return BuildReport(
+        Path(out_dir).absolute(),
+        len(generated.pages),
+        len(generated.charts),
+        len(generated.raw_files),
+        timings,
+    )
+
+
+def serve_site(
+    submissions_dir: Path = Path("submissions"),
+    *,
+    sources: SiteSources | None = None,
+    experiments_dir: Path | None = EXPERIMENTS_DIR,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+) -> None:
+    """Serve the site of ``submissions_dir`` with ``mkdocs serve`` until interrupted (Ctrl-C): it rebuilds and
+    reloads the page whenever a template, a docs page, ``mkdocs.yml``, a submission or the experiment's results
+    change."""
+    from mkdocs.commands.serve import serve
+
+    sources = sources or SiteSources()
+    sources.check()
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)-7s -  %(message)s"))
+    logger = logging.getLogger("mkdocs")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        serve(
+            config_file=str(sources.config),
+            dev_addr=f"{host}:{port}",
+            plugins=_plugins(sources, submissions_dir, experiments_dir, seed=0),
+        )
+    finally:
+        logger.removeHandler(handler)
+
+
+def load_project(
+    sources: SiteSources,
+    submissions_dir: Path,
+    experiments_dir: Path | None,
+    seed: int,
+    **overrides: Any,
+) -> Any:
+    """The project's MkDocs configuration with the plugin's options set (and any other ``overrides``)."""
+    from mkdocs.config import load_config
+
+    plugins = _plugins(sources, submissions_dir, experiments_dir, seed)
+    return load_config(str(sources.config), plugins=plugins, **overrides)
+
+
+def _plugins(
+    sources: SiteSources, submissions_dir: Path, experiments_dir: Path | None, seed: int
+) -> dict[str, Any]:
+    """The plugins of ``mkdocs.yml`` (name -> options, in order) with the ``sinkbench`` plugin's folders and seed
+    replaced. A mapping, which MkDocs reads without changing it, so ``mkdocs serve`` can reload it."""
+    from mkdocs.utils.yaml import yaml_load
+
+    with sources.config.open(encoding="utf-8") as stream:
+        listed = yaml_load(stream).get("plugins") or []
+    plugins: dict[str, Any] = {}
+    for item in listed:
+        name, options = (item, {}) if isinstance(item, str) else next(iter(item.items()))
+        plugins[name] = dict(options or {})
+    plugins.setdefault(PLUGIN_NAME, {}).update(
+        submissions=str(Path(submissions_dir).absolute()),
+        experiments=None if experiments_dir is None else str(Path(experiments_dir).absolute()),
+        seed=seed,
+    )
+    return plugins
