@@ -2,14 +2,16 @@
 and clean up what an interrupted run left behind.
 
 :func:`publishing` yields an empty staging folder next to ``out``. When the block succeeds, the staging folder
-becomes ``out`` in one atomic step: on Linux ``renameat2(RENAME_EXCHANGE)`` swaps the two folders, so ``out``
-is always either the complete old output or the complete new one, never missing or mixed; elsewhere the old
-folder is renamed aside first (a short window in which ``out`` is missing). The replaced contents are then
-deleted. Whatever a killed run left (``.<out>.staging-*`` folders) is deleted by the next run, under the lock.
+becomes ``out`` in one atomic step (:func:`sinkbench.safe_io.install_directory`: on Linux the two folders are
+swapped, so ``out`` is always either the complete old output or the complete new one, never missing or mixed;
+elsewhere the old folder is renamed aside first, a short window in which ``out`` is missing). The replaced contents
+are then deleted. Whatever a killed run left (``.<out>.staging-*`` folders) is deleted by the next run, under the lock.
 
 An exclusive lock (``flock`` on ``.<out>.lock`` beside ``out``) keeps a second writer out: it fails at once
 with one line saying that ``out`` is being written by another run. ``out`` is refused when it exists and was
-not written by sinkbench (it lacks :data:`MARKER`), so a mistyped ``--out`` never replaces a user's folder.
+not written by sinkbench (it lacks :data:`MARKER`), so a mistyped ``--out`` never replaces a user's folder, and
+when a folder in it is read-only (its old contents could be swapped out but not deleted), so a run never exits 0
+with the old output left beside ``out``.
 Operating-system errors (read-only folder, full disk) become :class:`PublishError`: one line naming the path
 and the reason.
 """
@@ -17,13 +19,13 @@ and the reason.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import shutil
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+from sinkbench.safe_io import install_directory, scratch_folder, staging_prefix
 
 try:
     import fcntl
@@ -32,21 +34,10 @@ except ImportError:  # not POSIX: no lock
 
 #: The file that marks a folder as an output of sinkbench (safe to replace).
 MARKER = ".sinkbench-output"
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
 
 
 class PublishError(OSError):
     """The output could not be published; the message is one line naming the path, the reason and the fix."""
-
-
-def _leftover_prefix(out: Path) -> str:
-    return f".{out.name}.staging-"
-
-
-def scratch_folder(out: Path) -> Path:
-    """A new temporary folder beside ``out`` that the next run cleans up if this one is killed."""
-    return Path(tempfile.mkdtemp(prefix=_leftover_prefix(out), dir=out.parent))
 
 
 @contextlib.contextmanager
@@ -81,7 +72,7 @@ def exclusive(out: Path) -> Iterator[None]:
 
 def _clean_leftovers(out: Path) -> None:
     """Delete what killed runs left beside ``out`` (matched by name, never by a glob pattern built from it)."""
-    prefix = _leftover_prefix(out)
+    prefix = staging_prefix(out)
     for leftover in out.parent.iterdir():
         if leftover.name.startswith(prefix) and leftover.is_dir() and not leftover.is_symlink():
             shutil.rmtree(leftover, ignore_errors=True)
@@ -109,34 +100,12 @@ def _check_owned(out: Path) -> None:
             f"{out} exists and was not written by sinkbench (no {MARKER} in it); choose a new or empty --out, "
             "or remove that folder first"
         )
-
-
-def exchange(first: Path, second: Path) -> bool:
-    """Swap two folders atomically with ``renameat2(RENAME_EXCHANGE)``; False where that is not available."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    renameat2 = getattr(libc, "renameat2", None)
-    if renameat2 is None:
-        return False
-    result = renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE)
-    if result == 0:
-        return True
-    errno = ctypes.get_errno()
-    if errno in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: the file system or kernel cannot exchange
-        return False
-    raise OSError(errno, os.strerror(errno), str(second))
-
-
-def _swap_in(staging: Path, out: Path) -> None:
-    """Make ``staging`` the new ``out``; afterwards ``staging`` holds the old contents (or nothing)."""
-    if not os.path.lexists(out):
-        os.rename(staging, out)
-        return
-    if exchange(staging, out):
-        return
-    retired = scratch_folder(out)
-    os.rename(out, retired / out.name)
-    os.rename(staging, out)
-    shutil.rmtree(retired, ignore_errors=True)
+    locked = next((folder for folder, _, _ in os.walk(out) if not os.access(folder, os.W_OK | os.X_OK)), None)
+    if locked is not None:
+        raise PublishError(
+            f"cannot replace {out}: {locked} is read-only, so the old output could not be deleted; make it "
+            f"writable (chmod -R u+w {out}) or choose another --out"
+        )
 
 
 @contextlib.contextmanager
@@ -156,7 +125,7 @@ def publishing(out: Path) -> Iterator[Path]:
                 yield staging
                 (staging / MARKER).write_text("written by sinkbench; the next run replaces this folder\n")
                 staging.chmod(_folder_mode(out))
-                _swap_in(staging, out)
+                install_directory(staging, out, replace=True)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
     except PublishError:

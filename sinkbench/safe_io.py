@@ -9,6 +9,8 @@ to report, never a traceback. Writes go to a temporary file or folder beside the
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import hashlib
 import json
 import math
@@ -19,6 +21,9 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
 
 
 class UnsafeFileError(ValueError):
@@ -194,18 +199,46 @@ def write_json_atomic(data: Any, path: Path) -> None:
     write_files_atomically(path.parent, {path.name: text})
 
 
-def install_directory(staged: Path, target: Path, *, replace: bool) -> None:
-    """Move the finished folder ``staged`` to ``target`` (same file system) in one atomic step.
+def staging_prefix(target: Path) -> str:
+    """The name prefix of the temporary folders made beside ``target`` (a killed run's leftovers carry it too)."""
+    return f".{target.name}.staging-"
 
-    An existing ``target`` (only with ``replace``) is swapped with ``staged`` (``renameat2(RENAME_EXCHANGE)``, see
-    :func:`sinkbench.publish.exchange`) and its old contents deleted, so ``target`` is never missing or mixed;
-    where the swap is not available the old folder is moved aside first.
+
+def scratch_folder(target: Path) -> Path:
+    """A new temporary folder beside ``target`` (same file system), named with :func:`staging_prefix`."""
+    return Path(tempfile.mkdtemp(prefix=staging_prefix(target), dir=target.parent))
+
+
+def exchange(first: Path, second: Path) -> bool:
+    """Swap two folders atomically with Linux's ``renameat2(RENAME_EXCHANGE)``; False where that is unavailable.
+
+    Python's ``os`` has no binding for it, hence ``ctypes``. It is what makes :func:`install_directory` leave the
+    target whole at every instant (old or new, never missing): the fault-injection tests kill a run between any
+    two steps and find one or the other.
+    """
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:
+        return False
+    result = renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE)
+    if result == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # the file system or kernel cannot exchange
+        return False
+    raise OSError(code, os.strerror(code), str(second))
+
+
+def install_directory(staged: Path, target: Path, *, replace: bool) -> None:
+    """Move the finished folder ``staged`` to ``target`` (same file system) in one atomic step; ``staged`` is gone
+    afterwards.
+
+    An existing ``target`` (only with ``replace``) is swapped with ``staged`` (:func:`exchange`) and its old
+    contents deleted, so ``target`` is never missing or mixed; where the swap is not available the old folder is
+    moved aside first (into a :func:`scratch_folder`, which a later run may clean up if this one is killed).
 
     Raises:
         FileExistsError: ``target`` exists and ``replace`` is false.
     """
-    from sinkbench.publish import exchange
-
     if os.path.lexists(target) and not replace:
         raise FileExistsError(target)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -215,7 +248,7 @@ def install_directory(staged: Path, target: Path, *, replace: bool) -> None:
     if exchange(staged, target):
         shutil.rmtree(staged, ignore_errors=True)
         return
-    retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+    retired = scratch_folder(target)
     os.replace(target, retired / target.name)
     os.replace(staged, target)
     shutil.rmtree(retired, ignore_errors=True)

@@ -3,7 +3,7 @@ at each step of publishing their ``--out``, concurrent writers are kept out, and
 
 Each run under test is the real command line in a child process (``os.fork``) whose filesystem-mutating calls
 (``tempfile.mkdtemp``, ``Path.write_text``, MkDocs' ``write_file``, ``os.rename``, ``os.replace``,
-:func:`sinkbench.publish.exchange`, ``shutil.rmtree``) are counted as its steps; at step N the child hard-exits (``os._exit(9)``: no ``finally``, no
+:func:`sinkbench.safe_io.exchange`, ``shutil.rmtree``) are counted as its steps; at step N the child hard-exits (``os._exit(9)``: no ``finally``, no
 clean-up, as a kill would leave it), or pauses until told to go on. After every kill, ``--out`` is either entirely
 the old output or entirely the new one (file names and contents), and the next run leaves nothing beside it.
 """
@@ -26,7 +26,7 @@ from unittest import mock
 import mkdocs.utils
 import pytest
 
-from sinkbench import publish
+from sinkbench import safe_io
 from sinkbench.cli import build_parser, main
 from sinkbench.leaderboard.project import build_site
 from sinkbench.publish import MARKER
@@ -43,7 +43,7 @@ STEP_CALLS = (
     (mkdocs.utils, "write_file"),
     (os, "rename"),
     (os, "replace"),
-    (publish, "exchange"),
+    (safe_io, "exchange"),
     (shutil, "rmtree"),
 )
 KILLED = 9
@@ -330,24 +330,84 @@ def test_an_os_error_while_publishing_is_one_line_and_changes_nothing(
     assert snapshot(out) == before and leftovers(out) == []
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
-@pytest.mark.parametrize("command", [AGGREGATE, SITE], ids=lambda command: command.name)
-def test_a_read_only_parent_folder_is_one_line(
-    command: Command, references: References, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+#: The account a root test run drops to, so that file permissions apply to the command under test.
+NOBODY = 65534
+
+
+def _run_as_a_user(argv: list[str], folder: Path) -> tuple[int, str]:
+    """Run ``sinkbench ARGV`` where file permissions apply: here, or (as root, who ignores them) in a forked child
+    that becomes ``nobody``. Returns its exit status and what it printed to stderr."""
+    errors = folder / "stderr.txt"
+    if os.geteuid() != 0:
+        with open(errors, "w", encoding="utf-8") as stream, mock.patch.object(sys, "stderr", stream):
+            status = main(argv)
+        return status, errors.read_text(encoding="utf-8")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 99
+        try:
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            sys.stderr = open(errors, "w", encoding="utf-8")  # noqa: SIM115 (flushed before the child exits)
+            code = main(argv)
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stderr.flush()
+            os._exit(code)
+    return wait_child(pid), errors.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("command", "read_only"),
+    [(AGGREGATE, "out"), (SITE, "out"), (SITE, "a folder inside it")],
+    ids=["aggregate", "site build", "site build, inside"],
+)
+def test_a_read_only_out_is_refused_in_one_line_and_nothing_is_left_beside_it(
+    command: Command, read_only: str, references: References
 ) -> None:
-    parent = tmp_path / "read-only"
+    """Its old contents could be swapped out but not deleted: the run is refused before building anything."""
+    base = Path(tempfile.mkdtemp(prefix="sinkbench-read-only-"))  # not under pytest's root-only tmp folder
+    out = base / "out"
+    shutil.copytree(references[f"{command.name}/old"], out)
+    locked = out if read_only == "out" else out / "pairs"
+    if os.geteuid() == 0:  # the user's own output
+        for path in [base, *base.rglob("*")]:
+            os.chown(path, NOBODY, NOBODY)
+    before = snapshot(out)
+    locked.chmod(0o555)
+    try:
+        status, errors = _run_as_a_user(command.argv(FIXTURES, out), base)
+    finally:
+        locked.chmod(0o755)
+    assert status == 1 and "Traceback" not in errors, errors
+    assert errors.count("\n") == 1, errors
+    assert errors.startswith(f"sinkbench {command.name}: cannot replace {out}: {locked} is read-only"), errors
+    assert snapshot(out) == before
+    assert sorted(path.name for path in base.iterdir()) == [".out.lock", "out", "stderr.txt"]
+    shutil.rmtree(base)
+
+
+@pytest.mark.parametrize("command", [AGGREGATE, SITE], ids=lambda command: command.name)
+def test_a_read_only_parent_folder_is_one_line(command: Command, references: References) -> None:
+    base = Path(
+        tempfile.mkdtemp(prefix="sinkbench-read-only-parent-")
+    )  # not under pytest's root-only tmp folder
+    parent = base / "read-only"
     shutil.copytree(references[f"{command.name}/old"], parent / "out")
     before = snapshot(parent / "out")
+    base.chmod(0o777)  # for stderr.txt, whoever runs the command
     parent.chmod(0o555)
     try:
-        assert main(command.argv(references["new"], parent / "out")) == 1
+        status, errors = _run_as_a_user(command.argv(FIXTURES, parent / "out"), base)
     finally:
         parent.chmod(0o755)
-    captured = capsys.readouterr()
-    assert (
-        captured.err.count("\n") == 1 and "Permission denied" in captured.err and str(parent) in captured.err
-    )
+    assert status == 1 and errors.count("\n") == 1, errors
+    assert "Permission denied" in errors and str(parent) in errors, errors
     assert snapshot(parent / "out") == before
+    shutil.rmtree(base)
 
 
 @pytest.mark.parametrize("command", [AGGREGATE, SITE], ids=lambda command: command.name)

@@ -6,6 +6,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from sinkbench.errors import UserError
+
 
 def tasks_path() -> Path:
     """The installed ``harness_tasks`` folder (what ``--include_path`` needs)."""
@@ -30,7 +32,12 @@ def lm_eval_argv(args: Sequence[str]) -> list[str]:
 
 
 def run_lm_eval(args: Sequence[str]) -> int:
-    """Run ``lm_eval ARGS --include_path <harness_tasks>`` in this process; returns its exit status."""
+    """Run ``lm_eval ARGS --include_path <harness_tasks>`` in this process; returns its exit status.
+
+    Raises:
+        UserError: lm-eval refused its arguments with a ``ValueError`` (an unknown task, a malformed
+            ``--model_args``): one line instead of lm-eval's traceback, which plain ``lm_eval`` still prints.
+    """
     from lm_eval.__main__ import cli_evaluate
 
     try:
@@ -41,6 +48,8 @@ def run_lm_eval(args: Sequence[str]) -> int:
     saved, sys.argv = sys.argv, ["lm_eval", *argv]
     try:
         cli_evaluate()
+    except ValueError as error:
+        raise UserError(f"lm_eval: {error} (run lm_eval itself for its traceback)") from error
     except SystemExit as exit_:
         if isinstance(exit_.code, str):  # a message (e.g. a task's missing data): print it, as Python would
             print(exit_.code, file=sys.stderr)

@@ -23,8 +23,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from sinkbench.publish import exclusive, scratch_folder
-from sinkbench.safe_io import UnsafeFileError, check_size, install_directory
+from sinkbench.publish import exclusive
+from sinkbench.safe_io import UnsafeFileError, check_size, install_directory, scratch_folder
 from sinkbench.submissions import SubmissionsInvalid, load_entry, load_submissions
 from sinkbench.submissions.entry import Entry, Problem
 from sinkbench.submissions.rules import rule_no_duplicates, run_rules

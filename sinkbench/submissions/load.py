@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sinkbench.errors import UserError
 from sinkbench.submissions.catalogue import KIND_OF_FOLDER
 from sinkbench.submissions.entry import Entry, Problem
 from sinkbench.submissions.read import load_entry
@@ -34,7 +35,7 @@ _ROOT_FILES = {"README.md"}
 _ENTRY_NAME = re.compile(ENTRY_NAME_PATTERN)
 
 
-class SubmissionsInvalid(ValueError):
+class SubmissionsInvalid(UserError):
     """Raised when the submissions do not validate; ``problems`` lists every problem."""
 
     def __init__(self, problems: Sequence[Problem]) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sinkbench.errors import UserError
 from sinkbench.safe_io import UnsafeFileError, file_sha256, install_directory, read_json
 from sinkbench.submissions.catalogue import FOLDER_OF_KIND, FORMAT_TASKS, SINK_TASK
 from sinkbench.submissions.entry import Entry
@@ -33,7 +34,7 @@ _STAMP = re.compile(r"results_(.+)\.json")
 _UNPINNED = {None, "", "main"}
 
 
-class SubmitError(ValueError):
+class SubmitError(UserError):
     """A run folder or option that cannot make an entry; the message is one line with the fix."""
 
 
