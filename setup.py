@@ -1,5 +1,7 @@
 """Build glue for what pyproject.toml cannot say: where two top-level folders install, and two files it cannot place.
 
+* The repository's top-level ``harness_tasks/`` (lm-eval task families) installs as ``sinkbench.tasks``: a name
+  inside sinkbench's own namespace instead of a generic top-level package in site-packages.
 * The repository's top-level ``site/`` (the leaderboard's templates, docs and MkDocs hooks) installs as the
   package ``sinkbench.site``, and the top-level ``mkdocs.yml`` beside it as ``sinkbench/mkdocs.yml``: the wheel
   then holds ``mkdocs.yml`` and ``site/`` side by side, as the repository does, so an installed sinkbench builds
@@ -26,7 +28,7 @@ from setuptools.command.build_py import build_py
 ROOT = Path(__file__).resolve().parent
 PLUGIN = runpy.run_path(str(ROOT / "sinkbench" / "harness" / "plugin.py"))
 #: Installed package name -> the repository folder it comes from.
-MAPPED = {"sinkbench.site": "site"}
+MAPPED = {"sinkbench.site": "site", "sinkbench.tasks": "harness_tasks"}
 #: The site's configuration, installed beside ``sinkbench.site``.
 MKDOCS_CONFIG = "mkdocs.yml"
 
@@ -46,8 +48,9 @@ class BuildPyWithPth(build_py):
 
 setup(
     packages=[
-        *find_packages(include=["sinkbench", "sinkbench.*", "harness_tasks", "harness_tasks.*"]),
+        *find_packages(include=["sinkbench", "sinkbench.*"]),
         *MAPPED,
+        *(f"sinkbench.tasks.{name}" for name in find_packages(where=MAPPED["sinkbench.tasks"])),
     ],
     package_dir=MAPPED,
     cmdclass={"build_py": BuildPyWithPth},

@@ -34,7 +34,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from harness_tasks._data import DATA_DIR_ENV, local_data_dir, read_jsonl
 from sinkbench.models import DEFAULT_MODEL, load_model
 from sinkbench.monitor import SinkStrengthCallback
 from sinkbench.protect import protect_sink_heads
@@ -45,6 +44,7 @@ from sinkbench.sink.metrics import POSITION0_MASS, SHARE_G_ABOVE, SINK_STRENGTH
 from sinkbench.sink.observe import observe
 from sinkbench.sink.options import ProbeOptions
 from sinkbench.sink.prompts import load_prompts
+from sinkbench.tasks._data import DATA_DIR_ENV, local_data_dir, read_jsonl
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ARMS = ("none", "sink", "random")
@@ -103,7 +103,7 @@ def random_heads(every: list, sink: list, seed: int) -> list:
 
 def ifeval_score(model, tokenizer, docs: list[dict], max_new_tokens: int, batch_size: int) -> dict:
     """Greedy answers to ``docs`` graded by lm-eval's IFEval checkers: prompt- and instruction-level accuracy."""
-    from harness_tasks.ifeval_strict.utils import process_results
+    from sinkbench.tasks.ifeval_strict.utils import process_results
 
     tokenizer.padding_side = "left"
     model.eval()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness_tasks.eq_bench_strict import utils
+from sinkbench.tasks.eq_bench_strict import utils
 
 FIXTURES = Path(__file__).parent / "fixtures" / "strict"
 CASES = json.loads((FIXTURES / "eq_bench_cases.json").read_text(encoding="utf-8"))

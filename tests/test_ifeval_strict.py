@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness_tasks import _punkt
-from harness_tasks._registry import FLAT_MEAN, flat_mean
+from sinkbench.tasks import _punkt
+from sinkbench.tasks._registry import FLAT_MEAN, flat_mean
 
 FIXTURES = Path(__file__).parent / "fixtures" / "strict"
 CASES = json.loads((FIXTURES / "ifeval_cases.json").read_text(encoding="utf-8"))
@@ -46,7 +46,7 @@ def deterministic_langdetect(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def grade(instruction_id: str, kwargs: dict, response: str) -> dict:
     """Grade one response through the task's own ``process_results`` hook."""
-    from harness_tasks.ifeval_strict import utils
+    from sinkbench.tasks.ifeval_strict import utils
 
     doc = {"key": 1, "prompt": "(test prompt)", "instruction_id_list": [instruction_id], "kwargs": [kwargs]}
     return utils.process_results(doc, [response])
@@ -69,7 +69,7 @@ def test_hand_written_response_is_graded_right(case: dict) -> None:
 
 
 def test_prompt_passes_only_when_every_instruction_passes() -> None:
-    from harness_tasks.ifeval_strict import utils
+    from sinkbench.tasks.ifeval_strict import utils
 
     doc = {
         "key": 7,
@@ -143,7 +143,7 @@ import nltk, sys
 def refuse(*args, **kwargs):
     sys.exit("nltk.download was called")
 nltk.download = refuse
-from harness_tasks.ifeval_strict import utils
+from sinkbench.tasks.ifeval_strict import utils
 doc = {"key": 1, "prompt": "p", "instruction_id_list": ["length_constraints:number_sentences"],
        "kwargs": [{"num_sentences": 2, "relation": "less than"}]}
 print(utils.process_results(doc, ["Dr. Smith arrived at 5 p.m. and left."])["prompt_level_strict_acc"])

@@ -28,9 +28,9 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from tiny_models import save_tiny_model
 
-from harness_tasks._data import DATA_DIR_ENV
 from sinkbench.harness import plugin
 from sinkbench.harness.run import tasks_path
+from sinkbench.tasks._data import DATA_DIR_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 LM_EVAL = shutil.which("lm_eval", path=str(Path(sys.executable).parent))

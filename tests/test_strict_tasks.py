@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from harness_tasks import _data, _punkt
+from sinkbench.tasks import _data, _punkt
 
 if TYPE_CHECKING:
     from lm_eval.api.task import Task
@@ -159,7 +159,7 @@ def test_without_the_switch_tasks_load_the_hub_dataset(
     calls = []
     monkeypatch.delenv(_data.DATA_DIR_ENV, raising=False)
     monkeypatch.setattr(datasets, "load_dataset", lambda *args, **kwargs: calls.append(args) or "hub")
-    source = importlib.import_module(f"harness_tasks.{family}.utils").Task.SOURCE
+    source = importlib.import_module(f"sinkbench.tasks.{family}.utils").Task.SOURCE
     assert _data.load_task_data(source) == ("hub", {"source": "hub", "dataset": hub_path, "name": hub_name})
     assert calls == [(hub_path, hub_name)]
 
@@ -182,7 +182,7 @@ def test_offline_without_a_data_folder_is_one_line(monkeypatch: pytest.MonkeyPat
 def test_switch_without_the_file_is_an_error_not_a_download(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harness_tasks.gsm8k_cot_strict import utils
+    from sinkbench.tasks.gsm8k_cot_strict import utils
 
     monkeypatch.setenv(_data.DATA_DIR_ENV, str(tmp_path))
     with pytest.raises(_data.DataUnavailable) as raised:
@@ -221,8 +221,8 @@ def test_results_record_the_local_file_and_its_hash(offline: pytest.MonkeyPatch)
 
 
 def test_malformed_local_files_name_the_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness_tasks.gpqa_diamond_cot_strict import utils as gpqa
-    from harness_tasks.gsm8k_cot_strict import utils as gsm8k
+    from sinkbench.tasks.gpqa_diamond_cot_strict import utils as gpqa
+    from sinkbench.tasks.gsm8k_cot_strict import utils as gsm8k
 
     monkeypatch.setenv(_data.DATA_DIR_ENV, str(tmp_path))
     (tmp_path / "gsm8k_test.jsonl").write_text(
@@ -271,7 +271,7 @@ def test_gpqa_answers_with_and_without_the_strict_phrase(case: dict, cot_tasks: 
 
 
 def test_gpqa_option_order_is_fixed_per_question() -> None:
-    from harness_tasks.gpqa_diamond_cot_strict.utils import shuffle_options
+    from sinkbench.tasks.gpqa_diamond_cot_strict.utils import shuffle_options
 
     row = {
         "Record ID": "recX",

@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from lm_eval.tasks.eq_bench.utils import calculate_score_fullscale
 
-from harness_tasks._data import DataSource, data_task
-
-if TYPE_CHECKING:
-    pass
+from sinkbench.tasks._data import DataSource, data_task
 
 #: Keys every ``reference_answer_fullscale`` must carry.
 REFERENCE_KEYS = tuple(f"emotion{i}" for i in range(1, 5)) + tuple(f"emotion{i}_score" for i in range(1, 5))

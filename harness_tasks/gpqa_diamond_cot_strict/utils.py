@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from lm_eval.tasks.gpqa.cot_zeroshot.utils import preprocess
 
-from harness_tasks._data import DataSource, data_task
+from sinkbench.tasks._data import DataSource, data_task
 
 if TYPE_CHECKING:
     import datasets

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from harness_tasks._data import DataSource, data_task, read_jsonl
-
-if TYPE_CHECKING:
-    pass
+from sinkbench.tasks._data import DataSource, data_task, read_jsonl
 
 #: openai/gsm8k (main, test) on the hub; the original release ``test.jsonl`` locally.
 SOURCE = DataSource(

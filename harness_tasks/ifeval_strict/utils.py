@@ -1,7 +1,7 @@
 """Hooks for ``ifeval_strict.yaml``, named after the YAML keys they serve.
 
 Grading is lm-eval's own IFEval code (``lm_eval.tasks.ifeval``), imported, not re-written.
-It is imported lazily, after :func:`harness_tasks._punkt.ensure_punkt_tab`, because importing
+It is imported lazily, after :func:`sinkbench.tasks._punkt.ensure_punkt_tab`, because importing
 it otherwise tries to download NLTK's ``punkt_tab``.
 """
 
@@ -10,14 +10,10 @@ from __future__ import annotations
 import functools
 import importlib
 from types import ModuleType
-from typing import TYPE_CHECKING
 
-from harness_tasks import _registry  # noqa: F401  (registers the flat_mean aggregation)
-from harness_tasks._data import DataSource, data_task, read_jsonl
-from harness_tasks._punkt import ensure_punkt_tab
-
-if TYPE_CHECKING:
-    pass
+from sinkbench.tasks import _registry  # noqa: F401  (registers the flat_mean aggregation)
+from sinkbench.tasks._data import DataSource, data_task, read_jsonl
+from sinkbench.tasks._punkt import ensure_punkt_tab
 
 #: google/IFEval on the hub; the original release ``input_data.jsonl`` locally.
 SOURCE = DataSource(

@@ -18,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.set_defaults(handler=run_eval, passthrough=True)
     path = subparsers.add_parser(
         "tasks-path",
-        help="Print the installed harness_tasks folder.",
+        help="Print the folder of the installed tasks (sinkbench.tasks, the repository's harness_tasks/).",
         description='Print the folder of sinkbench\'s lm-eval tasks, for `lm_eval --include_path "$(sinkbench tasks-path)"` '
         "where the start-up hook is off (SINKBENCH_LM_EVAL_AUTOLOAD=0).",
     )

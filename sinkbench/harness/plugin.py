@@ -1,4 +1,5 @@
-"""Make the stock ``lm_eval`` find sinkbench's tasks: put ``harness_tasks/`` among lm-eval's default task paths.
+"""Make the stock ``lm_eval`` find sinkbench's tasks: put their folder (the installed ``sinkbench.tasks``, the
+repository's ``harness_tasks/``) among lm-eval's default task paths.
 
 How it is wired, and why it costs nothing until lm-eval loads its tasks:
 
@@ -171,7 +172,7 @@ def task_paths(paths: Iterable[str | Path], defaults: Path, ours: Path) -> list[
     Args:
         paths: The folders a ``TaskManager`` is about to index, in order (later ones override earlier).
         defaults: lm-eval's own task folder (present unless ``include_defaults=False``).
-        ours: sinkbench's ``harness_tasks`` folder.
+        ours: the folder of sinkbench's tasks (:func:`sinkbench.harness.run.tasks_path`).
 
     Returns:
         The folders to index: unchanged when ``defaults`` is absent or ``ours`` is already listed.

@@ -10,10 +10,11 @@ from sinkbench.errors import UserError
 
 
 def tasks_path() -> Path:
-    """The installed ``harness_tasks`` folder (what ``--include_path`` needs)."""
-    import harness_tasks
+    """The folder of the installed ``sinkbench.tasks`` (the repository's ``harness_tasks/``): what
+    ``--include_path`` needs."""
+    import sinkbench.tasks
 
-    return Path(harness_tasks.__file__).resolve().parent
+    return Path(sinkbench.tasks.__file__).resolve().parent
 
 
 def lm_eval_argv(args: Sequence[str]) -> list[str]:
