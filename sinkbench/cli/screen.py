@@ -64,8 +64,7 @@ def _against(value: str | None) -> tuple[bool, Path | None]:
 
 def run(args: argparse.Namespace) -> int:
     """Handle ``sinkbench screen``."""
-    from sinkbench.sink.screen import screen
-    from sinkbench.tables.placement import screen_with_placement
+    from sinkbench.screen import screen
 
     options = {
         "options": probe_options(args),
@@ -85,10 +84,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if wanted:
-        _, text = screen_with_placement(args.model, against=against, **options)
-    else:
-        _, text = screen(args.model, **options)
+    _, text = screen(args.model, place_among=wanted, against=against, **options)
     print(text)
     if args.output:
         print(f"Report written to {args.output}")

@@ -214,7 +214,7 @@ def map_heads(
     plot: Path | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Load a model as ``screen`` does, map its sink heads, and write the report (and plot) when asked.
+    """Load a model as :func:`~sinkbench.sink.probe_model.probe_model` does, map its sink heads, and write the report (and plot) when asked.
 
     Args:
         model_spec: hub id, local dir, ``.gguf`` file or embedded name (None: the embedded default).

@@ -3,14 +3,15 @@
 
 Modules, in the order data flows through them: :mod:`.catalogue` (tasks and folders), :mod:`.schema` (one
 pydantic model per file kind), :mod:`.entry` (the in-memory entry model every later stage reads),
-:mod:`.load` (discovery and loading), :mod:`.rules` and :mod:`.results_rules` (the validation rules),
+:mod:`.read_entry` (one entry folder, file by file), :mod:`.metadata_rules` and :mod:`.lm_eval_rules` (the
+validation rules), :mod:`.gate` (finding, reading and validating every entry),
 :mod:`.import_reported` (reported entries from a CSV of published numbers).
 """
 
 from __future__ import annotations
 
 from sinkbench.submissions.entry import Entry, EntryFile, Problem, Side, TaskScore
-from sinkbench.submissions.load import (
+from sinkbench.submissions.gate import (
     Submissions,
     SubmissionsInvalid,
     load_entry,

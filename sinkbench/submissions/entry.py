@@ -106,7 +106,7 @@ class TaskScore:
     ``delta`` is ``vlm_score - reference_score`` when both are known (more digits than a printed
     delta), else the published delta. ``derived`` names the values computed from published ones.
     ``coverage`` is ``(evaluated, documents)`` when a measured run skipped documents (``--limit``; only a
-    backbone's own scores may, see :func:`sinkbench.submissions.results_rules.rule_no_limit`), else None.
+    backbone's own scores may, see :func:`sinkbench.submissions.lm_eval_rules.rule_no_limit`), else None.
     """
 
     task: str

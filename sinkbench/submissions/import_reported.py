@@ -27,7 +27,8 @@ from sinkbench.publish import exclusive
 from sinkbench.safe_io import UnsafeFileError, check_size, install_directory, scratch_folder
 from sinkbench.submissions import SubmissionsInvalid, load_entry, load_submissions
 from sinkbench.submissions.entry import Entry, Problem
-from sinkbench.submissions.rules import rule_no_duplicates, run_rules
+from sinkbench.submissions.gate import run_rules
+from sinkbench.submissions.metadata_rules import rule_no_duplicates
 from sinkbench.submissions.schema import ENTRY_NAME_PATTERN
 
 REQUIRED_COLUMNS = ("vlm", "reference_llm", "qk_norm", "sink_strength", "task", "delta")

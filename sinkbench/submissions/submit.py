@@ -22,10 +22,10 @@ from sinkbench.errors import UserError
 from sinkbench.safe_io import UnsafeFileError, file_sha256, install_directory, read_json
 from sinkbench.submissions.catalogue import FOLDER_OF_KIND, FORMAT_TASKS, SINK_TASK
 from sinkbench.submissions.entry import Entry
-from sinkbench.submissions.load import SubmissionsInvalid, load_entry, load_submissions
+from sinkbench.submissions.gate import SubmissionsInvalid, load_entry, load_submissions, run_rules
+from sinkbench.submissions.lm_eval_rules import detect_qk_norm
 from sinkbench.submissions.local_paths import redact
-from sinkbench.submissions.results_rules import detect_qk_norm
-from sinkbench.submissions.rules import rule_no_duplicates, run_rules
+from sinkbench.submissions.metadata_rules import rule_no_duplicates
 from sinkbench.submissions.schema import ENTRY_NAME_PATTERN, MODEL_ID_PATTERN, SIZE_LIMITS
 
 _HUB_ID = re.compile(MODEL_ID_PATTERN)

@@ -3,7 +3,7 @@ predicts for it with the prediction interval, and whether that prediction extrap
 
 It is read from a submissions folder (validated, then the pairs and screening tables built as for the board), or
 from a snapshot of the seeded tables shipped in the package (the paper's reported entries, arXiv 2609.00746),
-so ``sinkbench screen`` can place a model anywhere. :func:`write_snapshot` remakes the snapshot; a test keeps it
+so ``sinkbench screen`` (:mod:`sinkbench.screen`) can place a model anywhere. :func:`write_snapshot` remakes the snapshot; a test keeps it
 equal to the seeded entries of the repository.
 """
 
@@ -153,23 +153,3 @@ def format_placement(placement: dict[str, Any]) -> str:
             f"({item['n_pairs']} pairs){flag}"
         )
     return "\n".join(lines)
-
-
-def screen_with_placement(
-    model_spec: str | None, *, against: Path | None, output: Path | None = None, **screen_options: Any
-) -> tuple[dict[str, Any], str]:
-    """``sinkbench screen``: measure S (:func:`sinkbench.sink.screen.screen`), then place the model among the
-    backbones of ``against`` (a submissions folder; None: the packaged snapshot of the seeded tables).
-
-    Returns:
-        The report (with ``placement``) and its printable text; the report is also written to ``output``.
-    """
-    from sinkbench.safe_io import write_json_atomic
-    from sinkbench.sink.screen import screen
-
-    report, text = screen(model_spec, output=None, **screen_options)
-    data = PlacementData.packaged() if against is None else PlacementData.from_submissions(Path(against))
-    report["placement"] = place(report, data)
-    if output is not None:
-        write_json_atomic(report, output)
-    return report, f"{text}\n{format_placement(report['placement'])}"

@@ -1,7 +1,8 @@
 """Validation rules on the lm-eval files of measured entries: results files and IFEval samples.
 
-Each rule takes one :class:`~sinkbench.submissions.entry.Entry` and yields problems; the registry that runs
-them is :data:`sinkbench.submissions.rules.ENTRY_RULES`.
+Each rule takes one :class:`~sinkbench.submissions.entry.Entry` and yields problems; the gate runs them
+(:data:`sinkbench.submissions.gate.ENTRY_RULES`), with the rules on metadata
+(:mod:`sinkbench.submissions.metadata_rules`).
 """
 
 from __future__ import annotations

@@ -1,17 +1,17 @@
-"""Validation rules for loaded submission entries: each rule is a small function returning problems.
+"""Validation rules on an entry's metadata, its reported numbers, its submitted files' contents (local paths, the
+sink profile) and, across entries, duplicates: each rule is a small function returning problems.
 
-Entry rules take one :class:`~sinkbench.submissions.entry.Entry`; cross-entry rules take all of them.
-Rules on metadata and reported numbers live here, rules on lm-eval files in :mod:`sinkbench.submissions.results_rules`.
-:func:`run_rules` runs every rule and returns all problems together. File-level checks (size caps,
-strict JSON, schemas) happen earlier, while loading, in :mod:`sinkbench.submissions`.
+Entry rules take one :class:`~sinkbench.submissions.entry.Entry`; cross-entry rules take all of them. Rules on
+lm-eval's files live in :mod:`sinkbench.submissions.lm_eval_rules`; the gate
+(:mod:`sinkbench.submissions.gate`) runs both. File-level checks (size caps, strict JSON, schemas) happen earlier,
+while reading, in :mod:`sinkbench.submissions.read_entry`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
-from sinkbench.submissions import results_rules
 from sinkbench.submissions.catalogue import (
     FOLDER_OF_KIND,
     FORMAT_TASKS,
@@ -27,7 +27,6 @@ from sinkbench.submissions.schema import UNPINNED_REVISIONS, IfevalRegressionCou
 DELTA_TOLERANCE = 0.1
 #: Published scores recovered from counts are rounded to 0.01 pt.
 COUNT_SCORE_TOLERANCE = 0.01
-EntryRule = Callable[[Entry], Iterable[Problem]]
 
 
 def rule_kind_matches_folder(entry: Entry) -> Iterator[Problem]:
@@ -287,34 +286,3 @@ def rule_no_duplicates(entries: Sequence[Entry]) -> Iterator[Problem]:
                 "update the existing entry instead of adding a new one, or pin both revisions",
             )
         earlier.append(entry)
-
-
-ENTRY_RULES: tuple[EntryRule, ...] = (
-    rule_kind_matches_folder,
-    rule_reported_entry_contents,
-    rule_measured_entry_contents,
-    rule_revisions_recorded,
-    rule_required_tasks,
-    results_rules.rule_lm_eval_records_complete,
-    results_rules.rule_task_in_one_file,
-    results_rules.rule_no_limit,
-    results_rules.rule_lm_eval_version,
-    results_rules.rule_metrics_in_range,
-    results_rules.rule_pair_settings_match,
-    results_rules.rule_revision_matches_results,
-    results_rules.rule_qk_norm_matches_config,
-    rule_reported_delta_matches_scores,
-    rule_reported_regressions_consistent,
-    results_rules.rule_samples_match_results,
-    results_rules.rule_samples_cover_same_prompts,
-    rule_sink_profile_shape,
-    rule_no_local_paths,
-)
-CROSS_ENTRY_RULES = (rule_no_duplicates,)
-
-
-def run_rules(entries: Sequence[Entry]) -> list[Problem]:
-    """Run every entry rule on every entry, then the cross-entry rules; return all problems."""
-    problems = [problem for entry in entries for rule in ENTRY_RULES for problem in rule(entry)]
-    problems.extend(problem for rule in CROSS_ENTRY_RULES for problem in rule(entries))
-    return problems

@@ -1,4 +1,5 @@
-"""Screen one model end to end: load, probe, summarise, bootstrap the interval over prompts, report."""
+"""Probe one model end to end: load, probe, summarise, bootstrap the interval over prompts, report (what
+``sinkbench screen`` measures; :mod:`sinkbench.screen` then places the model on the board)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from sinkbench.sink.report import build_report, format_profile
 from sinkbench.sink.uncertainty import sink_strength_interval
 
 
-def screen(
+def probe_model(
     model_spec: str | None,
     options: ProbeOptions | None = None,
     *,

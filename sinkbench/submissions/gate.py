@@ -1,4 +1,5 @@
-"""Discovery and loading of submission entries into the one entry model, with every problem found (the gate).
+"""The gate: find the submission entries, read each into the one entry model, run every validation rule, and
+return the entries with every problem found.
 
 Layout (documented in ``submissions/README.md``)::
 
@@ -12,25 +13,28 @@ Layout (documented in ``submissions/README.md``)::
       backbones/<name>/metadata.json        kind "backbone"
         results_*.json, samples_*, config.json, sink_profile.json   measured only
 
-:func:`load_submissions` loads every entry it is pointed at, runs the rules of
-:mod:`sinkbench.submissions.rules` and returns the entries together with ALL problems found.
+:func:`load_submissions` reads every entry it is pointed at (:mod:`sinkbench.submissions.read_entry`), runs the
+rules (:data:`ENTRY_RULES`, :data:`CROSS_ENTRY_RULES`: :mod:`sinkbench.submissions.metadata_rules` and
+:mod:`sinkbench.submissions.lm_eval_rules`) and returns the entries together with ALL problems found.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from sinkbench.errors import UserError
+from sinkbench.submissions import lm_eval_rules as lm_eval
+from sinkbench.submissions import metadata_rules as metadata
 from sinkbench.submissions.catalogue import KIND_OF_FOLDER
 from sinkbench.submissions.entry import Entry, Problem
-from sinkbench.submissions.read import load_entry
-from sinkbench.submissions.rules import run_rules
+from sinkbench.submissions.read_entry import load_entry
 from sinkbench.submissions.schema import ENTRY_NAME_PATTERN, invisible_character
 
+EntryRule = Callable[[Entry], Iterable[Problem]]
 _ROOT_FILES = {"README.md"}
 _ENTRY_NAME = re.compile(ENTRY_NAME_PATTERN)
 
@@ -171,3 +175,36 @@ def load_valid_entries(root: Path | str) -> tuple[Entry, ...]:
     if loaded.problems:
         raise SubmissionsInvalid(loaded.problems)
     return loaded.entries
+
+
+#: Every rule on one entry, in the order their problems are listed.
+ENTRY_RULES: tuple[EntryRule, ...] = (
+    metadata.rule_kind_matches_folder,
+    metadata.rule_reported_entry_contents,
+    metadata.rule_measured_entry_contents,
+    metadata.rule_revisions_recorded,
+    metadata.rule_required_tasks,
+    lm_eval.rule_lm_eval_records_complete,
+    lm_eval.rule_task_in_one_file,
+    lm_eval.rule_no_limit,
+    lm_eval.rule_lm_eval_version,
+    lm_eval.rule_metrics_in_range,
+    lm_eval.rule_pair_settings_match,
+    lm_eval.rule_revision_matches_results,
+    lm_eval.rule_qk_norm_matches_config,
+    metadata.rule_reported_delta_matches_scores,
+    metadata.rule_reported_regressions_consistent,
+    lm_eval.rule_samples_match_results,
+    lm_eval.rule_samples_cover_same_prompts,
+    metadata.rule_sink_profile_shape,
+    metadata.rule_no_local_paths,
+)
+#: Every rule on all entries together.
+CROSS_ENTRY_RULES = (metadata.rule_no_duplicates,)
+
+
+def run_rules(entries: Sequence[Entry]) -> list[Problem]:
+    """Run every entry rule on every entry, then the cross-entry rules; return all problems."""
+    problems = [problem for entry in entries for rule in ENTRY_RULES for problem in rule(entry)]
+    problems.extend(problem for rule in CROSS_ENTRY_RULES for problem in rule(entries))
+    return problems
