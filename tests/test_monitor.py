@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import logging
+import os
 import random
+import time
 from pathlib import Path
 
 import numpy as np
@@ -211,21 +214,31 @@ def test_unsupported_models_and_bad_intervals_are_clear_errors(tmp_path):
         SinkStrengthCallback(make_trainer(tiny_causal_lm("llama"), tmp_path))
 
 
+#: Seconds any collective of the DDP test may wait, and the whole group may take, before the test gives up.
+DDP_TIMEOUT = 120
+
+
 def _ddp_worker(rank: int, port: int, out: Path) -> None:
-    """One process of a 2-process DDP group (gloo, CPU): every process calls measure at the same step."""
+    """One process of a 2-process DDP group (gloo, CPU): every process calls measure at the same step.
+
+    It leaves with ``os._exit`` once both have written their results, without ``destroy_process_group`` or the
+    interpreter's exit: both can block in gloo's threads (seen on a loaded 2-core machine: a futex wait of more
+    than ten minutes after the results were written).
+    """
     torch.distributed.init_process_group(
-        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2
+        "gloo",
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=2,
+        timeout=datetime.timedelta(seconds=DDP_TIMEOUT),
     )
-    try:
-        model = torch.nn.parallel.DistributedDataParallel(tiny_causal_lm("llama"))
-        monitor = SinkMonitor(
-            model, tiny_tokenizer(), PROMPTS, OPTIONS, thresholds=Thresholds(stop_below=100.0)
-        )
-        measurement = monitor.measure(0)
-        strength = None if measurement is None else measurement.summary.sink_strength
-        (out / f"rank{rank}.json").write_text(json.dumps([strength, monitor.should_stop]))
-    finally:
-        torch.distributed.destroy_process_group()
+    model = torch.nn.parallel.DistributedDataParallel(tiny_causal_lm("llama"))
+    monitor = SinkMonitor(model, tiny_tokenizer(), PROMPTS, OPTIONS, thresholds=Thresholds(stop_below=100.0))
+    measurement = monitor.measure(0)
+    strength = None if measurement is None else measurement.summary.sink_strength
+    (out / f"rank{rank}.json").write_text(json.dumps([strength, monitor.should_stop]))
+    torch.distributed.barrier()  # the other process has finished its collectives too
+    os._exit(0)
 
 
 def test_under_ddp_the_main_process_measures_and_every_process_stops(tmp_path):
@@ -236,9 +249,18 @@ def test_under_ddp_the_main_process_measures_and_every_process_stops(tmp_path):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    mp.start_processes(
-        _ddp_worker, args=(port, tmp_path), nprocs=2, start_method="spawn"
-    )  # fork can deadlock
+    group = mp.start_processes(
+        _ddp_worker, args=(port, tmp_path), nprocs=2, start_method="spawn", join=False
+    )  # spawn: fork can deadlock
+    deadline = time.monotonic() + 2 * DDP_TIMEOUT
+    try:
+        while not group.join(timeout=1):
+            assert time.monotonic() < deadline, "the DDP group did not finish"
+    finally:
+        for process in group.processes:
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=10)
     expected, _ = measure(tiny_causal_lm("llama"), tiny_tokenizer(), PROMPTS, OPTIONS)
     strength, stop = json.loads((tmp_path / "rank0.json").read_text())
     assert strength == pytest.approx(expected.sink_strength, abs=1e-6) and stop is True

@@ -13,9 +13,9 @@ Its options in ``mkdocs.yml`` (paths relative to that file)::
           seed: 0                        # of the bootstrap and permutation tests
 
 Search indexes an entry page by its names and model ids (its ``sinkbench_search_text``), not by its tables, which
-keeps the index small and the build of a large board fast. Under ``mkdocs serve`` it also watches the submissions and the experiments folder, so the preview rebuilds when
-the data changes (``mkdocs.yml``'s ``watch:`` covers the templates). Invalid submissions end the build with
-MkDocs' own error line listing every problem; nothing is written.
+keeps the index small and the build of a large board fast. Under ``mkdocs serve`` it also watches the submissions
+and the experiments folder, so the preview rebuilds when the data changes (``mkdocs.yml``'s ``watch:`` covers the
+templates). Invalid submissions end the build with MkDocs' own error, listing every problem; nothing is written.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
                 experiments_dir=_shown(self.path("experiments")),
                 seed=self.config.seed,
             )
-        except (SubmissionsInvalid, UserError) as error:
+        except UserError as error:  # invalid submissions included
             if self.raise_user_errors:
                 raise
             raise PluginError(_message(error)) from error
