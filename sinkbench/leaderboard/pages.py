@@ -30,7 +30,6 @@ from sinkbench.leaderboard.formatting import (
     shown_cell,
     sort_value,
 )
-from sinkbench.leaderboard.sources import SiteSources
 from sinkbench.leaderboard.training import TrainingPage
 from sinkbench.tables.build import AggregateTables
 
@@ -103,17 +102,12 @@ hide:
 
 @dataclass(frozen=True)
 class PageRenderer:
-    """Renders the templates of ``templates_dir`` into the Markdown of each page; ``prose_dir`` holds the included
-    prose."""
+    """Renders the site's templates (``environment``: :func:`make_environment`) into the Markdown of each page;
+    ``prose_dir`` holds the prose they include, ``repo_url`` is the repository the Submit page names."""
 
     environment: jinja2.Environment
     prose_dir: Path
     repo_url: str = ""
-
-    @classmethod
-    def for_sources(cls, sources: SiteSources) -> PageRenderer:
-        """A renderer of the templates of ``sources``."""
-        return cls(make_environment(sources.templates), sources.docs, sources.repo_url())
 
     def render(self, template: str, **context: object) -> str:
         """``template`` rendered with ``context``."""
