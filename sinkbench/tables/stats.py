@@ -182,17 +182,17 @@ def fit_line(x: ArrayLike, y: ArrayLike) -> LinearFit | None:
     )
 
 
-def loo_predictions(x: ArrayLike, y: ArrayLike) -> np.ndarray:
-    """Held-out predictions: pair i predicted by the least-squares line through all other pairs.
+def loo_lines(x: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Slope and intercept of the least-squares line through all pairs but pair i, for every i.
 
-    Exact leave-one-out ordinary least squares, vectorised: the sums of the other pairs are the totals
-    minus pair i's terms (on data centred first, for accuracy). Equals refitting ``scipy.stats.linregress``
-    n times. NaN where the other pairs share one S value (no line) or fewer than two remain.
+    Exact leave-one-out ordinary least squares, vectorised: the sums of the other pairs are the totals minus pair
+    i's terms (on data centred first, for accuracy). Equals refitting ``scipy.stats.linregress`` n times. NaN
+    where the other pairs share one S value (no line) or fewer than two remain.
     """
     x, y = _arrays(x, y)
     others = len(x) - 1
     if others < 2:
-        return np.full(len(x), np.nan)
+        return np.full(len(x), np.nan), np.full(len(x), np.nan)
     x_mean, y_mean = x.mean(), y.mean()
     xc, yc = x - x_mean, y - y_mean
     sum_x, sum_y = xc.sum() - xc, yc.sum() - yc
@@ -200,9 +200,16 @@ def loo_predictions(x: ArrayLike, y: ArrayLike) -> np.ndarray:
     cov = (xc @ yc - xc * yc) - sum_x * sum_y / others
     with np.errstate(invalid="ignore", divide="ignore"):
         slope = cov / var
-    predictions = y_mean + (sum_y - slope * sum_x) / others + slope * xc
+    intercept = y_mean + (sum_y - slope * sum_x) / others - slope * x_mean
     degenerate = var <= 1e-12 * max(1.0, float(xc @ xc))
-    return np.where(degenerate, np.nan, predictions)
+    return np.where(degenerate, np.nan, slope), np.where(degenerate, np.nan, intercept)
+
+
+def loo_predictions(x: ArrayLike, y: ArrayLike) -> np.ndarray:
+    """Held-out predictions: pair i predicted by the least-squares line through all other pairs
+    (:func:`loo_lines`). NaN where that line does not exist."""
+    slope, intercept = loo_lines(x, y)
+    return intercept + slope * np.asarray(x, dtype=float)
 
 
 def loo_mae(x: ArrayLike, y: ArrayLike) -> float:
