@@ -28,6 +28,8 @@ CORRELATION_COLUMNS = [
     "loo_mae",
     "baseline_mae",
     "prediction_interval",
+    "prediction_interval_level",
+    "prediction_interval_guarantee",
     *COVERAGE_COLUMNS,
     "permutation_method",
     "slope",
@@ -46,10 +48,17 @@ def _permutation_method(n: int) -> str | None:
 
 
 def _coverage(usable: pd.DataFrame) -> dict:
-    """Leave-one-pair-out coverage of every interval method on ``usable`` (:func:`intervals.loo_coverage`)."""
+    """The interval the predictions carry with its level and guarantee with all pairs, and the leave-one-pair-out
+    coverage of every interval method on ``usable`` (:func:`intervals.loo_coverage`)."""
     s, delta = usable["sink_strength"].to_numpy(float), usable["delta"].to_numpy(float)
     entries = usable["entry"].tolist()
-    row: dict = {"prediction_interval": intervals.PREDICTION_METHOD}
+    carried = intervals.METHODS[intervals.PREDICTION_METHOD]
+    level = carried.level(len(s), intervals.CONFIDENCE)
+    row: dict = {
+        "prediction_interval": carried.name,
+        "prediction_interval_level": level,
+        "prediction_interval_guarantee": carried.guarantee(level),
+    }
     for name, method in intervals.METHODS.items():
         found = intervals.loo_coverage(s, delta, name)
         values = (found.level, found.guarantee, found.covered, found.checked, found.median_width)
