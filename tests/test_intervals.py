@@ -62,6 +62,18 @@ def test_leave_one_pair_out_coverage_by_hand() -> None:
     assert t.level == 0.95 and math.isnan(t.guarantee) and t.checked == 5
 
 
+@pytest.mark.parametrize("method", intervals.METHODS)
+def test_held_out_intervals_equal_refitting_without_each_pair(method: str) -> None:
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(1.0, 1.0, size=12), rng.standard_t(2, size=12)
+    x[3] = x[4]  # a shared S, as pairs sharing a reference LLM have
+    spec = intervals.METHODS[method]
+    lows, highs = spec.held_out(x, y, 0.9)
+    for i in range(len(x)):
+        low, high = spec.interval(np.delete(x, i), np.delete(y, i), x[i : i + 1], 0.9)
+        assert (lows[i], highs[i]) == (pytest.approx(low[0], abs=1e-9), pytest.approx(high[0], abs=1e-9)), i
+
+
 def test_too_few_pairs_check_nothing() -> None:
     coverage = intervals.loo_coverage([0.0, 1.0, 2.0], [0.0, 1.0, 3.0], "jackknife+")
     assert (coverage.covered, coverage.checked, coverage.outside) == (0, 0, ())

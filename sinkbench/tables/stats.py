@@ -132,6 +132,11 @@ def permutation_p_value(x: ArrayLike, y: ArrayLike, *, seed: int, n_resamples: i
     return float(result.pvalue)
 
 
+def t_quantile(confidence: float, dof: int) -> float:
+    """The two-sided ``confidence`` quantile of Student's t with ``dof`` degrees of freedom."""
+    return float(stats.t.ppf(0.5 + confidence / 2, dof))
+
+
 @dataclass(frozen=True)
 class LinearFit:
     """Ordinary least squares fit ``y = intercept + slope * x`` with what prediction intervals need."""
@@ -157,8 +162,11 @@ class LinearFit:
         if self.n < MIN_PAIRS:
             nan = np.full_like(x, np.nan)
             return nan, nan
-        t = stats.t.ppf(0.5 + confidence / 2, self.n - 2)
-        half = t * self.residual_sd * np.sqrt(1 + 1 / self.n + (x - self.x_mean) ** 2 / self.x_sum_squares)
+        half = (
+            t_quantile(confidence, self.n - 2)
+            * self.residual_sd
+            * np.sqrt(1 + 1 / self.n + (x - self.x_mean) ** 2 / self.x_sum_squares)
+        )
         centre = self.predict(x)
         return centre - half, centre + half
 
