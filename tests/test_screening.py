@@ -6,9 +6,11 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sinkbench.submissions import load_submissions
+from sinkbench.tables import intervals
 from sinkbench.tables.build import build_tables
 from sinkbench.tables.placement import PlacementData, format_placement, place, write_snapshot
 
@@ -89,6 +91,22 @@ def test_correlations_say_how_many_distinct_s_and_whether_the_fit_beats_the_mean
     assert rows.loc["ifeval_strict", "family"] == "format"
 
 
+def test_correlations_say_how_often_each_interval_held_a_pair_left_out(tables) -> None:
+    # IFEval without vlm-f: at S = 1 the other pairs' lines give the jackknife+ interval [-12.2, -10.6] (5 pairs,
+    # level 5/6), and vlm-f's -10 lies above it; every 95% t interval held (the t intervals are wider here).
+    ifeval = tables.correlations.set_index("task").loc["ifeval_strict"]
+    assert ifeval["prediction_interval"] == "jackknife+"
+    assert (ifeval["jackknife_plus_loo_covered"], ifeval["jackknife_plus_loo_checked"]) == (5, 6)
+    assert ifeval["jackknife_plus_loo_outside"] == "vlm-f"
+    assert ifeval["jackknife_plus_loo_level"] == pytest.approx(5 / 6)
+    assert ifeval["jackknife_plus_loo_guarantee"] == pytest.approx(4 / 6)
+    assert (ifeval["t_loo_covered"], ifeval["t_loo_checked"], ifeval["t_loo_outside"]) == (6, 6, "")
+    assert ifeval["t_loo_level"] == 0.95 and np.isnan(ifeval["t_loo_guarantee"])
+    assert ifeval["jackknife_plus_loo_median_width"] < ifeval["t_loo_median_width"]
+    gsm8k = tables.correlations.set_index("task").loc["gsm8k_cot_strict"]  # 3 pairs: nothing to check
+    assert (gsm8k["t_loo_checked"], gsm8k["jackknife_plus_loo_checked"]) == (0, 0)
+
+
 def _ifeval_row(tables, model_id: str):
     screening = tables.screening
     return screening[(screening["task"] == "ifeval_strict") & (screening["model_id"] == model_id)].iloc[0]
@@ -115,6 +133,25 @@ def test_screening_flags_each_kind_of_extrapolation_with_its_reason(tables) -> N
         assert not _ifeval_row(tables, reference)["extrapolated"], reference
 
 
+def test_screening_rows_carry_the_jackknife_plus_interval_and_the_t_interval_beside_it(tables) -> None:
+    s, delta = [row[3] for row in PAIRS], [row[4] for row in PAIRS]
+    inside = _ifeval_row(tables, "org/inside")  # S = 1.2
+    low, high = intervals.jackknife_plus_interval(s, delta, [1.2])
+    t_low, t_high = intervals.t_interval(s, delta, [1.2])
+    assert (inside["interval_low"], inside["interval_high"]) == (
+        pytest.approx(low[0]),
+        pytest.approx(high[0]),
+    )
+    assert (inside["t_interval_low"], inside["t_interval_high"]) == (
+        pytest.approx(t_low[0]),
+        pytest.approx(t_high[0]),
+    )
+    assert (inside["interval_kind"], inside["interval_level"]) == ("jackknife+", pytest.approx(6 / 7))
+    assert inside["interval_guarantee"] == pytest.approx(5 / 7)
+    assert (inside["interval_loo_covered"], inside["interval_loo_checked"]) == (5, 6)
+    assert inside["interval_loo_level"] == pytest.approx(5 / 6)
+
+
 def test_no_fit_without_three_distinct_s_values(tables) -> None:
     assert "gsm8k_cot_strict" not in set(tables.screening["task"])  # one distinct S: no line to predict from
 
@@ -130,7 +167,20 @@ def test_placement_ranks_and_flags_a_new_model(root: Path) -> None:
     ifeval = next(item for item in placement["predictions"] if item["task"] == "ifeval_strict")
     assert (
         ifeval["n_pairs"] == 6
-        and ifeval["interval_95"][0] < ifeval["predicted_delta"] < ifeval["interval_95"][1]
+        and ifeval["interval"][0] < ifeval["predicted_delta"] < ifeval["interval"][1]
+        and ifeval["t_interval_95"][0] < ifeval["predicted_delta"] < ifeval["t_interval_95"][1]
+    )
+    # Six pairs: the widest finite jackknife+ interval, 6/7, guaranteeing 5/7; the held-out checks use 5 pairs.
+    assert (ifeval["interval_kind"], ifeval["interval_level"]) == ("jackknife+", pytest.approx(6 / 7))
+    assert ifeval["interval_guarantee"] == pytest.approx(5 / 7)
+    assert ifeval["held_out"] == {
+        "level": pytest.approx(5 / 6),
+        "covered": 5,
+        "checked": 6,
+    }  # vlm-f falls out
+    assert (
+        "(6 pairs; jackknife+ 85.7%, guaranteed >= 71.4%; 5 of 6 held-out pairs inside)"
+        in format_placement(placement)
     )
     assert ifeval["reasons"] == [
         "S was measured by another protocol (sinkbench: calibration v1 (523de985), float32, transformers weights) "

@@ -23,6 +23,7 @@ from sinkbench.leaderboard.formatting import (
     format_interval,
     format_number,
     format_percent,
+    format_share,
     number_cell,
     sort_value,
 )
@@ -31,6 +32,7 @@ from sinkbench.leaderboard.project import build_site
 from sinkbench.leaderboard.sources import SOURCES_DIR, SiteSources
 from sinkbench.publish import MARKER
 from sinkbench.submissions import SubmissionsInvalid, load_submissions
+from sinkbench.tables.build import build_tables
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures" / "submissions"
@@ -351,6 +353,59 @@ def test_screening_ranks_backbones_by_sink_strength(site: Path) -> None:
     assert values == sorted(values, reverse=True) and len(values) >= 3
 
 
+@pytest.fixture(scope="module")
+def board(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    """The repository's own board (17 IFEval pairs, enough to check intervals held out), built, and its tables."""
+    out = tmp_path_factory.mktemp("board") / "site"
+    build_site(PROJECT_ROOT / "submissions", out)
+    return out, build_tables(load_submissions(PROJECT_ROOT / "submissions").entries)
+
+
+def _cells(row: str) -> list[str]:
+    """The text of each cell of a table row, a line break read as a space."""
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
+    return [re.sub(r"<[^>]+>", "", cell.replace("<br>", " ")).strip() for cell in cells]
+
+
+def test_the_correlations_page_shows_how_often_each_interval_held(board) -> None:
+    site, tables = board
+    html = _html(site, "correlations.html")
+    rows = tables.correlations.set_index("task")
+    ifeval = rows.loc["ifeval_strict"]
+    main_row = next(
+        r for r in html.split('id="board-correlations"')[1].split("<tr>") if r.startswith("<td>IFEval")
+    )
+    held = f"{ifeval['jackknife_plus_loo_covered']}/{ifeval['jackknife_plus_loo_checked']}"
+    assert _cells(main_row)[-2:] == [f"{held} at 94.1%", f"{ifeval['t_loo_covered']}/17 at 95.0%"]
+    table = html.split('id="board-interval-coverage"')[1].split("</table>")[0]
+    detail = [_cells(row) for row in table.split("<tr>")[2:]]
+    assert len(detail) == 2 * len(rows)  # every task, both kinds
+    jackknife, t = detail[0], detail[1]
+    assert jackknife[:6] == ["IFEval", "jackknife+ (predictions)", "94.1%", "88.2%", "16 of 17", "19.7"]
+    assert t[:6] == ["IFEval", "t", "95.0%", "none", "14 of 17", "19.0"]
+    outside = t[6].split(", ")
+    assert len(outside) == 3 and table.count('href="pairs/ovis2-8b.html"') == 1
+
+
+def test_the_screening_page_says_per_task_how_often_its_intervals_held(board) -> None:
+    site, tables = board
+    html = _html(site, "screening.html")
+    assert (
+        "IFEval: 94.4% jackknife+ intervals from 17 pairs (guaranteed at least 88.9%). Held out, <strong>16 of 17"
+        "</strong> pairs fell inside their interval (median width 19.7 points); the 95.0% t interval held 14 of 17."
+    ) in html
+    assert html.count("jackknife+ intervals from 6 pairs (guaranteed at least 71.4%)") == 5
+    qwen3 = _html(site, "backbones/qwen--qwen3-8b.html")
+    row = tables.screening[
+        (tables.screening["model_id"] == "Qwen/Qwen3-8B") & (tables.screening["task"] == "ifeval_strict")
+    ]
+    low, high = row[["interval_low", "interval_high"]].iloc[0]
+    assert (
+        f'[{format_number(low, 1)}, {format_number(high, 1)}]<br><span class="sb-muted">94.4% jackknife+</span>'
+        in qwen3
+    )
+
+
 def test_methodology_includes_the_definition_of_s_and_the_protocol(site: Path) -> None:
     html = _html(site, "methodology.html")
     assert LEAD_MARKER in html
@@ -438,6 +493,9 @@ def test_mkdocs_hook_passes_raw_blocks_around_markdown() -> None:
 def test_small_formatters() -> None:
     assert sort_value(-9.6) == "-9.6" and sort_value(None) == "" and sort_value(float("inf")) == ""
     assert format_percent(-0.064) == "−6.4%" and format_percent(None) == "–"
+    assert (
+        format_share(17 / 18) == "94.4%" and format_share(None) == "–" and format_share(float("nan")) == "–"
+    )
     assert format_interval(Prediction("t", "T", -2.8, -9.34, 3.8)) == "[−9.3, 3.8]"
     assert format_interval((0.775, None), 3) == "–" and format_interval((0.775, 1.0), 3) == "[0.775, 1.000]"
     assert css_token('per-head"><script>') == "per-head-script" and css_token("<>") == "unknown"

@@ -123,7 +123,8 @@ def _aggregate(args: argparse.Namespace) -> int:
     for row in tables.correlations.itertuples():
         print(
             f"{row.task:<24} n={row.n:<3} spearman={row.spearman:+.3f} loo_mae={row.loo_mae:.2f} "
-            f"baseline_mae={row.baseline_mae:.2f}"
+            f"baseline_mae={row.baseline_mae:.2f} held_out_inside: t={row.t_loo_covered}/{row.t_loo_checked} "
+            f"jackknife+={row.jackknife_plus_loo_covered}/{row.jackknife_plus_loo_checked}"
         )
     print(
         f"wrote {len(tables.pairs)} pair rows, {len(tables.screening)} screening rows to {printable(args.out)}"

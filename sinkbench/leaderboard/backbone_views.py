@@ -62,6 +62,8 @@ def _predictions(rows: Iterable[Row]) -> list[Prediction]:
             finite_or_none(row["interval_low"]),
             finite_or_none(row["interval_high"]),
             _reasons(row),
+            row["interval_kind"],
+            finite_or_none(row["interval_level"]),
         )
         for task, spec in TASKS.items()
         if (row := found.get(task)) is not None

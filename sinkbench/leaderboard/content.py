@@ -150,8 +150,8 @@ class Reproduce:
 
 @dataclass(frozen=True)
 class Prediction:
-    """Delta predicted for a backbone by the fit on all pairs, with its 95% prediction interval and, when the fit
-    says nothing about this backbone, why (``reasons``)."""
+    """Delta predicted for a backbone by the fit on all pairs, with its prediction interval (``kind`` at ``level``)
+    and, when the fit says nothing about this backbone, why (``reasons``)."""
 
     task: str
     label: str
@@ -159,6 +159,8 @@ class Prediction:
     low: float | None
     high: float | None
     reasons: tuple[str, ...] = ()
+    kind: str | None = None
+    level: float | None = None
 
     @property
     def extrapolated(self) -> bool:
@@ -264,8 +266,30 @@ class BackboneView:
 
 
 @dataclass(frozen=True)
+class IntervalRecord:
+    """How one kind of prediction interval held on one task's pairs, each left out in turn: the level of the held-out
+    intervals and what the method guarantees at it without normal errors (None: nothing), pairs inside, pairs
+    checked, median width (points), and the pairs outside as (page slug, label)."""
+
+    method: str
+    level: float | None
+    guarantee: float | None
+    covered: int
+    checked: int
+    median_width: float | None
+    outside: tuple[tuple[str, str], ...]
+
+    @property
+    def share(self) -> float | None:
+        """The share of checked pairs inside, or None when none was checked."""
+        return self.covered / self.checked if self.checked else None
+
+
+@dataclass(frozen=True)
 class CorrelationRow:
-    """One task of the correlations table, with where its evidence stops."""
+    """One task of the correlations table, with where its evidence stops and how its prediction intervals held
+    (``intervals``; first the one predictions carry, ``prediction_interval``, whose level and guarantee with all
+    pairs are ``prediction_level`` and ``prediction_guarantee``)."""
 
     task: str
     label: str
@@ -280,6 +304,14 @@ class CorrelationRow:
     baseline_mae: float | None
     beats_baseline: bool | None
     fit: tuple[float, float] | None
+    prediction_interval: str | None = None
+    prediction_level: float | None = None
+    prediction_guarantee: float | None = None
+    intervals: tuple[IntervalRecord, ...] = ()
+
+    def interval(self, method: str) -> IntervalRecord | None:
+        """The record of ``method``, or None."""
+        return next((record for record in self.intervals if record.method == method), None)
 
     #: A fit that beats the constant mean by less than this share of the baseline's error is no real improvement.
     MARGINAL: ClassVar[float] = 0.05

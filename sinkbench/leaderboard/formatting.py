@@ -84,6 +84,11 @@ def format_percent(value: float | None) -> str:
     return _DASH if value is None else f"{format_number(100 * value, 1, signed=True)}%"
 
 
+def format_share(value: float | None) -> str:
+    """A fraction as a percentage with one decimal, unsigned (a level or a coverage: ``94.4%``)."""
+    return _DASH if finite_or_none(value) is None else f"{format_number(100 * value, 1)}%"
+
+
 def format_interval(value: Prediction | Sequence[float | None] | None, digits: int = 1) -> str:
     """``[low, high]`` of a prediction or a pair of numbers; an en dash if missing."""
     if value is None:

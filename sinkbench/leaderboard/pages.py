@@ -25,6 +25,7 @@ from sinkbench.leaderboard.formatting import (
     format_interval,
     format_number,
     format_percent,
+    format_share,
     format_shown,
     number_cell,
     shown_cell,
@@ -46,9 +47,10 @@ TABLE_DESCRIPTIONS = {
     "pairs": "One row per pair and task: scores, Δ in points, relative degradation, S, QK-norm class, "
     "provenance and the leave-one-pair-out predicted Δ.",
     "correlations": "One row per task: Spearman and Kendall of S against Δ, bootstrap CI, permutation p-value, "
-    "leave-one-pair-out and constant-baseline MAE, and the fit on all pairs.",
-    "screening": "One row per LLM and task: rank by S, predicted Δ from the fit on all pairs and its 95% "
-    "prediction interval.",
+    "leave-one-pair-out and constant-baseline MAE, the leave-one-pair-out coverage of the jackknife+ and t "
+    "prediction intervals, and the fit on all pairs.",
+    "screening": "One row per LLM and task: rank by S, predicted Δ from the fit on all pairs with its jackknife+ "
+    "prediction interval (kind, level, guarantee, held-out coverage) and the 95% t interval beside it.",
     "regressions": "One row per pair with IFEval per-prompt outcomes: both-pass, lost, gained, both-fail, net "
     "change and lost prompts per instruction category.",
 }
@@ -68,6 +70,7 @@ def make_environment(templates_dir: Path) -> jinja2.Environment:
         num=format_number,
         sort_value=sort_value,
         percent=format_percent,
+        share=format_share,
         interval=format_interval,
         css_token=css_token,
     )
@@ -139,6 +142,7 @@ class PageRenderer:
             "inside": [b for b in views.backbones if b not in outside],
             "outside": outside,
             "filters": _filters(views, "screening"),
+            "intervals": views.correlations,
         }
         correlations = {
             "format_rows": [row for row in views.correlations if row.family != "control"],

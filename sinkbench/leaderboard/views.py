@@ -18,6 +18,7 @@ from sinkbench.leaderboard.backbone_views import LlmKey, backbone_slugs, backbon
 from sinkbench.leaderboard.content import (
     BackboneView,
     CorrelationRow,
+    IntervalRecord,
     PairView,
     PlotRef,
     SiteViews,
@@ -30,6 +31,7 @@ from sinkbench.numbers import finite_or_none
 from sinkbench.submissions.catalogue import IFEVAL_TASK, TASKS
 from sinkbench.submissions.entry import Entry
 from sinkbench.tables.build import AggregateTables
+from sinkbench.tables.intervals import METHODS
 
 #: The task the home page and the leaderboard's prediction column are about.
 HEADLINE_TASK = IFEVAL_TASK
@@ -45,7 +47,29 @@ def _group_rows(table: pd.DataFrame, key: str) -> dict[str, list[Row]]:
     return groups
 
 
-def _correlation_row(row: Row) -> CorrelationRow:
+def _interval_records(row: Row, labels: dict[str, str]) -> tuple[IntervalRecord, ...]:
+    """Each interval method's leave-one-pair-out record of one task, the one predictions carry first; ``labels``
+    maps entry names (page slugs) to VLM labels."""
+    carried = row["prediction_interval"]
+    records = []
+    for method in sorted(METHODS.values(), key=lambda method: method.name != carried):
+        column = f"{method.column}_loo"
+        outside = [entry for entry in str(row[f"{column}_outside"] or "").split(";") if entry]
+        records.append(
+            IntervalRecord(
+                method.name,
+                finite_or_none(row[f"{column}_level"]),
+                finite_or_none(row[f"{column}_guarantee"]),
+                int(row[f"{column}_covered"]),
+                int(row[f"{column}_checked"]),
+                finite_or_none(row[f"{column}_median_width"]),
+                tuple((entry, labels.get(entry, entry)) for entry in outside),
+            )
+        )
+    return tuple(records)
+
+
+def _correlation_row(row: Row, labels: dict[str, str]) -> CorrelationRow:
     low, high = row["spearman_ci"]
     slope, intercept = finite_or_none(row["slope"]), finite_or_none(row["intercept"])
     beats = row["beats_baseline"]
@@ -63,6 +87,10 @@ def _correlation_row(row: Row) -> CorrelationRow:
         baseline_mae=finite_or_none(row["baseline_mae"]),
         beats_baseline=None if beats is None or pd.isna(beats) else bool(beats),
         fit=(slope, intercept) if slope is not None and intercept is not None else None,
+        prediction_interval=row["prediction_interval"],
+        prediction_level=finite_or_none(row["prediction_interval_level"]),
+        prediction_guarantee=finite_or_none(row["prediction_interval_guarantee"]),
+        intervals=_interval_records(row, labels),
     )
 
 
@@ -136,7 +164,8 @@ def build_views(tables: AggregateTables) -> SiteViews:
     precision = SourcePrecision(tables.entries)
     pairs = _pair_views(tables, slugs, precision)
     backbones = _backbone_views(tables, pairs, slugs, precision)
-    correlations = [_correlation_row(row) for row in tables.correlations.to_dict("records")]
+    labels = {pair.slug: pair.vlm.label for pair in pairs}
+    correlations = [_correlation_row(row, labels) for row in tables.correlations.to_dict("records")]
     present = set(tables.pairs["task"])
     return SiteViews(
         task_columns=[

@@ -1,6 +1,7 @@
 """The correlations table: per task, how well S ranks and predicts the observed deltas of the pairs, and where
 that evidence stops: how many distinct values of S it rests on, whether the leave-one-pair-out fit beats the
-constant-mean baseline, and whether the task is a format-sensitive one or a knowledge control."""
+constant-mean baseline, how often each kind of prediction interval (:mod:`.intervals`) held a pair left out, and
+whether the task is a format-sensitive one or a knowledge control."""
 
 from __future__ import annotations
 
@@ -8,9 +9,15 @@ import numpy as np
 import pandas as pd
 
 from sinkbench.submissions.catalogue import TASKS
-from sinkbench.tables import stats
+from sinkbench.tables import intervals, stats
 from sinkbench.tables.pairs import usable_pairs
 
+#: Per interval method (``t_loo_*``, ``jackknife_plus_loo_*``): the level and distribution-free guarantee of the
+#: held-out intervals, pairs inside them, pairs checked, median width (points), and the entries outside (``;``).
+_COVERAGE_FIELDS = ("level", "guarantee", "covered", "checked", "median_width", "outside")
+COVERAGE_COLUMNS = [
+    f"{method.column}_loo_{field}" for method in intervals.METHODS.values() for field in _COVERAGE_FIELDS
+]
 CORRELATION_COLUMNS = [
     "task",
     "n",
@@ -20,6 +27,10 @@ CORRELATION_COLUMNS = [
     "permutation_p",
     "loo_mae",
     "baseline_mae",
+    "prediction_interval",
+    "prediction_interval_level",
+    "prediction_interval_guarantee",
+    *COVERAGE_COLUMNS,
     "permutation_method",
     "slope",
     "intercept",
@@ -36,6 +47,28 @@ def _permutation_method(n: int) -> str | None:
     return "exact" if n <= stats.EXACT_PERMUTATION_MAX_N else "monte-carlo"
 
 
+def _coverage(usable: pd.DataFrame) -> dict:
+    """The interval the predictions carry with its level and guarantee with all pairs, and the leave-one-pair-out
+    coverage of every interval method on ``usable`` (:func:`intervals.loo_coverage`)."""
+    s, delta = usable["sink_strength"].to_numpy(float), usable["delta"].to_numpy(float)
+    entries = usable["entry"].tolist()
+    carried = intervals.METHODS[intervals.PREDICTION_METHOD]
+    level = carried.level(len(s), intervals.CONFIDENCE)
+    row: dict = {
+        "prediction_interval": carried.name,
+        "prediction_interval_level": level,
+        "prediction_interval_guarantee": carried.guarantee(level),
+    }
+    for name, method in intervals.METHODS.items():
+        found = intervals.loo_coverage(s, delta, name)
+        values = (found.level, found.guarantee, found.covered, found.checked, found.median_width)
+        outside = ";".join(entries[i] for i in found.outside)
+        row |= dict(
+            zip((f"{method.column}_loo_{f}" for f in _COVERAGE_FIELDS), (*values, outside), strict=True)
+        )
+    return row
+
+
 def _correlation(task: str, usable: pd.DataFrame, seed: int) -> dict:
     s, delta = usable["sink_strength"].to_numpy(), usable["delta"].to_numpy()
     fit = stats.fit_line(s, delta) if len(s) >= stats.MIN_PAIRS else None
@@ -49,6 +82,7 @@ def _correlation(task: str, usable: pd.DataFrame, seed: int) -> dict:
         "permutation_p": stats.permutation_p_value(s, delta, seed=seed),
         "loo_mae": loo,
         "baseline_mae": baseline,
+        **_coverage(usable),
         "permutation_method": _permutation_method(len(s)),
         "slope": fit.slope if fit else np.nan,
         "intercept": fit.intercept if fit else np.nan,
@@ -65,7 +99,8 @@ def _beats(loo: float, baseline: float) -> bool | None:
 
 
 def correlations_table(pairs: pd.DataFrame, *, seed: int) -> pd.DataFrame:
-    """One row per task with pairs: Spearman, bootstrap CI, Kendall, permutation p, LOO and baseline MAE."""
+    """One row per task with pairs: Spearman, bootstrap CI, Kendall, permutation p, LOO and baseline MAE, and the
+    leave-one-pair-out coverage of each kind of prediction interval."""
     rows = [
         _correlation(task, usable_pairs(pairs, task), seed) for task in TASKS if (pairs["task"] == task).any()
     ]

@@ -1,5 +1,6 @@
 """Where a newly screened model lands among the leaderboard's backbones: its rank by S, the delta each task's fit
-predicts for it with the prediction interval, and whether that prediction extrapolates (and why).
+predicts for it with its prediction intervals (jackknife+, and the 95% t interval beside it) and how often the
+jackknife+ intervals held the board's own pairs, and whether that prediction extrapolates (and why).
 
 It is read from a submissions folder (validated, then the pairs and screening tables built as for the board), or
 from a snapshot of the seeded tables shipped in the package (the paper's reported entries, arXiv 2609.00746),
@@ -17,12 +18,12 @@ from typing import Any
 
 import pandas as pd
 
+from sinkbench.numbers import finite_or_none
 from sinkbench.submissions import Entry, load_valid_entries
 from sinkbench.submissions.catalogue import TASKS
 from sinkbench.submissions.facts import sinkbench_protocol
-from sinkbench.tables import stats
 from sinkbench.tables.pairs import pairs_table, usable_pairs
-from sinkbench.tables.screening import FitDomain, screening_table
+from sinkbench.tables.screening import TaskFit, screening_table
 
 #: The packaged snapshot of the seeded tables (inside this package).
 SNAPSHOT = "seeded_placement.json"
@@ -89,16 +90,25 @@ def _prediction(
     data: PlacementData, task: str, s: float, size: float | None, protocol: str
 ) -> dict[str, Any] | None:
     usable = usable_pairs(data.pairs, task)
-    fit = stats.fit_line(usable["sink_strength"], usable["delta"])
-    if fit is None or fit.n < stats.MIN_PAIRS:
+    fitted = TaskFit.of(usable)
+    if fitted is None:
         return None
-    low, high = fit.prediction_interval([s])
-    reasons = FitDomain.of(usable).reasons(s, size, protocol)
+    columns = fitted.predict([s])
+    reasons = fitted.domain.reasons(s, size, protocol)
     return {
         "task": task,
-        "predicted_delta": float(fit.predict([s])[0]),
-        "interval_95": [float(low[0]), float(high[0])],
-        "n_pairs": fit.n,
+        "predicted_delta": float(columns["predicted_delta"][0]),
+        "interval": [float(columns["interval_low"][0]), float(columns["interval_high"][0])],
+        "interval_kind": columns["interval_kind"],
+        "interval_level": columns["interval_level"],
+        "interval_guarantee": finite_or_none(columns["interval_guarantee"]),
+        "t_interval_95": [float(columns["t_interval_low"][0]), float(columns["t_interval_high"][0])],
+        "held_out": {
+            "level": finite_or_none(columns["interval_loo_level"]),
+            "covered": columns["interval_loo_covered"],
+            "checked": columns["interval_loo_checked"],
+        },
+        "n_pairs": fitted.fit.n,
         "extrapolated": bool(reasons),
         "reasons": reasons,
     }
@@ -134,6 +144,13 @@ def place(report: dict[str, Any], data: PlacementData) -> dict[str, Any]:
     }
 
 
+def _interval_note(item: dict[str, Any]) -> str:
+    """``jackknife+ 94.4%, guaranteed >= 88.9%`` (the guarantee left out where the method has none)."""
+    note = f"{item['interval_kind']} {100 * item['interval_level']:.1f}%"
+    guarantee = item["interval_guarantee"]
+    return note if guarantee is None else f"{note}, guaranteed >= {100 * guarantee:.1f}%"
+
+
 def format_placement(placement: dict[str, Any]) -> str:
     """The placement as a few lines of text for the terminal."""
     lines = [
@@ -145,11 +162,15 @@ def format_placement(placement: dict[str, Any]) -> str:
             f" (already on the board as {', '.join(placement['on_board_as'])}; ranked without that row)"
         )
     for item in placement["predictions"]:
-        low, high = item["interval_95"]
+        low, high = item["interval"]
+        held = item["held_out"]
         label = TASKS[item["task"]].label
         flag = f"  extrapolated: {'; '.join(item['reasons'])}" if item["extrapolated"] else ""
         lines.append(
             f"  {label:<11} predicted delta {item['predicted_delta']:+6.1f} [{low:+.1f}, {high:+.1f}] points "
-            f"({item['n_pairs']} pairs){flag}"
+            f"({item['n_pairs']} pairs; {_interval_note(item)}; {held['covered']} of {held['checked']} held-out "
+            f"pairs inside){flag}"
         )
+    if placement["predictions"]:
+        lines.append("  (the 95% t interval, which assumes normal errors, is in the JSON report's placement)")
     return "\n".join(lines)

@@ -1,5 +1,6 @@
 """The screening table: every backbone and reference LLM ranked by S, with the deltas the fit on the pairs
-predicts for it, their prediction intervals, and where such a prediction stops being evidence.
+predicts for it, their prediction intervals (jackknife+, with the t interval beside it: :mod:`.intervals`) and how
+often those intervals have held on the pairs, and where such a prediction stops being evidence.
 
 A prediction is flagged ``extrapolated`` (with its reasons) when the LLM's S lies outside the range of S
 among the pairs behind the fit, when its size lies outside their reference LLMs' sizes, or when its S was
@@ -11,14 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from sinkbench.submissions.catalogue import TASKS
 from sinkbench.submissions.entry import Entry
 from sinkbench.submissions.facts import llm_size, s_protocol
-from sinkbench.tables import stats
+from sinkbench.tables import intervals, stats
 from sinkbench.tables.pairs import usable_pairs
 
 _LLM_COLUMNS = [
@@ -42,8 +45,16 @@ SCREENING_COLUMNS = [
     *_LLM_COLUMNS,
     "task",
     "predicted_delta",
+    "interval_kind",
+    "interval_level",
+    "interval_guarantee",
     "interval_low",
     "interval_high",
+    "t_interval_low",
+    "t_interval_high",
+    "interval_loo_level",
+    "interval_loo_covered",
+    "interval_loo_checked",
     "n_pairs",
     "extrapolated",
     "extrapolation_reasons",
@@ -86,6 +97,77 @@ class FitDomain:
             theirs = "; ".join(sorted(self.protocols))
             found.append(f"S was measured by another protocol ({protocol}) than the pairs' ({theirs})")
         return found
+
+
+@dataclass(frozen=True)
+class TaskFit:
+    """One task's straight line of delta on S over its pairs, what the pairs cover, and how the interval the
+    predictions carry (:data:`intervals.PREDICTION_METHOD`) has held on them, left out one at a time."""
+
+    s: np.ndarray
+    delta: np.ndarray
+    fit: stats.LinearFit
+    domain: FitDomain
+    coverage: intervals.Coverage
+
+    @classmethod
+    def of(cls, usable: pd.DataFrame) -> TaskFit | None:
+        """The fit of the pairs in ``usable`` (rows of the pairs table), or None below 3 pairs or with one S."""
+        s, delta = usable["sink_strength"].to_numpy(float), usable["delta"].to_numpy(float)
+        fit = stats.fit_line(s, delta)
+        if fit is None or fit.n < stats.MIN_PAIRS:
+            return None
+        coverage = intervals.loo_coverage(s, delta, intervals.PREDICTION_METHOD)
+        return cls(s, delta, fit, FitDomain.of(usable), coverage)
+
+    def predict(self, new_s: ArrayLike) -> dict[str, Any]:
+        """The screening columns of a prediction at each of ``new_s``: the predicted delta, the interval it carries
+        (kind, the level it attains with these pairs, its distribution-free guarantee, bounds), the 95% t interval,
+        and the leave-one-pair-out record of the carried interval (its level with one pair fewer, covered, checked).
+        """
+        method = intervals.METHODS[intervals.PREDICTION_METHOD]
+        level = method.level(self.fit.n, intervals.CONFIDENCE)
+        low, high = method.interval(self.s, self.delta, new_s, intervals.CONFIDENCE)
+        t_low, t_high = intervals.t_interval(self.s, self.delta, new_s)
+        return {
+            "predicted_delta": self.fit.predict(new_s),
+            "interval_kind": method.name,
+            "interval_level": level,
+            "interval_guarantee": method.guarantee(level),
+            "interval_low": low,
+            "interval_high": high,
+            "t_interval_low": t_low,
+            "t_interval_high": t_high,
+            "interval_loo_level": self.coverage.level,
+            "interval_loo_covered": self.coverage.covered,
+            "interval_loo_checked": self.coverage.checked,
+            "n_pairs": self.fit.n,
+        }
+
+
+#: The prediction columns of a ranking without any fit (fewer than 3 pairs with distinct S for every task).
+_NO_PREDICTION = {
+    "task": None,
+    "interval_kind": None,
+    "interval_loo_covered": 0,
+    "interval_loo_checked": 0,
+    "n_pairs": 0,
+    "extrapolated": False,
+    "extrapolation_reasons": "",
+    **dict.fromkeys(
+        [
+            "predicted_delta",
+            "interval_level",
+            "interval_guarantee",
+            "interval_low",
+            "interval_high",
+            "t_interval_low",
+            "t_interval_high",
+            "interval_loo_level",
+        ],
+        np.nan,
+    ),
+}
 
 
 def _billions(value: float) -> str:
@@ -135,21 +217,18 @@ def _llm_rows(entries: Sequence[Entry]) -> pd.DataFrame:
 
 def _task_block(llms: pd.DataFrame, usable: pd.DataFrame, task: str) -> pd.DataFrame | None:
     """Every LLM with the prediction of ``task``'s fit and its extrapolation flags, or None without a fit."""
-    fit = stats.fit_line(usable["sink_strength"], usable["delta"])
-    if fit is None or fit.n < stats.MIN_PAIRS:
+    fitted = TaskFit.of(usable)
+    if fitted is None:
         return None
-    domain = FitDomain.of(usable)
-    low, high = fit.prediction_interval(llms["sink_strength"])
     reasons = [
-        domain.reasons(row.sink_strength, None if pd.isna(row.params_b) else row.params_b, row.s_protocol)
+        fitted.domain.reasons(
+            row.sink_strength, None if pd.isna(row.params_b) else row.params_b, row.s_protocol
+        )
         for row in llms.itertuples()
     ]
     return llms.assign(
         task=task,
-        predicted_delta=fit.predict(llms["sink_strength"]),
-        interval_low=low,
-        interval_high=high,
-        n_pairs=fit.n,
+        **fitted.predict(llms["sink_strength"].to_numpy(float)),
         extrapolated=[bool(found) for found in reasons],
         extrapolation_reasons=["; ".join(found) for found in reasons],
     )
@@ -157,25 +236,15 @@ def _task_block(llms: pd.DataFrame, usable: pd.DataFrame, task: str) -> pd.DataF
 
 def screening_table(entries: Sequence[Entry], pairs: pd.DataFrame) -> pd.DataFrame:
     """Every backbone and reference LLM ranked by S (1 = highest S), with per task the delta predicted by the
-    linear fit on all pairs, its 95% prediction interval (see :class:`stats.LinearFit`) and its extrapolation
-    flags (see :class:`FitDomain`)."""
+    linear fit on all pairs, its prediction intervals and their leave-one-pair-out record (see :class:`TaskFit`)
+    and its extrapolation flags (see :class:`FitDomain`)."""
     llms = _llm_rows(entries)
     llms.insert(0, "rank", llms["sink_strength"].rank(ascending=False, method="min").astype("Int64"))
     blocks = [
         block for task in TASKS if (block := _task_block(llms, usable_pairs(pairs, task), task)) is not None
     ]
     if not blocks:  # fewer than 3 pairs for every task: rank by S, predict nothing
-        blocks.append(
-            llms.assign(
-                task=None,
-                predicted_delta=np.nan,
-                interval_low=np.nan,
-                interval_high=np.nan,
-                n_pairs=0,
-                extrapolated=False,
-                extrapolation_reasons="",
-            )
-        )
+        blocks.append(llms.assign(**_NO_PREDICTION))
     table = pd.concat(blocks, ignore_index=True)
     order = table["task"].map({task: index for index, task in enumerate(TASKS)})
     table = table.assign(task_order=order).sort_values(["rank", "model_id", "task_order"], kind="stable")

@@ -132,6 +132,11 @@ def permutation_p_value(x: ArrayLike, y: ArrayLike, *, seed: int, n_resamples: i
     return float(result.pvalue)
 
 
+def t_quantile(confidence: float, dof: int) -> float:
+    """The two-sided ``confidence`` quantile of Student's t with ``dof`` degrees of freedom."""
+    return float(stats.t.ppf(0.5 + confidence / 2, dof))
+
+
 @dataclass(frozen=True)
 class LinearFit:
     """Ordinary least squares fit ``y = intercept + slope * x`` with what prediction intervals need."""
@@ -157,8 +162,11 @@ class LinearFit:
         if self.n < MIN_PAIRS:
             nan = np.full_like(x, np.nan)
             return nan, nan
-        t = stats.t.ppf(0.5 + confidence / 2, self.n - 2)
-        half = t * self.residual_sd * np.sqrt(1 + 1 / self.n + (x - self.x_mean) ** 2 / self.x_sum_squares)
+        half = (
+            t_quantile(confidence, self.n - 2)
+            * self.residual_sd
+            * np.sqrt(1 + 1 / self.n + (x - self.x_mean) ** 2 / self.x_sum_squares)
+        )
         centre = self.predict(x)
         return centre - half, centre + half
 
@@ -182,17 +190,17 @@ def fit_line(x: ArrayLike, y: ArrayLike) -> LinearFit | None:
     )
 
 
-def loo_predictions(x: ArrayLike, y: ArrayLike) -> np.ndarray:
-    """Held-out predictions: pair i predicted by the least-squares line through all other pairs.
+def loo_lines(x: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Slope and intercept of the least-squares line through all pairs but pair i, for every i.
 
-    Exact leave-one-out ordinary least squares, vectorised: the sums of the other pairs are the totals
-    minus pair i's terms (on data centred first, for accuracy). Equals refitting ``scipy.stats.linregress``
-    n times. NaN where the other pairs share one S value (no line) or fewer than two remain.
+    Exact leave-one-out ordinary least squares, vectorised: the sums of the other pairs are the totals minus pair
+    i's terms (on data centred first, for accuracy). Equals refitting ``scipy.stats.linregress`` n times. NaN
+    where the other pairs share one S value (no line) or fewer than two remain.
     """
     x, y = _arrays(x, y)
     others = len(x) - 1
     if others < 2:
-        return np.full(len(x), np.nan)
+        return np.full(len(x), np.nan), np.full(len(x), np.nan)
     x_mean, y_mean = x.mean(), y.mean()
     xc, yc = x - x_mean, y - y_mean
     sum_x, sum_y = xc.sum() - xc, yc.sum() - yc
@@ -200,9 +208,16 @@ def loo_predictions(x: ArrayLike, y: ArrayLike) -> np.ndarray:
     cov = (xc @ yc - xc * yc) - sum_x * sum_y / others
     with np.errstate(invalid="ignore", divide="ignore"):
         slope = cov / var
-    predictions = y_mean + (sum_y - slope * sum_x) / others + slope * xc
+    intercept = y_mean + (sum_y - slope * sum_x) / others - slope * x_mean
     degenerate = var <= 1e-12 * max(1.0, float(xc @ xc))
-    return np.where(degenerate, np.nan, predictions)
+    return np.where(degenerate, np.nan, slope), np.where(degenerate, np.nan, intercept)
+
+
+def loo_predictions(x: ArrayLike, y: ArrayLike) -> np.ndarray:
+    """Held-out predictions: pair i predicted by the least-squares line through all other pairs
+    (:func:`loo_lines`). NaN where that line does not exist."""
+    slope, intercept = loo_lines(x, y)
+    return intercept + slope * np.asarray(x, dtype=float)
 
 
 def loo_mae(x: ArrayLike, y: ArrayLike) -> float:

@@ -1,0 +1,224 @@
+"""Prediction intervals for the delta of a new pair from the straight-line fit of delta on S, and how often they
+have held on the pairs themselves (leave-one-pair-out coverage).
+
+Two methods, in :data:`METHODS`:
+
+- ``t``: the classical interval for a new observation of an ordinary least-squares line,
+  prediction ± t(n-2) · s · sqrt(1 + 1/n + (x - mean)² / Sxx). Its level is exact only for independent, normal,
+  equal-variance errors; it promises nothing otherwise, and heavy tails make it too short.
+- ``jackknife+`` (Barber, Candès, Ramdas & Tibshirani, *Predictive inference with the jackknife+*, Annals of
+  Statistics 49(1), 2021): from the n leave-one-out lines and their held-out residuals R_i, the interval at x
+  runs from the (n+1-k)-th smallest of line_-i(x) - R_i to the k-th smallest of line_-i(x) + R_i. For
+  exchangeable pairs and ANY error distribution its coverage is at least 1 - 2α, where 1 - α = k/(n+1) is its
+  nominal level; in practice it covers close to 1 - α. Its levels are quantiles of n+1 points, so only
+  k/(n+1), k <= n, are attainable with a finite interval: with 17 pairs 94.4% (17/18) is the highest, with 6
+  pairs 85.7% (6/7). :func:`jackknife_plus_rank` picks the smallest k whose level reaches the one asked for,
+  and k = n when none does (the level is then stated as what it is, below the one asked for).
+
+Predictions use :data:`PREDICTION_METHOD` (jackknife+): the board's deltas have heavy tails, and when it was
+chosen (2026-12-01, issue 25) the t interval held 14 of the 17 IFEval pairs left out at a nominal 95%, jackknife+
+16 of 17 at 16/17. Split-conformal would set pairs aside for calibration, which 6 to 17 pairs cannot spare.
+Both methods stay in the tables.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from sinkbench.tables import stats
+
+#: The level asked for; jackknife+ states the level it can attain (see :func:`jackknife_plus_rank`).
+CONFIDENCE = 0.95
+#: The method whose interval the board's and ``sinkbench screen``'s predictions carry.
+PREDICTION_METHOD = "jackknife+"
+
+#: (low, high) arrays at the new S values.
+Bounds = tuple[np.ndarray, np.ndarray]
+
+
+def t_interval(x: ArrayLike, y: ArrayLike, x_new: ArrayLike, confidence: float = CONFIDENCE) -> Bounds:
+    """The t prediction interval of :meth:`stats.LinearFit.prediction_interval` at ``x_new`` (normal, independent,
+    equal-variance errors assumed); NaN without a line or with fewer than 3 pairs."""
+    fit = stats.fit_line(x, y)
+    if fit is None:
+        nan = np.full(np.shape(np.asarray(x_new, dtype=float)), np.nan)
+        return nan, nan.copy()
+    return fit.prediction_interval(x_new, confidence)
+
+
+def t_held_out(x: ArrayLike, y: ArrayLike, confidence: float = CONFIDENCE) -> Bounds:
+    """For each pair i, the t interval at x_i of the line through all other pairs (:func:`t_interval` refitted
+    without pair i), vectorised.
+
+    The left-out line is :func:`stats.loo_lines`; its residual sum of squares is SSE - e_i² / (1 - h_i) (e_i the
+    full fit's residual, h_i = 1/n + (x_i - mean)² / Sxx its leverage), its mean and Sxx those of the other
+    pairs. NaN below 4 pairs or where the other pairs share one S.
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    n = len(x)
+    if n <= stats.MIN_PAIRS or np.ptp(x) == 0:
+        return np.full(n, np.nan), np.full(n, np.nan)
+    slope, intercept = stats.loo_lines(x, y)
+    x_mean, deviation = x.mean(), x - x.mean()
+    sxx = float(deviation @ deviation)
+    fit = stats.fit_line(x, y)
+    residuals = y - fit.predict(x)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sse = float(residuals @ residuals) - residuals**2 / (1 - (1 / n + deviation**2 / sxx))
+        others_mean = (n * x_mean - x) / (n - 1)
+        others_sxx = sxx - n / (n - 1) * deviation**2
+        m = n - 1
+        sd = np.sqrt(np.maximum(sse, 0.0) / (m - 2))
+        half = (
+            stats.t_quantile(confidence, m - 2)
+            * sd
+            * np.sqrt(1 + 1 / m + (x - others_mean) ** 2 / others_sxx)
+        )
+    centre = intercept + slope * x
+    return centre - half, centre + half
+
+
+def t_level(n: int, confidence: float = CONFIDENCE) -> float:
+    """The t interval's nominal level with ``n`` pairs: ``confidence``; NaN below 3 pairs."""
+    return confidence if n >= stats.MIN_PAIRS else math.nan
+
+
+def jackknife_plus_rank(n: int, confidence: float = CONFIDENCE) -> int:
+    """k of the jackknife+ interval with ``n`` pairs: the smallest k with k/(n+1) >= ``confidence``, at most n
+    (the widest finite interval)."""
+    return min(n, math.ceil(round(confidence * (n + 1), 9)))
+
+
+def jackknife_plus_level(n: int, confidence: float = CONFIDENCE) -> float:
+    """The nominal level k/(n+1) jackknife+ attains with ``n`` pairs (k: :func:`jackknife_plus_rank`); NaN below
+    3 pairs."""
+    return jackknife_plus_rank(n, confidence) / (n + 1) if n >= stats.MIN_PAIRS else math.nan
+
+
+def jackknife_plus_held_out(x: ArrayLike, y: ArrayLike, confidence: float = CONFIDENCE) -> Bounds:
+    """For each pair i, the jackknife+ interval at x_i from all other pairs (:func:`jackknife_plus_interval` on
+    n - 1 pairs, so nested leave-one-out lines)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    n = len(x)
+    lows, highs = np.full(n, np.nan), np.full(n, np.nan)
+    for i in range(n):
+        others = np.arange(n) != i
+        low, high = jackknife_plus_interval(x[others], y[others], x[i : i + 1], confidence)
+        lows[i], highs[i] = low[0], high[0]
+    return lows, highs
+
+
+def jackknife_plus_guarantee(level: float) -> float:
+    """The coverage jackknife+ guarantees at nominal ``level`` = 1 - α for exchangeable pairs: 1 - 2α (Barber et
+    al. 2021, Theorem 1), never below 0."""
+    return max(0.0, 2 * level - 1) if math.isfinite(level) else math.nan
+
+
+def jackknife_plus_interval(
+    x: ArrayLike, y: ArrayLike, x_new: ArrayLike, confidence: float = CONFIDENCE
+) -> Bounds:
+    """The jackknife+ prediction interval of the least-squares line of y on x at ``x_new``.
+
+    Estimator: the leave-one-out lines line_-i (:func:`stats.loo_lines`) and residuals R_i = |y_i - line_-i(x_i)|;
+    the interval is [(n+1-k)-th smallest of line_-i(x_new) - R_i, k-th smallest of line_-i(x_new) + R_i], k from
+    :func:`jackknife_plus_rank`. Assumes only that the pairs and the new point are exchangeable (no normality, no
+    equal variances); then it covers with probability at least 1 - 2(1 - k/(n+1)). NaN with fewer than 3 pairs
+    or when some leave-one-out line does not exist (the other pairs share one S).
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    x_new = np.asarray(x_new, dtype=float)
+    slope, intercept = stats.loo_lines(x, y)
+    n = len(x)
+    if n < stats.MIN_PAIRS or not np.isfinite(slope).all():
+        nan = np.full(x_new.shape, np.nan)
+        return nan, nan.copy()
+    residuals = np.abs(y - (intercept + slope * x))
+    lines = intercept[:, None] + slope[:, None] * x_new.reshape(1, -1)
+    k = jackknife_plus_rank(n, confidence)
+    low = np.sort(lines - residuals[:, None], axis=0)[n - k]
+    high = np.sort(lines + residuals[:, None], axis=0)[k - 1]
+    return low.reshape(x_new.shape), high.reshape(x_new.shape)
+
+
+@dataclass(frozen=True)
+class IntervalMethod:
+    """A prediction interval method: its interval, the level it attains with n pairs, and the coverage it
+    guarantees without assuming normal errors at that level (NaN: none)."""
+
+    name: str
+    column: str
+    interval: Callable[[ArrayLike, ArrayLike, ArrayLike, float], Bounds]
+    held_out: Callable[[ArrayLike, ArrayLike, float], Bounds]
+    level: Callable[[int, float], float]
+    guarantee: Callable[[float], float]
+    assumes: str
+
+
+METHODS: dict[str, IntervalMethod] = {
+    "t": IntervalMethod(
+        "t",
+        "t",
+        t_interval,
+        t_held_out,
+        t_level,
+        lambda level: math.nan,
+        "independent normal equal-variance errors",
+    ),
+    "jackknife+": IntervalMethod(
+        "jackknife+",
+        "jackknife_plus",
+        jackknife_plus_interval,
+        jackknife_plus_held_out,
+        jackknife_plus_level,
+        jackknife_plus_guarantee,
+        "exchangeable pairs",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Leave-one-pair-out check of one method on one task: each pair's delta against the interval the other pairs
+    give at its S.
+
+    ``level`` and ``guarantee`` are those of the held-out intervals (made from n - 1 pairs); ``outside`` holds the
+    positions, in the input order, of the pairs that fell outside; ``checked`` counts pairs whose interval exists.
+    """
+
+    method: str
+    level: float
+    guarantee: float
+    covered: int
+    checked: int
+    median_width: float
+    outside: tuple[int, ...]
+
+
+def loo_coverage(x: ArrayLike, y: ArrayLike, method: str, confidence: float = CONFIDENCE) -> Coverage:
+    """How often ``method``'s interval from all other pairs contained each pair's delta (closed interval).
+
+    The checks share their data, so they are not independent: read covered/checked as a description of the
+    pairs at hand, not as a binomial sample. Needs 4 pairs (3 left to make each interval); else nothing is checked.
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    spec = METHODS[method]
+    n = len(x)
+    level = spec.level(n - 1, confidence) if n > stats.MIN_PAIRS else math.nan
+    lows, highs = spec.held_out(x, y, confidence) if n > stats.MIN_PAIRS else (np.full(n, np.nan),) * 2
+    checked = np.isfinite(lows) & np.isfinite(highs)
+    inside = checked & (lows <= y) & (y <= highs)
+    widths = (highs - lows)[checked]
+    return Coverage(
+        method,
+        level,
+        spec.guarantee(level),
+        int(inside.sum()),
+        int(checked.sum()),
+        float(np.median(widths)) if widths.size else math.nan,
+        tuple(int(i) for i in np.flatnonzero(checked & ~inside)),
+    )
