@@ -32,9 +32,12 @@ from sinkbench.sink.options import ProbeOptions
 from sinkbench.sink.prompts import load_prompts
 
 
-def _batches(tokenizer, batch_size: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """The calibration prompts, encoded as the monitor encodes them, in right-padded batches."""
-    encoded = encode_prompts(tokenizer, load_prompts())
+def calibration_batches(
+    tokenizer, batch_size: int, prompts: list[str] | None = None
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """The calibration prompts (default: the packaged set), encoded as the monitor encodes them, in right-padded
+    batches of token ids and attention masks."""
+    encoded = encode_prompts(tokenizer, prompts or load_prompts())
     batches = []
     for start in range(0, len(encoded), batch_size):
         chunk = encoded[start : start + batch_size]
@@ -51,7 +54,8 @@ def _timed(function) -> float:
     return time.perf_counter() - started
 
 
-def _forward(module: torch.nn.Module, batches: list) -> None:
+def forward(module: torch.nn.Module, batches: list) -> None:
+    """The module's plain forward over ``batches`` (inference mode, no cache)."""
     with torch.inference_mode():
         for ids, mask in batches:
             module(input_ids=ids, attention_mask=mask, use_cache=False)
@@ -78,11 +82,11 @@ def main() -> None:
         parser.error("--reps must be at least 3")
     loaded = load_model()
     model, tokenizer = loaded.model, loaded.tokenizer
-    batches = _batches(tokenizer, ProbeOptions().batch_size)
+    batches = calibration_batches(tokenizer, ProbeOptions().batch_size)
     monitor = SinkMonitor(model.train(), tokenizer)
     routes = {
-        "forward": lambda: _forward(model, batches),
-        "backbone": lambda: _forward(model.model, batches),
+        "forward": lambda: forward(model, batches),
+        "backbone": lambda: forward(model.model, batches),
         "measure": lambda: monitor.measure(0),
     }
     for route in routes.values():  # warm-up

@@ -7,7 +7,7 @@ import pytest
 import transformers
 from tiny_models import save_tiny_model, tiny_tokenizer
 
-from sinkbench.harness.request import serve_sink_strength
+from sinkbench.harness.request import BackendUnsupported, serve_sink_strength
 from sinkbench.harness.run import lm_eval_argv, tasks_path
 from sinkbench.sink.metrics import SINK_METRICS
 from sinkbench.sink.observe import measure, observe
@@ -110,7 +110,9 @@ def test_backend_without_attention_gets_a_clear_error():
         model = "gpt-remote"
         tokenizer = None
 
-    with pytest.raises(TypeError, match=r"exposes none.*--model hf"):
+    with pytest.raises(
+        BackendUnsupported, match=r"the ApiLike backend keeps no local transformers model.*--model hf"
+    ):
         serve_sink_strength(ApiLike(), [])
 
 

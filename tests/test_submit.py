@@ -11,12 +11,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from backend_runs import as_accelerate, as_vllm, edit_results
 from tiny_models import save_tiny_model
 
 from sinkbench.cli import main
+from sinkbench.leaderboard.views import build_views
 from sinkbench.submissions import load_submissions
 from sinkbench.submissions.local_paths import local_paths
 from sinkbench.tables.aggregate import aggregate_submissions
+from sinkbench.tables.build import build_tables
 
 STRICT_FIXTURES = Path(__file__).parent / "fixtures" / "strict"
 FIXTURES = Path(__file__).parent / "fixtures" / "submissions"
@@ -37,13 +40,14 @@ def _lm_eval(model: Path, tasks: str, out: Path) -> None:
         "--tasks", tasks, "--apply_chat_template", "--gen_kwargs", "max_gen_toks=4", "--log_samples",
         "--device", "cpu", "--output_path", str(out),
     ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=out.parent)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=out.parent, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A reference LLM run (sink_strength + strict suite) and a VLM-LM run (strict suite) of tiny models."""
+    """A reference LLM run folder (sink_strength, then the strict suite) and a VLM-LM run (strict suite) of tiny
+    models."""
     root = tmp_path_factory.mktemp("runs")
     reference = save_tiny_model(root / "models" / "reference", "llama", seed=0)
     vlm_lm = save_tiny_model(root / "models" / "vlm-lm", "llama", seed=1)
@@ -51,7 +55,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "source": {"id": "tiny-org/tiny-vlm", "revision": "0123456789abcdef0123456789abcdef01234567"}
     }
     (vlm_lm / "provenance.json").write_text(json.dumps(provenance), encoding="utf-8")
-    _lm_eval(reference, "sink_strength,sinkbench_format", root / "ref-run")
+    _lm_eval(reference, "sink_strength", root / "ref-run")
+    _lm_eval(reference, "sinkbench_format", root / "ref-run")
     _lm_eval(vlm_lm, "sinkbench_format", root / "vlm-run")
     return {"reference": root / "ref-run", "vlm": root / "vlm-run", "root": root}
 
@@ -164,3 +169,118 @@ def test_a_hand_made_entry_with_a_local_path_is_refused_with_the_fix(tmp_path) -
     problems = [p for p in load_submissions(root).problems if "local path" in p.message]
     assert len(problems) == 1 and problems[0].file.endswith(results.name)
     assert problems[0].field == "config.model_args" and "sinkbench submit" in problems[0].fix
+
+
+# ---------------------------------------------------------------- runs of other backends
+
+#: vLLM's own model arguments, as `--model vllm --model_args pretrained=DIR,...` records them.
+VLLM_ARGS = {"tensor_parallel_size": 2, "data_parallel_size": 2, "gpu_memory_utilization": 0.9}
+
+
+def _as(backend: str, run: Path, out: Path) -> Path:
+    """``run`` as ``backend`` writes it: ``hf``, ``accelerate``, ``vllm`` or ``vllm-string`` (older lm-eval's
+    command-line string of model arguments, with a local tokenizer folder among them)."""
+    if backend == "accelerate":
+        return as_accelerate(run, out)
+    if backend.startswith("vllm"):
+        local_tokenizer = {"tokenizer": str(run.parent / "models" / "tokenizer")}
+        return as_vllm(run, out, {**VLLM_ARGS, **local_tokenizer}, as_string=backend == "vllm-string")
+    return run
+
+
+def _model_args(data: dict) -> dict:
+    args = data["config"]["model_args"]
+    return args if isinstance(args, dict) else dict(item.split("=", 1) for item in args.split(","))
+
+
+@pytest.mark.parametrize(
+    ("reference_backend", "vlm_backend"),
+    [("vllm", "accelerate"), ("hf", "vllm-string"), ("accelerate", "vllm")],
+)
+def test_submit_accepts_vllm_and_accelerate_runs(runs, tmp_path, reference_backend, vlm_backend) -> None:
+    made = {
+        "reference": _as(reference_backend, runs["reference"], tmp_path / "reference-run"),
+        "vlm": _as(vlm_backend, runs["vlm"], tmp_path / "vlm-run"),
+    }
+    out = tmp_path / "submissions"
+    assert main(_pair_args({**runs, **made}, out, *REFERENCE_ID)) == 0
+    assert main(["validate", str(out)]) == 0
+    entry = out / "pairs" / "tiny-pair"
+    ids = {"reference": "tiny-org/tiny-llm", "vlm": "tiny-org/tiny-vlm"}
+    backends = {"reference": reference_backend, "vlm": vlm_backend}
+    for side, backend in backends.items():
+        for path in (entry / side).glob("results_*.json"):
+            text = path.read_text(encoding="utf-8")
+            assert str(runs["root"]) not in text and not ABSOLUTE.search(text), path
+            data = json.loads(text)
+            args = _model_args(data)
+            assert args["pretrained"] == ids[side]
+            if backend.startswith("vllm") and "sink_strength" not in data["results"]:
+                assert data["config"]["model"] == "vllm" and args["tokenizer"] == "<local>"
+                assert int(args["tensor_parallel_size"]) == 2 and int(args["data_parallel_size"]) == 2
+    recorded = {
+        side: sorted(
+            json.loads(path.read_text())["config"]["model"] for path in (entry / side).glob("results_*.json")
+        )
+        for side in backends
+    }
+    suite = {side: "vllm" if backend.startswith("vllm") else "hf" for side, backend in backends.items()}
+    assert recorded == {"reference": sorted(["hf", suite["reference"]]), "vlm": [suite["vlm"]]}
+    views = build_views(build_tables(load_submissions(out).entries))
+    commands = [
+        block.text.splitlines()[-1]
+        for pair in views.pairs
+        for block in pair.reproduce
+        if "/vlm/" in block.source
+    ]
+    expected = "--model vllm" if vlm_backend.startswith("vllm") else "--model hf"
+    assert commands and all(command.startswith(f"lm_eval {expected} ") for command in commands)
+    assert all(
+        "tensor_parallel_size" not in command for command in commands
+    )  # how it was spread: not a setting
+
+
+def _more_new_tokens(data: dict) -> None:
+    data["config"]["gen_kwargs"] = {"max_gen_toks": 8}
+    for task in data["configs"].values():
+        if "generation_kwargs" in task:
+            task["generation_kwargs"]["max_gen_toks"] = 8
+
+
+def _no_chat_template(data: dict) -> None:
+    data.update(chat_template=None, chat_template_sha=None)
+
+
+def _five_shot(data: dict) -> None:
+    for task in data["configs"]:
+        data["n-shot"][task] = 5
+        data["configs"][task]["num_fewshot"] = 5
+
+
+#: A setting changed on one side, and the field the pair check names.
+CHANGED = {
+    "generation": (_more_new_tokens, "config.gen_kwargs"),
+    "chat template": (_no_chat_template, "chat template applied"),
+    "few-shot": (_five_shot, "n-shot.ifeval_strict"),
+}
+
+
+@pytest.mark.parametrize("changed_side", ["reference", "vlm"])
+@pytest.mark.parametrize("setting", CHANGED)
+def test_the_pair_check_still_needs_the_same_settings(runs, tmp_path, capsys, changed_side, setting) -> None:
+    """One side from vLLM, the other from hf or accelerate: the backend may differ, the protocol may not."""
+    made = {
+        "reference": _as(
+            "vllm" if changed_side == "reference" else "hf", runs["reference"], tmp_path / "ref"
+        ),
+        "vlm": _as("vllm" if changed_side == "vlm" else "accelerate", runs["vlm"], tmp_path / "vlm"),
+    }
+    if made[changed_side] == runs[changed_side]:
+        made[changed_side] = Path(shutil.copytree(runs[changed_side], tmp_path / "copy"))
+    edit, field = CHANGED[setting]
+    edit_results(made[changed_side], edit, unless_task="sink_strength")
+    out = tmp_path / "submissions"
+    assert main(_pair_args({**runs, **made}, out, *REFERENCE_ID)) == 1
+    printed = capsys.readouterr().out
+    assert field in printed and "differs between sides" in printed and "rerun both sides" in printed
+    assert not (out / "pairs").exists()

@@ -1,7 +1,8 @@
 """lm-eval task ``sink_strength``: the task class and the hooks named after the YAML keys they serve.
 
 One document per calibration prompt. Each emits a ``sink_strength`` request, served by
-:func:`sinkbench.harness.request.serve_sink_strength` on the model lm-eval already loaded; the
+:func:`sinkbench.harness.request.serve_sink_strength` on the model lm-eval already loaded (a backend that
+holds no local transformers model stops the run with one line before any request runs); the
 per-prompt observations are pooled by the aggregation hooks, so S is the median over *all*
 observations, not a mean of per-prompt medians. ``sink_strength_stderr`` is the bootstrap standard
 error over prompts (:mod:`sinkbench.sink.uncertainty`) with lm-eval's ``--bootstrap_iters`` resamples.
@@ -17,7 +18,12 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
 from sinkbench import __version__
-from sinkbench.harness.request import REQUEST_TYPE, install_request_handler, install_stderr
+from sinkbench.harness.request import (
+    REQUEST_TYPE,
+    install_backend_check,
+    install_request_handler,
+    install_stderr,
+)
 from sinkbench.sink.metrics import SINK_METRICS
 from sinkbench.sink.options import ProbeOptions
 from sinkbench.sink.prompts import load_calibration
@@ -52,6 +58,7 @@ class SinkStrengthTask(ConfigurableTask):
         metadata["sinkbench_version"] = __version__
         self.config.metadata = metadata
         install_request_handler()
+        install_backend_check()
         install_stderr()
 
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:

@@ -1,7 +1,8 @@
 """The commands that reproduce a measured entry's numbers, rebuilt from its lm-eval results files.
 
-Each results file becomes one ``lm_eval`` command: the entry's model id and revision (never the local path the
-run used), the model arguments that change the numbers (dtype, GGUF file), the tasks, and the flags lm-eval
+Each results file becomes one ``lm_eval`` command: the backend that ran it (``hf``, ``vllm``, ...), the entry's model
+id and revision (never the local path the run used), the model arguments that change the numbers (dtype, GGUF file,
+context length; not how the model was spread over devices), the tasks, and the flags lm-eval
 recorded (chat template, few-shot as multi-turn, system instruction, generation settings, ``--limit``, batch
 size, device, probe options of ``sink_strength``), preceded by the environment it needs: the lm-eval and
 transformers versions, and ``SINKBENCH_DATA_DIR`` with the name and sha256 of each local data file.
@@ -22,7 +23,9 @@ from sinkbench.submissions.facts import model_args
 from sinkbench.submissions.schema import ModelRef
 
 #: Model arguments that change the numbers and so belong in the command (paths and devices do not).
-_KEPT_MODEL_ARGS = ("dtype", "gguf_file", "trust_remote_code", "add_bos_token", "max_length")
+_KEPT_MODEL_ARGS = ("dtype", "gguf_file", "trust_remote_code", "add_bos_token", "max_length", "max_model_len")
+#: An lm-eval backend name as ``--model`` takes it (``hf``, ``vllm``, ``sglang``, ...).
+_BACKEND = re.compile(r"[a-z][a-z0-9_-]{0,40}", re.ASCII)
 _DEFAULT_BOOTSTRAP_ITERS = 100_000
 _PROBE_DEFAULTS = {field.name: field.default for field in fields(ProbeOptions)}
 #: What a value shown in a comment line may hold as it is (versions, file names, hashes).
@@ -150,12 +153,18 @@ def _environment(item: ResultsFile, model: ModelRef) -> list[str]:
     return lines
 
 
+def _backend(item: ResultsFile) -> str:
+    """The ``--model`` the run used, as lm-eval recorded it (``hf`` when it recorded none)."""
+    recorded = (item.data.config.model_extra or {}).get("model")
+    return recorded if isinstance(recorded, str) and _BACKEND.fullmatch(recorded) else "hf"
+
+
 def reproduction(item: ResultsFile, model: ModelRef, *, logged_samples: bool = False) -> Reproduction:
     """The command (and its environment) that reproduces one results file of an entry's model."""
     parts = [
         "lm_eval",
         "--model",
-        "hf",
+        _backend(item),
         "--model_args",
         _model_args(item, model),
         "--tasks",
