@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import asdict, dataclass
@@ -18,11 +19,15 @@ from typing import Any
 
 import torch
 
+from sinkbench.checkpoints import check_native
+from sinkbench.errors import ModelNotSupported, UserError
 from sinkbench.safe_io import file_sha256, install_directory
 from sinkbench.weights import TRANSFORMERS_WEIGHTS, weights_label
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "auto": "auto"}
 _CACHE_MARKER = "sinkbench-cache-complete"
+#: A hub repository id: ORG/NAME.
+_HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
 
 
 @dataclass(frozen=True)
@@ -148,25 +153,34 @@ def resolve_model(spec: str | None) -> tuple[str, str, str | None]:
 
     ``source`` is ``embedded``, ``gguf``, ``dir`` or ``hub``; GGUF sources resolve to their
     dequantized cache directory.
+
+    Raises:
+        UserError: a path that does not exist, a folder that is not a transformers model, or a spec that is
+            neither a path, a hub id (``ORG/NAME``) nor an embedded name.
+        ModelNotSupported: a folder whose model type exists only as remote code.
     """
     name = spec or DEFAULT_MODEL
     if name in EMBEDDED_MODELS:
         directory, sha = dequantized_dir(embedded_gguf_path(name))
         return "embedded", str(directory), sha
-    path = Path(name)
+    path = Path(name).expanduser()
     if path.suffix == ".gguf":
         if not path.is_file():
-            raise FileNotFoundError(f"GGUF file {path} does not exist.")
+            raise UserError(f"MODEL {name}: no such .gguf file; check the path")
         directory, sha = dequantized_dir(path)
         return "gguf", str(directory), sha
     if path.is_dir():
         if not (path / "config.json").is_file():
-            raise FileNotFoundError(
-                f"{path} is a directory but has no config.json; is it a transformers model dir?"
-            )
+            raise UserError(f"MODEL {name}: a folder without config.json; pass a transformers model folder")
+        check_native(path)
         return "dir", str(path), None
     if path.exists():
-        raise ValueError(f"{path} is neither a model directory nor a .gguf file.")
+        raise UserError(f"MODEL {name}: neither a model folder nor a .gguf file")
+    if not _HUB_ID.fullmatch(name) or name.startswith((".", "~")):
+        raise UserError(
+            f"MODEL {name}: no such file or folder, and not a hub id (ORG/NAME); pass a local model folder, a "
+            f".gguf file, a hub id, or an embedded name ({', '.join(EMBEDDED_MODELS)})"
+        )
     return "hub", name, None
 
 
@@ -175,6 +189,39 @@ def _gguf_name(spec: str | None, source: str) -> str | None:
     if source == "embedded":
         return embedded_gguf_path(spec or DEFAULT_MODEL).name
     return Path(str(spec)).name if source == "gguf" else None
+
+
+def _load(spec: str, location: str, kwargs: dict[str, Any]) -> tuple[torch.nn.Module, Any]:
+    """``from_pretrained`` of the model and its tokenizer, with transformers' failures as one-line errors."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        model = AutoModelForCausalLM.from_pretrained(location, **kwargs).eval()
+        tokenizer = AutoTokenizer.from_pretrained(location, revision=kwargs.get("revision"))
+    except OSError as error:  # missing files, an unreachable or unknown hub id
+        raise UserError(
+            f"MODEL {spec}: cannot be loaded ({_first_line(error)}); check the id or the folder"
+        ) from error
+    except (
+        ValueError
+    ) as error:  # an unregistered or remote-code model type, or a class transformers cannot map
+        text = _first_line(error)
+        if "trust_remote_code" in text or "does not recognize this architecture" in text:
+            raise ModelNotSupported(
+                f"MODEL {spec}: exists only as remote code, and sinkbench runs transformers' own classes only; "
+                "use a converted checkpoint (often named with -hf)"
+            ) from error
+        if "Unrecognized configuration class" in text:
+            raise ModelNotSupported(
+                f"MODEL {spec}: transformers has no causal LM for it; for a vision-language model, extract its "
+                "language model with `sinkbench extract-lm` and screen that"
+            ) from error
+        raise UserError(f"MODEL {spec}: cannot be loaded ({text})") from error
+    return model, tokenizer
+
+
+def _first_line(error: Exception) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
 
 
 def load_model(
@@ -197,16 +244,14 @@ def load_model(
     """
     if dtype not in DTYPES:
         raise ValueError(f"Unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}.")
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     source, location, sha = resolve_model(spec)
     kwargs: dict[str, Any] = {"dtype": DTYPES[dtype], "revision": revision}
     if device_map:
         kwargs["device_map"] = device_map
-    model = AutoModelForCausalLM.from_pretrained(location, **kwargs).eval()
+    model, tokenizer = _load(spec or DEFAULT_MODEL, location, kwargs)
     if device and not device_map:
         model.to(device)
-    tokenizer = AutoTokenizer.from_pretrained(location, revision=revision)
     config = model.config.get_text_config()
     info = ModelInfo(
         id=spec or DEFAULT_MODEL,

@@ -5,8 +5,9 @@ of each probed layer) on the calibration prompts; :class:`SinkStrengthCallback` 
 ``transformers.Trainer`` at step 0 and every ``every_n_steps`` steps and logs through ``Trainer.log``, so
 TensorBoard, W&B and every other reporting integration receive the values.
 
-For a VLM of a family that ``extract-lm`` knows, S is measured on its language model with the text-only
-prompts, as ``screen`` measures the extracted VLM-LM.
+For a VLM, S is measured on its language model (``get_decoder()``) with the text-only prompts, as ``screen``
+measures the extracted VLM-LM. A model the probe cannot measure is refused when the monitor is built
+(``ModelNotSupported``, see :mod:`sinkbench.sink.layers`).
 
 A measurement leaves the model as it found it: the train/eval mode of every module, gradients and
 ``requires_grad``, the attention implementation, and the torch (CPU and CUDA), Python and NumPy random
@@ -30,10 +31,9 @@ import numpy as np
 import torch
 from transformers import TrainerCallback
 
-from sinkbench.extract.families import FAMILIES
 from sinkbench.numbers import finite_or_none
 from sinkbench.sink.metrics import POSITION0_MASS, SHARE_G_ABOVE
-from sinkbench.sink.observe import SUPPORTED_MODEL_TYPES, encode_prompts, observe_tokens
+from sinkbench.sink.observe import check_supported, encode_prompts, observe_tokens
 from sinkbench.sink.options import ProbeOptions
 from sinkbench.sink.prompts import load_prompts
 from sinkbench.sink.strength import SinkStrengthSummary, summarize
@@ -43,7 +43,6 @@ logger = logging.getLogger(__name__)
 #: Prefix of every key the monitor logs; S itself is ``sink/strength``.
 LOG_PREFIX = "sink/"
 STRENGTH_KEY = f"{LOG_PREFIX}strength"
-_VLM_FAMILIES = {family.model_type: family for family in FAMILIES}
 
 
 @dataclass(frozen=True)
@@ -115,50 +114,6 @@ class Thresholds:
                 f"more than max_drop = {self.max_drop:.3f}"
             )
         return alerts, stop
-
-
-class _ConfigView:
-    """A VLM text config as the probe sees it: the causal LM's ``model_type`` over the real config."""
-
-    def __init__(self, text_config: Any, model_type: str) -> None:
-        self.model_type = model_type
-        self._attn_implementation = text_config._attn_implementation
-        self._text_config = text_config
-
-    def get_text_config(self) -> Any:
-        return self._text_config
-
-
-class _LanguageModelView:
-    """What the probe needs of a VLM's language model: its decoder, embeddings and text config."""
-
-    base_model_prefix = "model"
-
-    def __init__(self, decoder: torch.nn.Module, model_type: str) -> None:
-        self.model = decoder
-        self.config = _ConfigView(decoder.config, model_type)
-
-    def get_input_embeddings(self) -> torch.nn.Module:
-        return self.model.get_input_embeddings()
-
-
-def probe_target(model: torch.nn.Module) -> Any:
-    """The model the probe runs on: a supported causal LM itself, or a known VLM's language model.
-
-    Raises:
-        ValueError: neither a supported causal LM nor a VLM family of ``extract-lm``.
-    """
-    model_type = getattr(model.config, "model_type", None)
-    family = _VLM_FAMILIES.get(model_type)
-    if family is not None:
-        decoder = model.get_submodule(family.text_prefix.rstrip("."))
-        return _LanguageModelView(decoder, family.causal_lm_type or decoder.config.model_type)
-    if model_type not in SUPPORTED_MODEL_TYPES:
-        raise ValueError(
-            f"Cannot monitor model type {model_type!r}: expected a causal LM of "
-            f"{', '.join(SUPPORTED_MODEL_TYPES)} or a VLM of {', '.join(_VLM_FAMILIES)}."
-        )
-    return model
 
 
 def check_not_sharded(model: torch.nn.Module) -> None:
@@ -237,7 +192,7 @@ class SinkMonitor:
             ...
 
     Args:
-        model: the model being trained (a causal LM, a VLM of a known family, or either inside DDP).
+        model: the model being trained (a causal LM, a VLM, or either inside DDP).
         tokenizer: its tokenizer (a processor's ``tokenizer`` is taken when it has one).
         prompts: calibration prompts (default: the 15 packaged ones).
         options: probe options (default: :class:`~sinkbench.sink.options.ProbeOptions`).
@@ -260,9 +215,10 @@ class SinkMonitor:
         self.options = options or ProbeOptions()
         self.thresholds = thresholds or Thresholds()
         self.trace_path = Path(trace_path) if trace_path is not None else None
-        self._target = probe_target(self.model)
         tokenizer = getattr(tokenizer, "tokenizer", tokenizer)
         self._tokens = encode_prompts(tokenizer, prompts or load_prompts(), self.options.chat_template)
+        with undisturbed(self.model):
+            check_supported(self.model, self._tokens[0])  # refuse a model the probe cannot measure, now
         self.history: list[Measurement] = []
         self.should_stop = False
 
@@ -279,7 +235,7 @@ class SinkMonitor:
     def _measure_here(self, step: int) -> Measurement:
         started = time.perf_counter()
         with undisturbed(self.model):
-            summary = summarize(observe_tokens(self._target, self._tokens, self.options))
+            summary = summarize(observe_tokens(self.model, self._tokens, self.options))
         baseline = self.history[0].summary.sink_strength if self.history else summary.sink_strength
         alerts, stop = self.thresholds.check(summary.sink_strength, baseline)
         measurement = Measurement(step, summary, time.perf_counter() - started, alerts, stop)

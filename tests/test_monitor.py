@@ -203,11 +203,13 @@ def test_sharded_parameters_are_refused(tmp_path):
 
 
 def test_unsupported_models_and_bad_intervals_are_clear_errors(tmp_path):
-    from transformers import GPT2Config, GPT2LMHeadModel
+    from transformers import MambaConfig, MambaForCausalLM
 
-    gpt2 = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=300))
-    with pytest.raises(ValueError, match=r"Cannot monitor model type 'gpt2'.*llava"):
-        SinkMonitor(gpt2, tiny_tokenizer(), PROMPTS, OPTIONS)
+    from sinkbench.errors import ModelNotSupported
+
+    mamba = MambaForCausalLM(MambaConfig(num_hidden_layers=1, hidden_size=16, state_size=4, vocab_size=300))
+    with pytest.raises(ModelNotSupported, match=r"model type 'mamba': it has no softmax attention layers"):
+        SinkMonitor(mamba, tiny_tokenizer(), PROMPTS, OPTIONS)
     with pytest.raises(ValueError, match="every_n_steps"):
         SinkStrengthCallback(make_trainer(tiny_causal_lm("llama"), tmp_path), every_n_steps=0)
     with pytest.raises(ValueError, match="needs a tokenizer"):

@@ -5,26 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import (
     Gemma3TextConfig,
     LlamaConfig,
     MistralConfig,
     Olmo2Config,
-    PreTrainedTokenizerFast,
     Qwen2Config,
     Qwen3Config,
 )
 
-CHAT_TEMPLATE = (
-    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}</s>{% endfor %}"
-    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
-)
-CORPUS = [
-    "Write a short note to a friend about the weather and the garden.",
-    "Explain how a bicycle works. Answer in three sentences with no commas.",
-    "The answer is 42. List four tips, then end with a postscript.",
-]
+from sinkbench.conformance.tiny import CHAT_TEMPLATE, CORPUS, tiny_tokenizer
+
+__all__ = ["CHAT_TEMPLATE", "CONFIGS", "CORPUS", "save_tiny_model", "tiny_causal_lm", "tiny_tokenizer"]
+
 SMALL = {
     "hidden_size": 32,
     "intermediate_size": 64,
@@ -44,26 +37,6 @@ CONFIGS = {
     ),
     "olmo2": lambda v: Olmo2Config(vocab_size=v, num_key_value_heads=2, **SMALL),
 }
-
-
-def tiny_tokenizer() -> PreTrainedTokenizerFast:
-    """A byte-level BPE tokenizer trained in memory on ``CORPUS``, with a chat template."""
-    backend = Tokenizer(models.BPE())
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=300,
-        special_tokens=["<pad>", "<s>", "</s>", "<|user|>", "<|assistant|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    backend.train_from_iterator(CORPUS, trainer)
-    return PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        bos_token="<s>",
-        eos_token="</s>",
-        pad_token="<pad>",
-        chat_template=CHAT_TEMPLATE,
-    )
 
 
 def tiny_causal_lm(model_type: str, seed: int = 0) -> torch.nn.Module:

@@ -7,14 +7,16 @@ import argparse
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``extract-lm`` subcommand."""
-    from sinkbench.extract.families import DEFAULT_MAX_SHARD_SIZE, supported_families
+    from sinkbench.extract.families import DEFAULT_MAX_SHARD_SIZE
 
     parser = subparsers.add_parser(
         "extract-lm",
         help="Extract a VLM's language backbone as a standalone causal LM (the paper's VLM-LM).",
         description="Stream the language backbone of SOURCE (hub id or local VLM dir) into OUT, a normal "
         "transformers causal-LM directory that AutoModelForCausalLM and `lm_eval --model hf` load, with "
-        f"provenance.json. Supported families: {supported_families()}.",
+        "provenance.json. SOURCE is any VLM of transformers' image-text-to-text registry whose language model "
+        "runs as a transformers causal LM; the architecture table on the leaderboard's Methodology pages lists "
+        "each model type's verdict.",
     )
     parser.add_argument("source", metavar="SOURCE", help="hub id or local directory of the VLM")
     parser.add_argument("out", metavar="OUT", help="output directory (written atomically)")

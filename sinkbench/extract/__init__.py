@@ -14,18 +14,17 @@ import importlib
 from typing import Any
 
 from sinkbench.extract.errors import ExtractError, VerificationError
-from sinkbench.extract.families import FAMILIES, supported_families
+from sinkbench.extract.families import vlm_model_types
 
 _LAZY = {"extract_lm": "pipeline", "ExtractionResult": "pipeline", "PROVENANCE_FILE": "pipeline"}
 
 __all__ = [
-    "FAMILIES",
     "PROVENANCE_FILE",
     "ExtractError",
     "ExtractionResult",
     "VerificationError",
     "extract_lm",
-    "supported_families",
+    "vlm_model_types",
 ]
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 from transformers import AutoConfig, PretrainedConfig
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
-from sinkbench.extract.errors import ExtractError
 from sinkbench.extract.families import Family, ties_embeddings
 
 #: Text-config keys that describe the VLM's text model and mean nothing to a plain causal LM.
@@ -26,26 +25,16 @@ _MROPE_KEYS = ("mrope_section", "mrope_interleaved")
 
 
 def causal_lm_config(config: PretrainedConfig, family: Family) -> PretrainedConfig:
-    """Build the causal-LM config of a VLM's language backbone (see the module docstring).
-
-    Raises:
-        ExtractError: transformers has no ``*ForCausalLM`` for the text config's model type.
-    """
+    """Build the causal-LM config of a VLM's language backbone (see the module docstring)."""
     text = config.get_text_config(decoder=True)
-    target_type = family.causal_lm_type or text.model_type
-    architecture = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(target_type)
-    if architecture is None:
-        raise ExtractError(
-            f"{family.name} text_config has model_type {text.model_type!r}, which has no *ForCausalLM "
-            "class in transformers; this backbone cannot be run as a standalone causal LM."
-        )
+    architecture = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[family.causal_lm_type]
     fields = {key: value for key, value in text.to_dict().items() if key not in _DROPPED_TEXT_KEYS}
     if isinstance(fields.get("rope_parameters"), dict):
         fields["rope_parameters"] = _plain_rope(fields["rope_parameters"])
     fields["tie_word_embeddings"] = ties_embeddings(config)
     fields["architectures"] = [architecture]
     fields["dtype"] = fields.get("dtype") or config.dtype
-    return AutoConfig.for_model(target_type, **fields)
+    return AutoConfig.for_model(family.causal_lm_type, **fields)
 
 
 def _plain_rope(rope_parameters: dict) -> dict:

@@ -1,21 +1,16 @@
-"""Which VLMs can be split: a registry of families, data only (no heavy imports).
+"""Where a VLM keeps its language model, found through the model's own structure (no per-family list).
 
-A :class:`Family` says where the language model lives among the VLM's canonical
-(transformers 5) parameter names and which ``*ForCausalLM`` runs it on its own. Historical
-checkpoint key layouts are handled by transformers' own conversion mapping in
-:mod:`sinkbench.extract.keys`; the config is built in :mod:`sinkbench.extract.config`.
+A VLM class of transformers' image-text-to-text registry is built on the meta device (no memory, no weights)
+and asked for its language model (``get_decoder()``) and its LM head (``get_output_embeddings()``); their
+qualified names are where the backbone's parameters live among the VLM's canonical (transformers 5) names.
+The standalone causal LM is the ``*ForCausalLM`` of the text config's model type. Only where a family's text
+config is a VLM-specific type does a table say which causal LM runs it (:data:`TEXT_TYPE_CAUSAL_LM`); the
+key coverage check (:mod:`sinkbench.extract.keys`) and ``--verify`` prove each extraction anyway.
 
-Why each family maps where it does (read from transformers 5.24's ``modeling_*.py``):
-
-* LLaVA, LLaVA-NeXT, LLaVA-OneVision, InternVL (3 and 3.5): ``text_config`` is the LLM's own
-  config (Llama, Mistral, Qwen2, Qwen3, ...) built with ``AutoModel.from_config`` at
-  ``model.language_model``, so the backbone is that config's own ``*ForCausalLM``.
-* Idefics3: the same, but the text model (a Llama) is ``model.text_model``.
-* Qwen2-VL / Qwen2.5-VL: ``Qwen2VLTextModel`` is Qwen2 (q/k/v bias, no QK-norm) plus
-  multimodal RoPE: ``Qwen2ForCausalLM``.
-* Qwen3-VL: ``Qwen3VLTextModel`` is Qwen3 (per-head ``q_norm``/``k_norm``, kept) plus
-  interleaved multimodal RoPE and DeepStack visual residuals, which are absent without
-  images: ``Qwen3ForCausalLM``.
+Why those mappings hold (read from transformers 5.24's ``modeling_*.py``): Qwen2-VL / Qwen2.5-VL's text model
+is Qwen2 (q/k/v bias, no QK-norm) plus multimodal RoPE, and Qwen3-VL's is Qwen3 (per-head ``q_norm`` /
+``k_norm``) plus interleaved multimodal RoPE and DeepStack visual residuals, which are absent without images;
+with text-only positions multimodal RoPE is plain 1-D RoPE (:mod:`sinkbench.extract.config`).
 """
 
 from __future__ import annotations
@@ -27,63 +22,117 @@ from sinkbench.extract.errors import ExtractError
 
 #: Largest output shard of ``extract-lm`` unless told otherwise.
 DEFAULT_MAX_SHARD_SIZE = "5GB"
+#: Text-config model types that are not causal LMs themselves -> the causal LM that runs the same layers.
+TEXT_TYPE_CAUSAL_LM = {
+    "qwen2_vl_text": "qwen2",
+    "qwen2_5_vl_text": "qwen2",
+    "qwen3_vl_text": "qwen3",
+    "qwen3_vl_moe_text": "qwen3_moe",
+}
 
 if TYPE_CHECKING:
+    import torch
     from transformers import PretrainedConfig
 
 
 @dataclass(frozen=True)
 class Family:
-    """A supported VLM family.
+    """Where one VLM class keeps its language model.
 
     Attributes:
-        name: display name.
+        name: the VLM class's name (e.g. ``Qwen3VLForConditionalGeneration``).
         model_type: the VLM config's ``model_type``.
         text_prefix: prefix of the language model's parameters in the VLM's canonical names.
-        causal_lm_type: ``model_type`` of the target causal LM; None means the text config's own.
+        lm_head: the canonical name of the LM head's weight.
+        causal_lm_type: ``model_type`` of the standalone causal LM.
     """
 
     name: str
     model_type: str
     text_prefix: str
-    causal_lm_type: str | None = None
+    lm_head: str
+    causal_lm_type: str
 
 
-FAMILIES: tuple[Family, ...] = (
-    Family("LLaVA", "llava", "model.language_model."),
-    Family("LLaVA-NeXT", "llava_next", "model.language_model."),
-    Family("LLaVA-OneVision", "llava_onevision", "model.language_model."),
-    Family("Qwen2-VL", "qwen2_vl", "model.language_model.", "qwen2"),
-    Family("Qwen2.5-VL", "qwen2_5_vl", "model.language_model.", "qwen2"),
-    Family("Qwen3-VL", "qwen3_vl", "model.language_model.", "qwen3"),
-    Family("InternVL (3, 3.5)", "internvl", "model.language_model."),
-    Family("Idefics3", "idefics3", "model.text_model."),
-)
-_BY_TYPE = {family.model_type: family for family in FAMILIES}
+def vlm_model_types() -> list[str]:
+    """The image-text-to-text model types of the installed transformers, sorted."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+    return sorted(MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES)
 
 
-def supported_families() -> str:
-    """One line naming every supported family and its ``model_type``."""
-    return ", ".join(f"{family.name} ({family.model_type})" for family in FAMILIES)
+def meta_vlm(config: PretrainedConfig, where: str) -> torch.nn.Module:
+    """The VLM of ``config`` built on the meta device (no memory, no weights).
+
+    Raises:
+        ExtractError: the model type is not an image-text-to-text model of transformers.
+    """
+    import torch
+    from transformers import AutoModelForImageTextToText
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    if config.model_type not in vlm_model_types():
+        hint = (
+            "it is a causal LM already: screen or evaluate it directly"
+            if config.model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+            else "extract-lm takes a VLM of that registry"
+        )
+        raise ExtractError(
+            f"{where}: model_type {config.model_type!r} is not a vision-language model of transformers' "
+            f"image-text-to-text registry ({hint})"
+        )
+    with torch.device("meta"):
+        return AutoModelForImageTextToText.from_config(config)
 
 
-def family_for(config: PretrainedConfig, where: str) -> Family:
-    """Return the family of a VLM config.
+def family_for(config: PretrainedConfig, vlm: torch.nn.Module, where: str) -> Family:
+    """Locate the language model of ``vlm`` (built from ``config`` on the meta device).
 
     Args:
         config: the VLM's top-level config.
-        where: the config's location, for the error message.
+        vlm: the VLM, e.g. ``AutoModelForImageTextToText.from_config(config)`` under ``torch.device("meta")``.
+        where: the config's location, for messages.
 
     Raises:
-        ExtractError: the model type is not a supported VLM family.
+        ExtractError: no language model or LM head is found, or no causal LM runs the language model.
     """
-    family = _BY_TYPE.get(config.model_type)
-    if family is None:
+    names = {id(module): name for name, module in vlm.named_modules()}
+    decoder, head = vlm.get_decoder(), vlm.get_output_embeddings()
+    if decoder is None or id(decoder) not in names or decoder is vlm:
         raise ExtractError(
-            f"{where}: model_type {config.model_type!r} is not a supported VLM family. "
-            f"Supported: {supported_families()}."
+            f"{where}: model_type {config.model_type!r} has no separate language model (get_decoder()), "
+            "so there is no backbone to extract"
         )
-    return family
+    if head is None or id(head) not in names:
+        raise ExtractError(
+            f"{where}: model_type {config.model_type!r} has no LM head (get_output_embeddings())"
+        )
+    text_type = getattr(decoder.config, "model_type", None) or config.get_text_config(decoder=True).model_type
+    return Family(
+        name=type(vlm).__name__,
+        model_type=config.model_type,
+        text_prefix=f"{names[id(decoder)]}.",
+        lm_head=f"{names[id(head)]}.weight",
+        causal_lm_type=causal_lm_type(text_type, config.model_type, where),
+    )
+
+
+def causal_lm_type(text_type: str, vlm_type: str, where: str) -> str:
+    """The causal-LM model type that runs a language model whose config has ``text_type``.
+
+    Raises:
+        ExtractError: transformers has no ``*ForCausalLM`` for it.
+    """
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    if text_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return text_type
+    if text_type in TEXT_TYPE_CAUSAL_LM:
+        return TEXT_TYPE_CAUSAL_LM[text_type]
+    raise ExtractError(
+        f"{where}: the language model of model_type {vlm_type!r} (text model type {text_type!r}) has no "
+        "standalone *ForCausalLM class in transformers, so it cannot run as a causal LM"
+    )
 
 
 def ties_embeddings(config: PretrainedConfig) -> bool:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 from safetensors import SafetensorError, safe_open
-from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, PretrainedConfig
+from transformers import AutoModelForCausalLM, PretrainedConfig
 from transformers.conversion_mapping import get_model_conversion_mapping
 from transformers.core_model_loading import WeightConverter, WeightRenaming, rename_source_key
 
@@ -50,13 +50,13 @@ class TensorRef:
 
 
 def plan_tensors(
-    config: PretrainedConfig, family: Family, target_config: PretrainedConfig, files: list[Path]
+    vlm: torch.nn.Module, family: Family, target_config: PretrainedConfig, files: list[Path]
 ) -> list[TensorRef]:
     """List the language-backbone tensors of a VLM checkpoint under their causal-LM names.
 
     Args:
-        config: the VLM's config.
-        family: its family.
+        vlm: the VLM on the meta device (:func:`sinkbench.extract.families.meta_vlm`).
+        family: where it keeps its language model.
         target_config: the causal-LM config built from it.
         files: the checkpoint's safetensors files.
 
@@ -66,7 +66,7 @@ def plan_tensors(
     Raises:
         ExtractError: a corrupt file, a fused-weight conversion, or keys that do not cover the causal LM.
     """
-    canonical = _canonical_namer(config)
+    canonical = _canonical_namer(vlm)
     refs = []
     for file in files:
         for key, shape, nbytes in _read_header(file):
@@ -98,10 +98,8 @@ def _nbytes(shape: list[int], dtype: str) -> int:
     return int(torch.Size(shape).numel()) * bits // 8
 
 
-def _canonical_namer(config: PretrainedConfig) -> Callable[[str, Path], str]:
+def _canonical_namer(vlm: torch.nn.Module) -> Callable[[str, Path], str]:
     """Return ``name(key, file) -> canonical VLM parameter name``, as ``from_pretrained`` renames keys."""
-    with torch.device("meta"):
-        vlm = AutoModelForImageTextToText.from_config(config)
     mapping = get_model_conversion_mapping(vlm)
     renamings = [entry for entry in mapping if isinstance(entry, WeightRenaming)]
     converters = [entry for entry in mapping if isinstance(entry, WeightConverter)]
@@ -124,7 +122,7 @@ def _canonical_namer(config: PretrainedConfig) -> Callable[[str, Path], str]:
 
 def _target_key(canonical: str, family: Family) -> str | None:
     """The causal-LM name of a canonical VLM parameter, or None if it is not part of the language model."""
-    if canonical == LM_HEAD:
+    if canonical == family.lm_head:
         return LM_HEAD
     if canonical.startswith(family.text_prefix):
         return "model." + canonical.removeprefix(family.text_prefix)

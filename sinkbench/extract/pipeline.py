@@ -13,7 +13,7 @@ from transformers.utils.hub import convert_file_size_to_int
 
 from sinkbench.extract.config import causal_lm_config
 from sinkbench.extract.errors import ExtractError, VerificationError
-from sinkbench.extract.families import DEFAULT_MAX_SHARD_SIZE, Family, family_for
+from sinkbench.extract.families import DEFAULT_MAX_SHARD_SIZE, Family, family_for, meta_vlm
 from sinkbench.extract.keys import TensorRef, plan_tensors
 from sinkbench.extract.shards import plan_shards, write_shards
 from sinkbench.extract.source import Source, file_hashes, load_config, resolve_source, weight_files
@@ -116,11 +116,13 @@ def _shard_bytes(max_shard_size: str | int) -> int:
 
 def _plan(source: Source) -> _Plan:
     """Read the config and weight headers and map every backbone tensor (raises ExtractError)."""
+    where = str(source.path / "config.json")
     config = load_config(source.path)
-    family = family_for(config, str(source.path / "config.json"))
+    vlm = meta_vlm(config, where)
+    family = family_for(config, vlm, where)
     target_config = causal_lm_config(config, family)
     files = weight_files(source.path)
-    return _Plan(source, family, files, plan_tensors(config, family, target_config, files), target_config)
+    return _Plan(source, family, files, plan_tensors(vlm, family, target_config, files), target_config)
 
 
 def _write(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from transformers import AutoConfig, PretrainedConfig
 
+from sinkbench.checkpoints import check_native
 from sinkbench.extract.errors import ExtractError
 from sinkbench.safe_io import file_sha256
 
@@ -73,10 +74,12 @@ def load_config(path: Path) -> PretrainedConfig:
 
     Raises:
         ExtractError: ``config.json`` is missing or unreadable.
+        ModelNotSupported: the model type exists only as remote code (:mod:`sinkbench.checkpoints`).
     """
     config_file = path / "config.json"
     if not config_file.is_file():
         raise ExtractError(f"{config_file}: missing; SOURCE must be a transformers model directory")
+    check_native(path)
     try:
         return AutoConfig.from_pretrained(path)
     except (ValueError, KeyError, OSError, json.JSONDecodeError) as error:

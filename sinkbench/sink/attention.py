@@ -1,27 +1,34 @@
 """The attention function that records what Sink Strength needs, and nothing more.
 
-``sinkbench_probe`` is registered with transformers' ``AttentionInterface``. Every decoder
-layer calls it with queries and keys *after* RoPE and any QK-norm, so the probe is
-architecture-agnostic. Outside a probe call (no ``sink_recorder`` keyword) it is plain SDPA.
+``sinkbench_probe`` is registered with transformers' ``AttentionInterface``. Every softmax-attention layer of a
+model calls it with queries and keys *after* RoPE and any QK-norm, so the probe follows the model's own
+attention wherever it goes through that interface. It reproduces each variant the model passes along
+(:class:`LayerScores`): the scaling, logit soft-capping, the mask (causal, sliding-window, chunked, padding),
+an additive position bias, a learned sink logit per head or per query (``s_aux`` / ``sinks``), and a value
+head size other than the query's.
 
-Inside a probe call, in every layer, it computes the attention output together with the
-per-query log-sum-exp of the logits (CPU: the fused flash kernel returns it for free;
-elsewhere: a chunked exact computation). From that:
+Inside a probe call, in every layer, it computes the attention output together with the per-query log-sum-exp
+of the logits (:mod:`sinkbench.sink.kernels`). From that:
 
-* all layers: the attention on the first real token, ``exp(l_first - lse)``, for Gu et
-  al.'s Sink_1^eps and the paper's position-0 probe;
-* probed layers only: the sink position ``p`` and ``G = l_p - logsumexp_{k != p} l_k``.
-  The per-head sink (argmax of the attention mass a key receives, summed over queries) is
-  the log-sum-exp of a *reversed* attention problem (keys as queries, queries as keys,
-  ``-lse`` folded in as an extra coordinate), so it is one more flash call. The
-  "others" log-sum-exp is a flash call in which the sink key is pushed to ``-1e5`` through
-  one extra coordinate. Both are exact: no ``1 - a`` cancellation, no ``L x L`` tensor.
-  The per-query-argmax variant needs the full row maximum, so it runs in query chunks.
+* all layers: the attention on the first real token, ``exp(l_first - lse)``, for Gu et al.'s Sink_1^eps and
+  the paper's position-0 probe;
+* probed layers only: the sink position ``p`` and ``G = l_p - log(sum_{k != p} exp(l_k) + exp(s))``, where
+  ``s`` is the learned sink logit of models that have one (zero mass otherwise): G is the log-odds of the
+  attention on the sink *token*, and a learned sink's share counts against it.
+
+When the logits are bilinear (no soft-capping), two fused-kernel calls give the rest exactly, with no ``L x L``
+tensor: the per-head sink (argmax of the attention mass a key receives, summed over queries) is the
+log-sum-exp of a *reversed* attention problem (keys as queries, queries as keys, ``-lse`` folded in as an
+extra coordinate), and the "others" log-sum-exp is a call in which the sink key is pushed to ``-1e5`` through
+one extra coordinate. With soft-capping, or the per-query argmax variant, the logits are materialised in query
+chunks instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import torch
@@ -29,9 +36,29 @@ from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
+from sinkbench.sink.kernels import QUERY_CHUNK, Kernel, causal_logits, choose_kernel, with_bias
+
 ATTENTION_NAME = "sinkbench_probe"
-_EXCLUDED = 1.0e5  # logit penalty (after scaling) that removes the sink key from a flash call
-_QUERY_CHUNK = 256
+_EXCLUDED = 1.0e5  # logit penalty (after scaling) that removes the sink key from a fused call
+#: Keyword arguments the probe reproduces (the rest of what transformers passes changes no probability), and
+#: what each means for S.
+VARIANTS = {
+    "softcap": "logit soft-capping",
+    "s_aux": "a learned sink logit per head, whose share counts against the sink token in G",
+    "sinks": "a learned sink logit per query, whose share counts against the sink token in G",
+    "position_bias": "an additive position bias",
+}
+VARIANT_KWARGS = tuple(VARIANTS)
+#: The variants that are a learned sink logit (per head, or per query).
+LEARNED_SINKS = ("s_aux", "sinks")
+#: Keyword arguments that change nothing in a full-sequence forward without dropout.
+NEUTRAL_KWARGS = frozenset(
+    {
+        "dropout", "sliding_window", "is_causal", "position_ids", "output_attentions", "use_cache",
+        "cache_position", "cu_seq_lens_q", "cu_seq_lens_k", "max_length_q", "max_length_k", "indices",
+        "layer_idx", "deterministic", "block_indices",
+    }
+)  # fmt: skip
 
 
 @dataclass
@@ -49,25 +76,42 @@ class LayerObservations:
 
 @dataclass
 class SinkRecorder:
-    """Per-forward state handed to the attention function as the ``sink_recorder`` keyword.
+    """Per-forward state handed to the attention function through :func:`recording`.
 
     Attributes:
-        probed_layers: layer indices whose sink statistics are computed.
-        sink_mode: ``"head"``, ``"query"`` or ``"first"`` (see ``sinkbench.sink.observe.ProbeOptions``).
+        probed_layers: labels of the layers whose sink statistics are computed.
+        sink_mode: ``"head"``, ``"query"`` or ``"first"`` (see ``sinkbench.sink.options.ProbeOptions``).
         query_valid: ``(B, T)`` bool, False at padding.
+        labels: the label of each attention call, in call order (see ``sinkbench.sink.layers``).
         keep_degenerate: keep queries whose only visible key is the sink, as ``G = +inf``.
-        forced_sinks: layer index -> ``(B, H)`` sink positions to use instead of detecting them.
-        use_flash_kernel: use the fused CPU flash kernel when the tensors live on the CPU.
+        forced_sinks: layer label -> ``(B, H)`` sink positions to use instead of detecting them.
+        use_flash_kernel: use a fused kernel where one applies (else the chunked reference).
+        kernels: the kernels used, by name (for the report).
     """
 
     probed_layers: frozenset[int]
     sink_mode: str
     query_valid: torch.Tensor
+    labels: list[int]
     keep_degenerate: bool = False
     forced_sinks: dict[int, torch.Tensor] | None = None
     use_flash_kernel: bool = True
+    kernels: set[str] = field(default_factory=set)
     layers: dict[int, LayerObservations] = field(default_factory=dict)
     first_token_attention: dict[int, torch.Tensor] = field(default_factory=dict)
+    calls: int = 0
+
+    def next_label(self) -> int:
+        """The label of the attention call being made (calls are counted in order)."""
+        self.calls += 1
+        if self.calls > len(self.labels):
+            raise RuntimeError("The model made more attention calls than its census counted.")
+        return self.labels[self.calls - 1]
+
+    @property
+    def length(self) -> int:
+        """Tokens per sequence: attention calls over another axis (e.g. across layers) are not token attention."""
+        return int(self.query_valid.shape[1])
 
     def valid_on(self, device: torch.device) -> torch.Tensor:
         """``query_valid`` on ``device`` (layers of a ``device_map`` model live on several)."""
@@ -78,16 +122,98 @@ class SinkRecorder:
         return self.valid_on(device).to(torch.int8).argmax(dim=1)
 
 
+@dataclass
+class AttentionCall:
+    """What a census learns from one attention call (see ``sinkbench.sink.layers``)."""
+
+    module: int
+    layer_idx: int | None
+    num_heads: int
+    causal: bool
+    variants: tuple[str, ...]
+    unknown: tuple[str, ...]
+    extra_keys: bool = False
+
+
+@dataclass
+class AttentionCensus:
+    """Handed to the attention function instead of a :class:`SinkRecorder`: it only notes each call.
+
+    Attributes:
+        length: tokens in the census forward (calls over another axis are not token attention).
+        calls: one entry per token-attention call, in order.
+    """
+
+    length: int
+    calls: list[AttentionCall] = field(default_factory=list)
+
+
 @dataclass(frozen=True)
-class _LayerTensors:
-    """One layer's float32 queries and keys (GQA-expanded), log-sum-exp, bias and kernel."""
+class LayerScores:
+    """How one layer turns queries and keys into attention probabilities (float32, GQA-expanded).
+
+    Attributes:
+        q, k: ``(B, H, T, D)`` and ``(B, H, S, D)``.
+        scale: the logit scaling.
+        bias: additive bias (``-inf`` where masked, plus any position bias); None means plain causal.
+        softcap: ``softcap * tanh(logit / softcap)`` before the bias, when set.
+        learned_sink: a learned sink logit per head or per query, broadcastable to ``(B, H, T)``: one more
+            entry in every softmax, with no value.
+    """
 
     q: torch.Tensor
     k: torch.Tensor
-    lse: torch.Tensor
-    bias: torch.Tensor | None
     scale: float
-    attend: Callable
+    bias: torch.Tensor | None
+    softcap: float | None
+    learned_sink: torch.Tensor | None
+
+    @property
+    def bilinear(self) -> bool:
+        """Whether a logit is ``scale * q.k`` plus the bias (what the fused tricks need)."""
+        return self.softcap is None
+
+    def logits(self, start: int, stop: int) -> torch.Tensor:
+        """``(B, H, stop - start, S)`` logits of queries ``start:stop``, masked with ``-inf``."""
+        q = self.q[..., start:stop, :]
+        if self.softcap is None:
+            return causal_logits(q, self.k, self.bias, self.scale, start)
+        capped = torch.tanh(torch.matmul(q, self.k.transpose(-1, -2)) * (self.scale / self.softcap))
+        return with_bias(capped * self.softcap, self.bias, start)
+
+    def logit_at(self, positions: torch.Tensor) -> torch.Tensor:
+        """``(B, H, T)`` logit of every query at key ``positions[b, h]`` (``-inf`` where that key is masked)."""
+        index = positions[:, :, None, None].expand(-1, -1, 1, self.k.shape[-1])
+        logit = (self.q * self.k.gather(2, index)).sum(-1) * self.scale
+        if self.softcap is not None:
+            logit = torch.tanh(logit / self.softcap) * self.softcap
+        if self.bias is None:
+            queries = torch.arange(self.q.shape[-2], device=logit.device)
+            return logit.masked_fill(queries[None, None, :] < positions[:, :, None], float("-inf"))
+        column = positions[:, :, None, None].expand(-1, -1, self.q.shape[-2], 1)
+        bias = self.bias.expand(-1, self.q.shape[1], -1, -1).gather(-1, column).squeeze(-1)
+        return logit + bias
+
+    def with_learned_sink(self, lse: torch.Tensor) -> torch.Tensor:
+        """A token log-sum-exp with the learned sink's logit added to the sum (unchanged without one)."""
+        return lse if self.learned_sink is None else torch.logaddexp(lse, self.learned_sink)
+
+
+_ACTIVE: ContextVar[SinkRecorder | AttentionCensus | None] = ContextVar("sinkbench_recorder", default=None)
+
+
+@contextmanager
+def recording(recorder: SinkRecorder | AttentionCensus) -> Iterator[None]:
+    """Hand ``recorder`` to every probe-attention call made in the block (in this thread or task).
+
+    A context variable rather than a keyword argument: some models do not pass their forward's extra keyword
+    arguments down to their attention layers.
+    """
+    token = _ACTIVE.set(recorder)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
 
 
 def register_probe_attention() -> str:
@@ -105,76 +231,240 @@ def probe_attention(
     attention_mask: torch.Tensor | None,
     dropout: float = 0.0,
     scaling: float | None = None,
-    sink_recorder: SinkRecorder | None = None,
     **kwargs,
 ) -> tuple[torch.Tensor, None]:
-    """Attention forward that also feeds ``sink_recorder`` (plain SDPA when it is None)."""
-    if sink_recorder is None:
+    """Attention forward that also feeds the active recorder (see :func:`recording`); without one it is the
+    model's own attention."""
+    sink_recorder = _ACTIVE.get()
+    variants = tuple(name for name in VARIANT_KWARGS if kwargs.get(name) is not None)
+    if sink_recorder is not None and not _token_attention(module, query, key, sink_recorder.length):
+        sink_recorder = None
+    if sink_recorder is None and not variants:
         return sdpa_attention_forward(
             module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
         )
-    if kwargs.get("softcap") is not None:
-        raise NotImplementedError("Sink Strength does not support attention logit soft-capping.")
-    scale = float(scaling if scaling is not None else query.shape[-1] ** -0.5)
     groups = query.shape[1] // key.shape[1]
     key, value = repeat_kv(key, groups), repeat_kv(value, groups)
-    bias = _additive_bias(attention_mask, query.dtype)
-    attend = _flash_with_lse if _flash_applies(query, sink_recorder) else _chunked_with_lse
-    output, lse = attend(query, key, value, bias, scale)
-    q32, k32 = query.float(), key.float()
-    if query.dtype != torch.float32:
-        lse = attend(q32, k32, k32, _as_float32(bias), scale)[1]
-    tensors = _LayerTensors(q32, k32, lse.float(), _as_float32(bias), scale, attend)
-    _record_layer(sink_recorder, module.layer_idx, tensors)
+    scores = _scores(query.float(), key.float(), attention_mask, scaling, kwargs)
+    use_fused = not isinstance(sink_recorder, SinkRecorder) or sink_recorder.use_flash_kernel
+    kernel_name, kernel = choose_kernel(query.device, query.dtype, use_fused and scores.bilinear)
+    output, lse = _attend(scores, query, key, value, kernel)
+    if isinstance(sink_recorder, AttentionCensus):
+        sink_recorder.calls.append(_census_entry(module, scores, variants, kwargs))
+    elif sink_recorder is not None:
+        sink_recorder.kernels.add(kernel_name)
+        _record_layer(sink_recorder, sink_recorder.next_label(), scores, lse, kernel)
     return output.transpose(1, 2).contiguous(), None
 
 
-def _flash_applies(query: torch.Tensor, recorder: SinkRecorder) -> bool:
-    return recorder.use_flash_kernel and query.device.type == "cpu"
+def _token_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, length: int) -> bool:
+    """Whether a call is a layer's attention over the input tokens. Other uses of the attention function are
+    computed as the model asks and not measured: attention over another axis (across layers, say), and
+    auxiliary attention over other keys by a module without a layer index (Inkling2's attention residuals)."""
+    if query.shape[-2] != length:
+        return False
+    return key.shape[-2] == length or isinstance(getattr(module, "layer_idx", None), int)
 
 
-def _additive_bias(mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
-    """Turn transformers' boolean (True = attend) or additive mask into an additive bias."""
-    if mask is None or mask.dtype != torch.bool:
-        return None if mask is None else mask.to(dtype)
-    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(~mask, float("-inf"))
+def _scores(
+    q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor | None, scaling: float | None, kwargs: dict
+) -> LayerScores:
+    """The float32 :class:`LayerScores` of one call from transformers' mask and keyword arguments."""
+    scale = float(scaling if scaling is not None else q.shape[-1] ** -0.5)
+    allowed = _allowed(mask)
+    position_bias = kwargs.get("position_bias")
+    if position_bias is not None and allowed is None:
+        length = q.shape[-2]
+        allowed = torch.ones(length, k.shape[-2], dtype=torch.bool, device=q.device).tril(
+            k.shape[-2] - length
+        )
+    bias = None
+    if allowed is not None:
+        bias = torch.zeros(allowed.shape, device=q.device).masked_fill_(~allowed, float("-inf"))
+        if position_bias is not None:
+            bias = bias + position_bias.float()
+        bias = bias.reshape((1,) * (4 - bias.dim()) + tuple(bias.shape))
+    softcap = kwargs.get("softcap")
+    return LayerScores(q, k, scale, bias, None if softcap is None else float(softcap), _learned_sink(kwargs))
 
 
-def _as_float32(bias: torch.Tensor | None) -> torch.Tensor | None:
-    return None if bias is None else bias.float()
+def _allowed(mask: torch.Tensor | None) -> torch.Tensor | None:
+    """transformers' mask as booleans (True = attend); an additive mask counts its very negative entries."""
+    if mask is None or mask.dtype == torch.bool:
+        return mask
+    return mask > torch.finfo(mask.dtype).min / 2
 
 
-def _flash_with_lse(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None, scale: float
+def _learned_sink(kwargs: dict) -> torch.Tensor | None:
+    """A learned sink logit broadcastable to ``(B, H, T)``: ``s_aux`` is one per head, ``sinks`` one per query."""
+    if kwargs.get("s_aux") is not None:
+        return kwargs["s_aux"].detach().float().reshape(1, -1, 1)
+    if kwargs.get("sinks") is not None:
+        return kwargs["sinks"].detach().float().squeeze(-1)
+    return None
+
+
+def _attend(
+    scores: LayerScores, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, kernel: Kernel
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Fused CPU flash attention returning ``(output, logsumexp)``; causal when ``bias`` is None."""
-    kernel = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
-    return kernel(q, k, v, 0.0, bias is None, attn_mask=bias, scale=scale)
+    """The layer's output (in the model's dtype) and the float32 log-sum-exp, learned sink included."""
+    if not scores.bilinear:
+        return _chunked_attention(scores, value)
+    bias = None if scores.bias is None else scores.bias.to(query.dtype)
+    output, lse = kernel(query, key, value, bias, scores.scale)
+    if query.dtype != torch.float32:
+        lse = kernel(scores.q, scores.k, scores.k, scores.bias, scores.scale)[1]
+    total = scores.with_learned_sink(lse.float())
+    if scores.learned_sink is not None:  # the sink takes mass but gives no value: shrink each output row
+        output = output * torch.exp(lse.float() - total).nan_to_num(0.0).unsqueeze(-1).to(output.dtype)
+    return output, total
 
 
-def _chunk_logits(
-    q: torch.Tensor, k: torch.Tensor, bias: torch.Tensor | None, scale: float, start: int
-) -> torch.Tensor:
-    """Float32 logits of queries ``start:start+len(q)`` against all keys, masked."""
-    logits = torch.matmul(q.float(), k.float().transpose(-1, -2)) * scale
-    if bias is not None:
-        return logits + bias[..., start : start + q.shape[-2], :].float()
-    rows = torch.arange(start, start + q.shape[-2], device=q.device)[:, None]
-    return logits.masked_fill_(torch.arange(k.shape[-2], device=q.device)[None, :] > rows, float("-inf"))
-
-
-def _chunked_with_lse(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None, scale: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Exact attention and log-sum-exp in query chunks (any device); the reference path."""
+def _chunked_attention(scores: LayerScores, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Exact attention from materialised logits in query chunks (soft-capping and other non-bilinear logits)."""
     outputs, lses = [], []
-    for start in range(0, q.shape[-2], _QUERY_CHUNK):
-        logits = _chunk_logits(q[..., start : start + _QUERY_CHUNK, :], k, bias, scale, start)
-        lse = torch.logsumexp(logits, dim=-1)
+    for start in range(0, scores.q.shape[-2], QUERY_CHUNK):
+        logits = scores.logits(start, start + QUERY_CHUNK)
+        lse = _chunk_total(scores, torch.logsumexp(logits, dim=-1), start)
         probs = torch.exp(logits - lse.unsqueeze(-1)).nan_to_num_(0.0)
-        outputs.append(torch.matmul(probs.to(v.dtype), v))
+        outputs.append(torch.matmul(probs.to(value.dtype), value))
         lses.append(lse)
     return torch.cat(outputs, dim=-2), torch.cat(lses, dim=-1)
+
+
+def _chunk_total(scores: LayerScores, lse: torch.Tensor, start: int) -> torch.Tensor:
+    """``with_learned_sink`` for one query chunk."""
+    sink = scores.learned_sink
+    if sink is None:
+        return lse
+    return torch.logaddexp(lse, sink[..., start : start + lse.shape[-1]] if sink.shape[-1] > 1 else sink)
+
+
+def _census_entry(
+    module: torch.nn.Module, scores: LayerScores, variants: tuple, kwargs: dict
+) -> AttentionCall:
+    """One call as the census notes it: layer index, heads, whether it is causal, variants, unknown kwargs."""
+    causal = bool(kwargs.get("is_causal", getattr(module, "is_causal", True)))
+    if scores.bias is not None:
+        length, keys = scores.bias.shape[-2:]
+        future = torch.ones(length, keys, dtype=torch.bool, device=scores.bias.device).triu(keys - length + 1)
+        causal = causal and not bool(torch.isfinite(scores.bias[..., future]).any())
+    elif "is_causal" in kwargs or hasattr(module, "is_causal"):
+        causal = causal and bool(getattr(module, "is_causal", True))
+    known = NEUTRAL_KWARGS.union(VARIANT_KWARGS)
+    unknown = tuple(sorted(name for name, value in kwargs.items() if value is not None and name not in known))
+    layer_idx = getattr(module, "layer_idx", None)
+    return AttentionCall(
+        id(module),
+        layer_idx if isinstance(layer_idx, int) else None,
+        scores.q.shape[1],
+        causal,
+        variants,
+        unknown,
+        extra_keys=scores.k.shape[-2] != scores.q.shape[-2],
+    )
+
+
+def _record_layer(
+    recorder: SinkRecorder, layer: int, scores: LayerScores, lse: torch.Tensor, kernel: Kernel
+) -> None:
+    """Store first-token attention (every layer) and sink statistics (probed layers)."""
+    valid = recorder.valid_on(scores.q.device)
+    first = recorder.first_position_on(scores.q.device)[:, None].expand(-1, scores.q.shape[1])
+    attention = torch.exp(scores.logit_at(first) - lse).nan_to_num(0.0)
+    recorder.first_token_attention[layer] = attention.masked_fill(~valid[:, None, :], float("nan")).cpu()
+    if layer not in recorder.probed_layers:
+        return
+    forced = recorder.forced_sinks is not None and layer in recorder.forced_sinks
+    if recorder.sink_mode == "query" and not forced:
+        g, sink = _per_query_sink(scores)
+        visible = torch.isfinite(g) | torch.isposinf(g)
+    else:
+        sink = _head_sinks(recorder, layer, scores, lse, kernel)
+        g, visible = _logodds_at(scores, sink, lse, kernel)
+    g = g if recorder.keep_degenerate else g.masked_fill(torch.isposinf(g), float("nan"))
+    observed = visible & valid[:, None, :]
+    recorder.layers[layer] = LayerObservations(
+        g=g.masked_fill(~observed, float("nan")).cpu(), sink_position=sink.cpu()
+    )
+
+
+def _head_sinks(
+    recorder: SinkRecorder, layer: int, scores: LayerScores, lse: torch.Tensor, kernel: Kernel
+) -> torch.Tensor:
+    """``(B, H)`` sink key per head: forced, first real token, or argmax of received attention."""
+    device = scores.q.device
+    if recorder.forced_sinks is not None and layer in recorder.forced_sinks:
+        return recorder.forced_sinks[layer].to(device)
+    if recorder.sink_mode == "first":
+        return recorder.first_position_on(device)[:, None].expand(-1, scores.q.shape[1]).contiguous()
+    valid = recorder.valid_on(device)
+    received = _log_received_attention(scores, lse, valid, kernel)
+    return received.masked_fill(~valid[:, None, :], float("-inf")).argmax(dim=-1)
+
+
+def _log_received_attention(
+    scores: LayerScores, lse: torch.Tensor, query_valid: torch.Tensor, kernel: Kernel
+) -> torch.Tensor:
+    """``(B, H, S)`` log of the attention each key receives, summed over valid queries.
+
+    Bilinear logits: ``log sum_q exp(scale * q.k + bias - lse_q)`` is the log-sum-exp of an attention problem
+    with keys as queries and queries as keys (plus a coordinate carrying ``-lse_q / scale``); reversing the
+    sequence turns its anti-causal mask back into a causal one. Otherwise the sum runs over query chunks.
+    """
+    if not scores.bilinear:
+        lse = lse.masked_fill(~query_valid[:, None, :], float("inf"))
+        received = torch.full(scores.k.shape[:-1], float("-inf"), device=lse.device)
+        for start in range(0, scores.q.shape[-2], QUERY_CHUNK):
+            logits = scores.logits(start, start + QUERY_CHUNK) - lse[..., start : start + QUERY_CHUNK, None]
+            received = torch.logaddexp(received, torch.logsumexp(logits, dim=-2))
+        return received
+    query_term = (-lse / scores.scale).masked_fill(~query_valid[:, None, :], -_EXCLUDED / scores.scale)
+    new_queries = _with_extra_coordinate(scores.k, torch.ones((), device=lse.device)).flip(-2)
+    new_keys = torch.cat([scores.q, query_term.unsqueeze(-1)], dim=-1).flip(-2)
+    bias = scores.bias
+    reversed_bias = None if bias is None else bias.transpose(-1, -2).flip(-1, -2).contiguous()
+    return kernel(new_queries, new_keys, new_keys, reversed_bias, scores.scale)[1].flip(-1)
+
+
+def _logodds_at(
+    scores: LayerScores, sink: torch.Tensor, lse: torch.Tensor, kernel: Kernel
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``G = l_sink - log(sum_{k != sink} exp(l_k) + exp(s))`` per query, and whether the query sees the sink.
+
+    A query that sees the sink and no other token has ``G = +inf`` (no other mass), unless a learned sink
+    takes the rest: then ``G = l_sink - s``.
+    """
+    sink_logit = scores.logit_at(sink)
+    is_sink = torch.arange(scores.k.shape[-2], device=sink.device)[None, None, :] == sink[:, :, None]
+    if scores.bilinear:
+        penalty = ((-_EXCLUDED / scores.scale) * is_sink.to(scores.k.dtype)).unsqueeze(-1)
+        queries = _with_extra_coordinate(scores.q, torch.ones((), device=sink.device))
+        keys = torch.cat([scores.k, penalty], dim=-1)
+        others = kernel(queries, keys, keys, scores.bias, scores.scale)[1]
+    else:
+        others = torch.cat(
+            [_others_chunk(scores, is_sink, start) for start in range(0, scores.q.shape[-2], QUERY_CHUNK)],
+            dim=-1,
+        )
+    visible = torch.isfinite(sink_logit)
+    alone = visible & (_visible_keys(scores) == 1)
+    others = scores.with_learned_sink(others.masked_fill(alone, float("-inf")))
+    g = (sink_logit - others).masked_fill(visible & torch.isneginf(others), float("inf"))
+    return g, visible
+
+
+def _others_chunk(scores: LayerScores, is_sink: torch.Tensor, start: int) -> torch.Tensor:
+    """Token log-sum-exp of one query chunk without the sink key."""
+    logits = scores.logits(start, start + QUERY_CHUNK)
+    return torch.logsumexp(logits.masked_fill(is_sink[:, :, None], float("-inf")), dim=-1)
+
+
+def _visible_keys(scores: LayerScores) -> torch.Tensor:
+    """How many keys each query sees, broadcastable to ``(B, H, T)``."""
+    if scores.bias is None:
+        return torch.arange(1, scores.q.shape[-2] + 1, device=scores.q.device)[None, None, :]
+    return torch.isfinite(scores.bias).sum(-1)
 
 
 def _with_extra_coordinate(x: torch.Tensor, extra: torch.Tensor) -> torch.Tensor:
@@ -182,103 +472,14 @@ def _with_extra_coordinate(x: torch.Tensor, extra: torch.Tensor) -> torch.Tensor
     return torch.cat([x, extra.expand(*x.shape[:-1], 1).to(x.dtype)], dim=-1)
 
 
-def _record_layer(recorder: SinkRecorder, layer: int, x: _LayerTensors) -> None:
-    """Store first-token attention (every layer) and sink statistics (probed layers)."""
-    valid = recorder.valid_on(x.q.device)
-    first = recorder.first_position_on(x.q.device)[:, None].expand(-1, x.q.shape[1])
-    attention = torch.exp(_logit_at(x.q, x.k, first, x.scale) - x.lse)
-    attention = attention.masked_fill(~_sink_visibility(first, x.bias, x.q.shape[-2])[0], 0.0)
-    recorder.first_token_attention[layer] = attention.masked_fill(~valid[:, None, :], float("nan")).cpu()
-    if layer not in recorder.probed_layers:
-        return
-    if recorder.sink_mode == "query" and not (recorder.forced_sinks and layer in recorder.forced_sinks):
-        g, sink = _per_query_sink(x.q, x.k, x.bias, x.scale)
-        visible = torch.ones_like(g, dtype=torch.bool)
-    else:
-        sink = _head_sinks(recorder, layer, x)
-        g, visible = _logodds_at(x, sink)
-    g = _drop_degenerate(g, recorder.keep_degenerate)
-    observed = visible & valid[:, None, :]
-    recorder.layers[layer] = LayerObservations(
-        g=g.masked_fill(~observed, float("nan")).cpu(), sink_position=sink.cpu()
-    )
-
-
-def _logit_at(q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor, scale: float) -> torch.Tensor:
-    """``(B, H, T)`` logits of every query against key ``positions[b, h]``."""
-    index = positions[:, :, None, None].expand(-1, -1, 1, k.shape[-1])
-    return (q * k.gather(2, index)).sum(-1) * scale
-
-
-def _head_sinks(recorder: SinkRecorder, layer: int, x: _LayerTensors) -> torch.Tensor:
-    """``(B, H)`` sink key per head: forced, first real token, or argmax of received attention."""
-    if recorder.forced_sinks and layer in recorder.forced_sinks:
-        return recorder.forced_sinks[layer].to(x.q.device)
-    if recorder.sink_mode == "first":
-        return recorder.first_position_on(x.q.device)[:, None].expand(-1, x.q.shape[1]).contiguous()
-    received = _log_received_attention(x, recorder.valid_on(x.q.device))
-    return received.argmax(dim=-1)
-
-
-def _log_received_attention(x: _LayerTensors, query_valid: torch.Tensor) -> torch.Tensor:
-    """``(B, H, T)`` log of the attention each key receives, summed over valid queries.
-
-    ``log sum_q exp(scale * q.k - lse_q)`` is the log-sum-exp of an attention problem with
-    keys as queries and queries as keys (plus a coordinate carrying ``-lse_q / scale``);
-    reversing the sequence turns its anti-causal mask back into a causal one.
-    """
-    query_term = (-x.lse / x.scale).masked_fill(~query_valid[:, None, :], -_EXCLUDED / x.scale)
-    new_queries = _with_extra_coordinate(x.k, torch.ones((), device=x.k.device)).flip(-2)
-    new_keys = torch.cat([x.q, query_term.unsqueeze(-1)], dim=-1).flip(-2)
-    reversed_bias = None if x.bias is None else x.bias.transpose(-1, -2).flip(-1, -2).contiguous()
-    received = x.attend(new_queries, new_keys, new_keys, reversed_bias, x.scale)[1].flip(-1)
-    return received.masked_fill(~query_valid[:, None, :], float("-inf"))
-
-
-def _logodds_at(x: _LayerTensors, sink: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``G = l_sink - logsumexp_{k != sink} l_k`` per query, and whether the sink is visible."""
-    q, k = x.q, x.k
-    sink_logit = _logit_at(q, k, sink, x.scale)
-    is_sink = torch.arange(k.shape[-2], device=k.device)[None, None, :] == sink[:, :, None]
-    penalised_keys = torch.cat([k, ((-_EXCLUDED / x.scale) * is_sink.to(k.dtype)).unsqueeze(-1)], dim=-1)
-    queries = _with_extra_coordinate(q, torch.ones((), device=q.device))
-    others = x.attend(queries, penalised_keys, penalised_keys, x.bias, x.scale)[1]
-    visible, alone = _sink_visibility(sink, x.bias, q.shape[-2])
-    g = (sink_logit - others).masked_fill(alone, float("inf"))
-    return g, visible
-
-
-def _sink_visibility(
-    sink: torch.Tensor, bias: torch.Tensor | None, length: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(B, H, T)`` masks: query sees the sink; the sink is the only key it sees."""
-    queries = torch.arange(length, device=sink.device)
-    if bias is None:
-        visible = queries[None, None, :] >= sink[:, :, None]
-        alone = visible & (queries == 0)[None, None, :]
-        return visible, alone
-    allowed = bias[:, 0] == 0  # (B, T, T)
-    index = sink[:, :, None].expand(-1, -1, length)  # (B, H, T)
-    visible = allowed.transpose(1, 2)[:, None].expand(-1, sink.shape[1], -1, -1).gather(2, index[:, :, None])
-    visible = visible.squeeze(2)
-    alone = visible & (allowed.sum(-1) == 1)[:, None, :]
-    return visible, alone
-
-
-def _per_query_sink(
-    q: torch.Tensor, k: torch.Tensor, bias: torch.Tensor | None, scale: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-query argmax key and ``G = -log sum_{k != argmax} exp(l_k - l_max)``, in query chunks."""
+def _per_query_sink(scores: LayerScores) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-query argmax key and ``G = l_max - log(sum_{k != argmax} exp(l_k) + exp(s))``, in query chunks."""
     gs, sinks = [], []
-    for start in range(0, q.shape[-2], _QUERY_CHUNK):
-        logits = _chunk_logits(q[..., start : start + _QUERY_CHUNK, :], k, bias, scale, start)
+    for start in range(0, scores.q.shape[-2], QUERY_CHUNK):
+        logits = scores.logits(start, start + QUERY_CHUNK)
         top, position = logits.max(dim=-1, keepdim=True)
-        rest = torch.exp(logits - top).nan_to_num_(0.0).scatter_(-1, position, 0.0)
-        gs.append(-torch.log(rest.sum(-1)))
+        rest = torch.logsumexp(logits.scatter(-1, position, float("-inf")), dim=-1)
+        rest = _chunk_total(scores, rest, start)
+        gs.append(top.squeeze(-1) - rest)
         sinks.append(position.squeeze(-1))
     return torch.cat(gs, dim=-1), torch.cat(sinks, dim=-1)
-
-
-def _drop_degenerate(g: torch.Tensor, keep: bool) -> torch.Tensor:
-    """Degenerate observations (sink is the only visible key) are ``+inf``; NaN them unless kept."""
-    return g if keep else g.masked_fill(torch.isposinf(g), float("nan"))

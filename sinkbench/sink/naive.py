@@ -12,9 +12,16 @@ from typing import Any
 
 import torch
 
-from sinkbench.sink.observe import encode_prompts, probed_layers
+from sinkbench.sink.attention import LEARNED_SINKS
+from sinkbench.sink.layers import AttentionLayout, decoder_of, input_device
+from sinkbench.sink.observe import check_supported, encode_prompts
 from sinkbench.sink.options import ProbeOptions
 from sinkbench.sink.strength import PromptObservations
+
+
+class EagerHidesLearnedSink(ValueError):
+    """The model has a learned sink, but its eager attention returns probabilities normalised without it (it
+    applies the sink's share afterwards), so they cannot give G with the sink in the normaliser."""
 
 
 def naive_observations(
@@ -28,37 +35,106 @@ def naive_observations(
 
 
 def naive_observations_tokens(
-    model: torch.nn.Module, token_ids: Sequence[Sequence[int]], options: ProbeOptions
+    model: torch.nn.Module,
+    token_ids: Sequence[Sequence[int]],
+    options: ProbeOptions,
+    *,
+    sink_positions: Sequence[torch.Tensor] | None = None,
 ) -> list[PromptObservations]:
-    """``naive_observations`` on already tokenized prompts."""
-    previous = model.config._attn_implementation
-    model.config._attn_implementation = "eager"
+    """``naive_observations`` on already tokenized prompts.
+
+    Args:
+        sink_positions: optional per-prompt ``(K, H)`` sink positions to measure G at (as the probe's
+            ``observe_tokens`` takes them) instead of each head's argmax.
+    """
+    layout = check_supported(model, token_ids[0])
+    learned_sink = any(name in layout.variants for name in LEARNED_SINKS)
+    config = model.config.get_text_config()
+    previous = config._attn_implementation
+    config._attn_implementation = "eager"
     try:
         with torch.inference_mode():
-            return [_one_prompt(model, list(ids), options) for ids in token_ids]
+            forced = sink_positions or [None] * len(token_ids)
+            return [
+                _one_prompt(model, list(ids), options, layout, learned_sink, sinks)
+                for ids, sinks in zip(token_ids, forced, strict=True)
+            ]
     finally:
-        model.config._attn_implementation = previous
+        config._attn_implementation = previous
 
 
-def _one_prompt(model: torch.nn.Module, ids: list[int], options: ProbeOptions) -> PromptObservations:
-    backbone = getattr(model, model.base_model_prefix)
-    out = backbone(input_ids=torch.tensor([ids]), output_attentions=True, use_cache=False)
-    attentions = [a[0].double() for a in out.attentions]  # each (H, T, T)
-    layers = probed_layers(len(attentions), options.num_layers)
-    per_layer = [_layer_logodds(attentions[layer], options) for layer in layers]
+def _one_prompt(
+    model: torch.nn.Module,
+    ids: list[int],
+    options: ProbeOptions,
+    layout: AttentionLayout,
+    learned_sink: bool,
+    forced: torch.Tensor | None,
+) -> PromptObservations:
+    ids_tensor = torch.tensor([ids], device=input_device(model))
+    out = decoder_of(model)(input_ids=ids_tensor, output_attentions=True, use_cache=False)
+    attentions = [
+        a[0].cpu().double() for a in out.attentions if a is not None
+    ]  # (H, T, T) per attention layer
+    if learned_sink and all(
+        bool(torch.allclose(a.sum(-1), torch.ones(()).double(), atol=1e-6)) for a in attentions
+    ):
+        raise EagerHidesLearnedSink(
+            "eager attention returns probabilities without the learned sink's share; compare logits instead"
+        )
+    by_label = {label: attentions[_row(layout, label, len(attentions))] for label in layout.labels}
+    probed = layout.probed(options.num_layers)
+    per_layer = [
+        _layer_logodds(
+            by_label[label],
+            options,
+            learned_sink,
+            None if forced is None else forced[k][: by_label[label].shape[0]],
+        )
+        for k, label in enumerate(probed)
+    ]
+    heads = max(a.shape[0] for a in by_label.values())
     return PromptObservations(
-        layers=layers,
-        g=torch.stack([g for g, _ in per_layer]).float(),
-        sink_position=torch.stack([p for _, p in per_layer]),
-        first_token_attention=torch.stack([a[:, :, 0] for a in attentions]).float(),
+        layers=probed,
+        g=_pad_heads([g for g, _ in per_layer], heads, float("nan")).float(),
+        sink_position=_pad_heads([p for _, p in per_layer], heads, -1),
+        first_token_attention=_pad_heads(
+            [a[:, :, 0] for a in by_label.values()], heads, float("nan")
+        ).float(),
+        attention_layers=list(layout.labels),
     )
 
 
-def _layer_logodds(attention: torch.Tensor, options: ProbeOptions) -> tuple[torch.Tensor, torch.Tensor]:
-    """G per (head, query) from probabilities, with the same exclusions as the probe."""
+def _pad_heads(tensors: list[torch.Tensor], heads: int, fill: float) -> torch.Tensor:
+    """Stack per-layer tensors, filling the heads a layer lacks."""
+    return torch.stack(
+        [torch.cat([t, t.new_full((heads - t.shape[0], *t.shape[1:]), fill)]) for t in tensors]
+    )
+
+
+def _row(layout: AttentionLayout, label: int, returned: int) -> int:
+    """Which of the eager attentions belongs to layer ``label``: eager output has one per attention layer, or,
+    in some hybrid models, one per decoder layer."""
+    if returned == len(layout.labels):
+        return layout.labels.index(label)
+    if returned == layout.num_hidden_layers:
+        return label
+    raise ValueError(f"eager attention returned {returned} layers; the census found {len(layout.labels)}")
+
+
+def _layer_logodds(
+    attention: torch.Tensor, options: ProbeOptions, learned_sink: bool, forced: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """G per (head, query) from probabilities, with the same exclusions as the probe.
+
+    With a learned sink, eager attention drops the sink's column, so a row sums to less than one and the
+    missing mass (the learned sink's share) counts against the token sink.
+    """
     heads, length, _ = attention.shape
-    queries = torch.arange(length)
-    if options.sink_position == "query":
+    if forced is not None:
+        sink = forced.long()
+        index = sink[:, None, None].expand(heads, length, 1)
+    elif options.sink_position == "query":
         sink = attention.argmax(dim=-1)  # (H, T)
         index = sink.unsqueeze(-1)
     else:
@@ -70,8 +146,10 @@ def _layer_logodds(attention: torch.Tensor, options: ProbeOptions) -> tuple[torc
         index = sink[:, None, None].expand(heads, length, 1)
     on_sink = attention.gather(-1, index).squeeze(-1)
     off_sink = attention.scatter(-1, index, 0.0).sum(-1)
+    if learned_sink:
+        off_sink = off_sink + (1.0 - attention.sum(-1)).clamp(min=0.0)
     g = torch.log(on_sink) - torch.log(off_sink)
     g = g.masked_fill(on_sink == 0, float("nan"))  # masked out (causal or sliding window): not visible
-    degenerate = queries[None, :].expand(heads, length) == 0
+    degenerate = (on_sink > 0) & (off_sink == 0)  # the sink is the only key the query sees: a = 1
     g = g.masked_fill(degenerate, float("inf") if options.keep_degenerate else float("nan"))
     return g, sink

@@ -11,18 +11,10 @@ from typing import Any
 
 import torch
 
-from sinkbench.sink.attention import SinkRecorder, register_probe_attention
+from sinkbench.sink.attention import SinkRecorder, recording, register_probe_attention
+from sinkbench.sink.layers import AttentionLayout, attention_layout, decoder_of, input_device
 from sinkbench.sink.options import ProbeOptions
 from sinkbench.sink.strength import PromptObservations, SinkStrengthSummary, summarize
-
-SUPPORTED_MODEL_TYPES = {
-    "llama": "Llama",
-    "mistral": "Mistral",
-    "qwen2": "Qwen2 / Qwen2.5",
-    "qwen3": "Qwen3",
-    "gemma3_text": "Gemma 3",
-    "olmo2": "OLMo 2",
-}
 
 
 def encode_prompts(tokenizer: Any, prompts: Sequence[str], chat_template: str = "auto") -> list[list[int]]:
@@ -41,17 +33,14 @@ def encode_prompts(tokenizer: Any, prompts: Sequence[str], chat_template: str = 
     return [tokenizer(text, add_special_tokens=False).input_ids for text in texts]
 
 
-def check_supported(model: torch.nn.Module) -> None:
-    """Raise a clear error unless the model is a supported decoder-only architecture."""
-    model_type = getattr(getattr(model, "config", None), "model_type", None)
-    if model_type not in SUPPORTED_MODEL_TYPES:
-        names = ", ".join(f"{v} ({k})" for k, v in SUPPORTED_MODEL_TYPES.items())
-        raise ValueError(f"Sink Strength does not support model type {model_type!r}. Supported: {names}.")
+def check_supported(model: torch.nn.Module, token_ids: Sequence[int] = (1, 2, 3, 4)) -> AttentionLayout:
+    """The model's attention layout (:func:`sinkbench.sink.layers.attention_layout`) from a census forward of
+    ``token_ids``.
 
-
-def probed_layers(num_hidden_layers: int, num_layers: int) -> list[int]:
-    """The last ``num_layers`` decoder layers (all of them when the model is shallower)."""
-    return list(range(max(0, num_hidden_layers - num_layers), num_hidden_layers))
+    Raises:
+        ModelNotSupported: the model cannot be measured; the message names its model type and the reason.
+    """
+    return attention_layout(model, token_ids)
 
 
 @contextmanager
@@ -99,7 +88,6 @@ def observe_tokens(
     progress: bool = False,
 ) -> list[PromptObservations]:
     """``observe`` on already tokenized prompts."""
-    check_supported(model)
     too_long = [i for i, ids in enumerate(token_ids) if len(ids) > options.max_tokens]
     if too_long:
         raise ValueError(
@@ -107,7 +95,8 @@ def observe_tokens(
         )
     if sink_positions is not None and len(sink_positions) != len(token_ids):
         raise ValueError(f"sink_positions has {len(sink_positions)} entries for {len(token_ids)} prompts.")
-    layers = probed_layers(model.config.get_text_config().num_hidden_layers, options.num_layers)
+    layout = check_supported(model, token_ids[0])
+    layers = layout.probed(options.num_layers)
     from tqdm.auto import tqdm
 
     results: list[PromptObservations] = []
@@ -116,39 +105,44 @@ def observe_tokens(
         for start in tqdm(starts, desc="Sink Strength", unit="batch", disable=not progress):
             stop = start + options.batch_size
             forced = None if sink_positions is None else sink_positions[start:stop]
-            results.extend(
-                _observe_batch(model, [list(t) for t in token_ids[start:stop]], layers, options, forced)
-            )
+            batch = [list(t) for t in token_ids[start:stop]]
+            results.extend(_observe_batch(model, batch, layout, layers, options, forced))
     return results
 
 
 def _observe_batch(
     model: torch.nn.Module,
     batch: list[list[int]],
+    layout: AttentionLayout,
     layers: list[int],
     options: ProbeOptions,
     forced: Sequence[torch.Tensor] | None,
 ) -> list[PromptObservations]:
-    device = model.get_input_embeddings().weight.device
+    device = input_device(model)
     ids, valid, offsets = _pad(batch, options.padding_side, device)
-    positions = (valid.long().cumsum(-1) - 1).clamp(min=0)
     recorder = SinkRecorder(
         probed_layers=frozenset(layers),
         sink_mode=options.sink_position,
         query_valid=valid,
+        labels=layout.labels,
         keep_degenerate=options.keep_degenerate,
         forced_sinks=_forced_by_layer(forced, layers, offsets, device),
         use_flash_kernel=options.use_flash_kernel,
     )
-    backbone = getattr(model, model.base_model_prefix)
-    backbone(
-        input_ids=ids,
-        attention_mask=valid.long(),
-        position_ids=positions,
-        use_cache=False,
-        sink_recorder=recorder,
-    )
-    return [_split(recorder, layers, b, offsets[b], len(tokens)) for b, tokens in enumerate(batch)]
+    with recording(recorder):
+        decoder_of(model)(
+            input_ids=ids, attention_mask=valid.long(), use_cache=False, **_positions(valid, options)
+        )
+    return [_split(recorder, layout, layers, b, offsets[b], len(tokens)) for b, tokens in enumerate(batch)]
+
+
+def _positions(valid: torch.Tensor, options: ProbeOptions) -> dict[str, torch.Tensor]:
+    """Explicit position ids for left padding (each real token keeps its unpadded position); right padding
+    leaves them to the model, which numbers positions its own way (RoBERTa-style models start after the pad
+    id)."""
+    if options.padding_side == "right":
+        return {}
+    return {"position_ids": (valid.long().cumsum(-1) - 1).clamp(min=0)}
 
 
 def _pad(
@@ -179,24 +173,36 @@ def _forced_by_layer(
 
 
 def _split(
-    recorder: SinkRecorder, layers: list[int], row: int, offset: int, length: int
+    recorder: SinkRecorder, layout: AttentionLayout, layers: list[int], row: int, offset: int, length: int
 ) -> PromptObservations:
-    """One prompt's observations, cut back to its own tokens and positions."""
+    """One prompt's observations, cut back to its own tokens and positions (heads padded to the widest layer)."""
     window = slice(offset, offset + length)
-    sinks = torch.stack([recorder.layers[layer].sink_position[row] for layer in layers]) - offset
-    if sinks.dim() == 3:
-        sinks = sinks[..., window]
-    first = torch.stack(
-        [
-            recorder.first_token_attention[layer][row, :, window]
-            for layer in sorted(recorder.first_token_attention)
-        ]
-    )
+    sinks = [recorder.layers[layer].sink_position[row] - offset for layer in layers]
     return PromptObservations(
         layers=list(layers),
-        g=torch.stack([recorder.layers[layer].g[row, :, window] for layer in layers]),
-        sink_position=sinks,
-        first_token_attention=first,
+        g=_stack_heads([recorder.layers[layer].g[row, :, window] for layer in layers], float("nan")),
+        sink_position=_stack_heads([s[..., window] if s.dim() == 2 else s for s in sinks], -1),
+        first_token_attention=_stack_heads(
+            [recorder.first_token_attention[label][row, :, window] for label in layout.labels], float("nan")
+        ),
+        attention_layers=list(layout.labels),
+        context={
+            "attention_layers": len(layout.labels),
+            "decoder_layers": layout.num_hidden_layers,
+            "variants": list(layout.variants),
+            "kernel": ", ".join(sorted(recorder.kernels)),
+        },
+    )
+
+
+def _stack_heads(tensors: list[torch.Tensor], fill: float) -> torch.Tensor:
+    """Stack per-layer ``(H_l, ...)`` tensors into ``(K, H, ...)``, filling the heads a layer lacks."""
+    width = max(t.shape[0] for t in tensors)
+    return torch.stack(
+        [
+            torch.cat([t, t.new_full((width - t.shape[0], *t.shape[1:]), fill)]) if t.shape[0] < width else t
+            for t in tensors
+        ]
     )
 
 

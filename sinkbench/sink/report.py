@@ -7,6 +7,7 @@ from typing import Any
 from sinkbench.models import ModelInfo
 from sinkbench.numbers import finite_or_none
 from sinkbench.provenance import report_header
+from sinkbench.sink.attention import VARIANTS
 from sinkbench.sink.metrics import G_THRESHOLD, SINK_RATE_THRESHOLD, SINK_STRENGTH
 from sinkbench.sink.options import IntervalOptions, ProbeOptions
 from sinkbench.sink.prompts import CalibrationSet
@@ -35,10 +36,12 @@ def build_report(
         "model": info.to_dict(),
         "options": {
             **options.to_dict(),
+            "attention_kernel": summary.attention.get("kernel"),
             **{f"bootstrap_{key}": value for key, value in bootstrap.to_dict().items()},
         },
         "calibration": calibration.to_dict(),
         "layers_probed": summary.layers,
+        "attention": summary.attention,
         "calibration_prompts": list(calibration.prompts),
         "sink_strength": summary.sink_strength,
         "sink_strength_ci": list(ci) if ci is not None else None,
@@ -54,11 +57,20 @@ def build_report(
 
 
 def _layers_line(summary: SinkStrengthSummary, requested: int | None) -> str:
-    """Which layers were probed, saying so when the model has fewer than were asked for."""
+    """Which layers were probed, naming them when they are not consecutive (hybrid stacks), and saying so when
+    the model has fewer attention layers than were asked for."""
     layers = summary.layers
-    text = f"probed layers {layers[0]}-{layers[-1]} ({len(layers)} layers)"
+    consecutive = layers == list(range(layers[0], layers[0] + len(layers)))
+    named = f"{layers[0]}-{layers[-1]}" if consecutive else ", ".join(map(str, layers))
+    text = f"probed layers {named} ({len(layers)} layers)"
+    attention, decoder = summary.attention.get("attention_layers"), summary.attention.get("decoder_layers")
+    if attention and decoder and attention < decoder:
+        text += f"; {attention} of the {decoder} decoder layers are softmax attention"
     if requested is not None and requested > len(layers):
         text += f"; --num-layers {requested} asked for more than the model has, so all of them were probed"
+    variants = summary.attention.get("variants")
+    if variants:
+        text += "\nattention reproduced with " + "; ".join(VARIANTS.get(name, name) for name in variants)
     return text
 
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,17 +34,33 @@ class PromptObservations:
     """Everything the probe recorded for one calibration prompt.
 
     Attributes:
-        layers: probed layer indices (K of them), ascending.
+        layers: probed layer labels (K of them), in the model's order.
         g: ``(K, H, T)`` float32 log-odds of attention on the sink; NaN where a (layer, head,
-            query) is not an observation (query cannot see the sink, or degenerate).
-        sink_position: ``(K, H)`` sink key per head, or ``(K, H, T)`` in per-query mode.
-        first_token_attention: ``(L, H, T)`` attention on the first token in every layer.
+            query) is not an observation (query cannot see the sink, or degenerate, or a head that a layer
+            with fewer heads than ``H`` does not have).
+        sink_position: ``(K, H)`` sink key per head, or ``(K, H, T)`` in per-query mode (-1: no such head).
+        first_token_attention: ``(L, H, T)`` attention on the first token in every attention layer (NaN for
+            heads a layer does not have).
+        attention_layers: the labels of those L layers; None means ``0 .. L-1``.
+        context: how the probe ran (attention variants reproduced, kernel); empty for the naive route.
     """
 
     layers: list[int]
     g: torch.Tensor
     sink_position: torch.Tensor
     first_token_attention: torch.Tensor
+    attention_layers: list[int] | None = None
+    context: dict[str, Any] = field(default_factory=dict)
+
+    def rows_of(self, labels: Sequence[int]) -> list[int]:
+        """Row indices of ``first_token_attention`` for layer ``labels``."""
+        order = (
+            self.attention_layers
+            if self.attention_layers is not None
+            else range(len(self.first_token_attention))
+        )
+        position = {label: row for row, label in enumerate(order)}
+        return [position[label] for label in labels]
 
     def __str__(self) -> str:
         """Compact one-line JSON summary (what lm-eval writes into samples files)."""
@@ -70,6 +87,7 @@ class SinkStrengthSummary:
     median_g: list[list[float]]
     layer_median_g: list[float]
     sink_position_histogram: dict[int, int]
+    attention: dict[str, Any] = field(default_factory=dict)
 
     def scalar_metrics(self) -> dict[str, float]:
         """The scalar metrics, keyed as in lm-eval results files."""
@@ -131,7 +149,7 @@ def position0_mass(
     """Paper C.3 probe: first-token attention over probed layers x heads x last queries, mean over prompts."""
     _require(observations)
     per_prompt = [
-        float(torch.nanmean(obs.first_token_attention[obs.layers, :, -last_queries:].double()))
+        float(torch.nanmean(obs.first_token_attention[obs.rows_of(obs.layers), :, -last_queries:].double()))
         for obs in observations
     ]
     return float(np.mean(per_prompt))
@@ -143,7 +161,9 @@ def sink_rate(
     """Gu et al.'s Sink_1^eps: share of (layer, head) over all layers whose mean first-token attention > eps."""
     _require(observations)
     pooled = torch.cat([obs.first_token_attention.double() for obs in observations], dim=-1)
-    return float((torch.nanmean(pooled, dim=-1) > threshold).double().mean())
+    means = torch.nanmean(pooled, dim=-1)
+    present = ~torch.isnan(means)  # heads that a layer with fewer heads does not have are left out
+    return float((means[present] > threshold).double().mean())
 
 
 def sink_position_histogram(observations: Sequence[PromptObservations]) -> dict[int, int]:
@@ -153,7 +173,7 @@ def sink_position_histogram(observations: Sequence[PromptObservations]) -> dict[
         positions = obs.sink_position
         if positions.dim() == 3:
             positions = positions[~torch.isnan(obs.g)]
-        counts.update(positions.flatten().tolist())
+        counts.update(position for position in positions.flatten().tolist() if position >= 0)
     return dict(sorted(counts.items()))
 
 
@@ -176,6 +196,7 @@ def summarize(
         median_g=layer_head_medians(observations).tolist(),
         layer_median_g=layer_medians(observations).tolist(),
         sink_position_histogram=sink_position_histogram(observations),
+        attention=dict(observations[0].context),
     )
 
 

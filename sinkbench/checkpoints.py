@@ -1,0 +1,64 @@
+"""What a local checkpoint folder holds, read from its ``config.json`` before anything heavy loads: whether
+transformers runs its model type natively, and where a converted copy lives when it does not.
+
+sinkbench never executes a repository's own Python code (``trust_remote_code``): a model that exists only as
+remote code is refused in one line that says so, naming the converted checkpoint where one is known.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sinkbench.errors import ModelNotSupported, UserError
+
+#: Remote-code model types -> where transformers-native conversions of them live.
+CONVERTED_TYPES = {
+    "internvl_chat": "OpenGVLab publishes transformers-native copies with an -hf suffix, e.g. "
+    "OpenGVLab/InternVL3-8B-hf",
+    "minicpmv": "no transformers-native conversion of MiniCPM-V is known to sinkbench",
+    "molmo": "no transformers-native conversion of Molmo / MolmoE is known to sinkbench (transformers has Molmo2)",
+    "ovis": "transformers has Ovis2 (model type ovis2), which needs a converted checkpoint; none is known to "
+    "sinkbench",
+}
+#: Classes of the original LLaVA repository, whose checkpoints share model type ``llava`` but not its layout.
+ORIGINAL_LLAVA = {
+    "LlavaQwenForCausalLM": "llava-hf/llava-onevision-qwen2-7b-ov-hf",
+    "LlavaMistralForCausalLM": "llava-hf/llava-v1.6-mistral-7b-hf",
+    "LlavaLlamaForCausalLM": "llava-hf/llava-1.5-7b-hf",
+}
+
+
+def check_native(folder: Path) -> str:
+    """The model type of ``folder/config.json``, if transformers runs it with its own classes.
+
+    Raises:
+        UserError: no readable ``config.json``.
+        ModelNotSupported: remote code only, or an original-repository layout transformers does not load.
+    """
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    config_file = folder / "config.json"
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+        model_type = str(config["model_type"])
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise UserError(
+            f"{config_file}: not a readable transformers config with a model_type ({error}); "
+            "pass a transformers model folder"
+        ) from error
+    architectures = config.get("architectures") or []
+    original = next((name for name in architectures if name in ORIGINAL_LLAVA), None)
+    if original is not None:
+        raise ModelNotSupported(
+            f"{config_file}: {original} is the original LLaVA repository's layout, which transformers does not "
+            f"load; use its transformers conversion, e.g. {ORIGINAL_LLAVA[original]}"
+        )
+    if model_type not in CONFIG_MAPPING_NAMES:
+        remote = " (its config.json names remote code in auto_map)" if config.get("auto_map") else ""
+        where = CONVERTED_TYPES.get(model_type, "look for a converted checkpoint (often named with -hf)")
+        raise ModelNotSupported(
+            f"{config_file}: model type {model_type!r} exists only as remote code{remote}, and sinkbench runs "
+            f"transformers' own classes only; {where}"
+        )
+    return model_type

@@ -1,0 +1,83 @@
+"""``extract-lm`` on a tiny random VLM of every image-text-to-text model type of the installed transformers.
+
+Each tiny VLM (:mod:`sinkbench.conformance.tiny`, weights spread to O(0.1) so a wrong tensor or a wrong RoPE
+moves the logits far beyond the tolerance) is saved with a tiny tokenizer and extracted with ``verify=True``:
+the verdict is ``equal`` (the extracted causal LM reproduces the VLM's text-only logits within 1e-4 in
+float32) or ``refused`` with the one-line reason ``extract-lm`` gives. A logit difference, or any other
+exception, is a failure of the sweep, recorded with its error.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForImageTextToText
+
+from sinkbench.conformance.probe import EQUAL, FAILED, MAX_PARAMETERS, REFUSED, Verdict
+from sinkbench.conformance.tiny import tiny_config, tiny_tokenizer
+from sinkbench.extract import ExtractError, VerificationError, extract_lm, vlm_model_types
+from sinkbench.extract.verify import TOLERANCE
+
+#: Spread of the tiny VLM's weights (norm weights around 1).
+WEIGHT_SPREAD = 0.1
+
+
+def sweep(types: Iterable[str] | None = None) -> list[Verdict]:
+    """Extract each VLM model type (default: :func:`sinkbench.extract.vlm_model_types`)."""
+    return [check(model_type) for model_type in (types or vlm_model_types())]
+
+
+def check(model_type: str) -> Verdict:
+    """Build, save and extract a tiny ``model_type`` VLM (see the module docstring)."""
+    started = time.perf_counter()
+    try:
+        with warnings.catch_warnings(), tempfile.TemporaryDirectory(prefix="sinkbench-vlm-") as folder:
+            warnings.simplefilter("ignore")
+            verdict = _check(model_type, Path(folder))
+    except ExtractError as refusal:
+        verdict = Verdict(model_type, REFUSED, _reason(str(refusal)))
+    except VerificationError as error:
+        verdict = Verdict(model_type, FAILED, str(error))
+    except Exception as error:  # the table records what broke, for a person to look at
+        verdict = Verdict(model_type, FAILED, f"{type(error).__name__}: {str(error).splitlines()[0][:160]}")
+    return Verdict(**{**verdict.__dict__, "seconds": round(time.perf_counter() - started, 2)})
+
+
+def _check(model_type: str, folder: Path) -> Verdict:
+    source = _save_tiny_vlm(model_type, folder / "vlm")
+    result = extract_lm(str(source), folder / "lm", verify=True, tolerance=TOLERANCE)
+    provenance = result.provenance
+    difference = provenance["verification"]["max_abs_logit_diff"]
+    lm = provenance["causal_lm"]
+    reason = f"{provenance['family']} -> {lm['architecture']}" + (
+        ", tied head" if lm["tied_embeddings"] else ""
+    )
+    return Verdict(model_type, EQUAL, reason, logits_difference=difference)
+
+
+def _save_tiny_vlm(model_type: str, folder: Path) -> Path:
+    config = tiny_config(model_type)
+    with torch.device("meta"):
+        size = sum(p.numel() for p in AutoModelForImageTextToText.from_config(config).parameters())
+    if size > MAX_PARAMETERS:
+        raise RuntimeError(f"the tiny config still has {size / 1e6:.0f}M parameters; shrink more of it")
+    torch.manual_seed(0)
+    model = AutoModelForImageTextToText.from_config(config, dtype=torch.float32)
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            noise = torch.randn(parameter.shape, generator=generator) * WEIGHT_SPREAD
+            parameter.copy_(1.0 + noise if "norm" in name and parameter.dim() == 1 else noise)
+    model.save_pretrained(folder)
+    tiny_tokenizer().save_pretrained(folder)
+    return folder
+
+
+def _reason(message: str) -> str:
+    """An extraction error without the temporary folder it names."""
+    return message.split(": ", 1)[1] if message.startswith("/") else message

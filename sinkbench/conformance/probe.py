@@ -1,0 +1,214 @@
+"""The probe against the eager route for every causal-LM model type of the installed transformers.
+
+For each type a tiny random model (:mod:`sinkbench.conformance.tiny`) is either refused by the probe in one
+line (``ModelNotSupported``), or checked two ways:
+
+* **the model's attention**: the full model's logits with the probe's attention function recording equal
+  the logits of the model's own eager attention. This shows the probe reproduces each variant the model
+  passes (soft-capping, learned sinks, masks, position bias) as the model's own code does;
+* **the statistics**: S and the median G of every probed (layer, head) equal those computed from the
+  materialised eager probabilities (``output_attentions=True``, :mod:`sinkbench.sink.naive`), with the same
+  cells observed. Where a model's eager code applies its learned sink after normalising (the probabilities
+  it returns hide the sink's share), only the first check is possible, and the verdict says so.
+
+Anything else (a config transformers cannot build, an exception) is a failure of the sweep, recorded with its
+error so the table shows it.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from transformers import AutoModelForCausalLM
+from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+from sinkbench.conformance.tiny import tiny_config
+from sinkbench.errors import ModelNotSupported
+
+TOLERANCE = 1e-4
+#: The largest G that float32 eager probabilities resolve: ``log((1 - 2**-24) / 2**-24)``.
+RESOLVABLE_G = 16.6
+#: Largest tiny model built (parameters); larger defaults are reported, not built.
+MAX_PARAMETERS = 20_000_000
+#: Prompt lengths (tokens) of the sweep: two share a batch, so padding is exercised.
+PROMPT_LENGTHS = (12, 9, 15)
+
+EQUAL = "equal"
+EQUAL_LOGITS_ONLY = "equal (logits only)"
+REFUSED = "refused"
+FAILED = "sweep failed"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One model type's row in the architecture table.
+
+    Attributes:
+        model_type: the registered model type.
+        verdict: ``equal``, ``equal (logits only)``, ``refused`` or ``sweep failed``.
+        reason: the refusal or failure in one line; for a measured type, its attention layout.
+        s_difference: |S(probe) - S(naive)|, for measured types.
+        profile_difference: largest |median G| difference over (layer, head), for measured types.
+        logits_difference: largest |logit| difference of the full model, for measured types.
+        seconds: time of the check.
+    """
+
+    model_type: str
+    verdict: str
+    reason: str
+    s_difference: float | None = None
+    profile_difference: float | None = None
+    logits_difference: float | None = None
+    seconds: float = 0.0
+
+
+def causal_lm_types() -> list[str]:
+    """Every causal-LM model type registered by the installed transformers, sorted."""
+    return sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+
+
+def sweep(types: Iterable[str] | None = None) -> list[Verdict]:
+    """Check each model type (default: :func:`causal_lm_types`)."""
+    return [check(model_type) for model_type in (types or causal_lm_types())]
+
+
+def check(model_type: str) -> Verdict:
+    """Build a tiny ``model_type`` and check the probe on it (see the module docstring)."""
+    started = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            verdict = _check(model_type)
+    except ModelNotSupported as refusal:
+        verdict = Verdict(model_type, REFUSED, str(refusal).removeprefix(f"model type {model_type!r}: "))
+    except Exception as error:  # the table records what broke, for a person to look at
+        verdict = Verdict(model_type, FAILED, f"{type(error).__name__}: {str(error).splitlines()[0][:160]}")
+    return Verdict(**{**verdict.__dict__, "seconds": round(time.perf_counter() - started, 2)})
+
+
+def _check(model_type: str) -> Verdict:
+    from sinkbench.sink.layers import attention_layout
+    from sinkbench.sink.naive import EagerHidesLearnedSink, naive_observations_tokens
+    from sinkbench.sink.observe import observe_tokens
+    from sinkbench.sink.options import ProbeOptions
+
+    model = _tiny_model(model_type)
+    tokens = _prompts(model.config.get_text_config().vocab_size)
+    layout = attention_layout(model, tokens[0])
+    logits = _logits_difference(model, tokens[0], layout.labels)
+    options = ProbeOptions(batch_size=2, keep_degenerate=True)
+    probe = observe_tokens(model, tokens, options)
+    try:
+        free = naive_observations_tokens(model, tokens, options)
+    except EagerHidesLearnedSink:
+        verdict = EQUAL_LOGITS_ONLY if logits <= TOLERANCE else FAILED
+        return Verdict(model_type, verdict, _describe(layout), logits_difference=logits)
+    at_probe_sinks = naive_observations_tokens(
+        model, tokens, options, sink_positions=[obs.sink_position for obs in probe]
+    )
+    s_diff, profile = _statistics_difference(probe, at_probe_sinks)
+    shortfall = max(_sink_shortfall(p, n, f) for p, n, f in zip(probe, at_probe_sinks, free, strict=True))
+    problems = [
+        text
+        for text, failed in (
+            ("S or the median G disagree with the eager route", max(s_diff, profile) > TOLERANCE),
+            ("the logits disagree with the model's eager attention", logits > TOLERANCE),
+            ("the probe's sink receives less attention than the eager route's", shortfall > TOLERANCE),
+        )
+        if failed
+    ]
+    reason = "; ".join([_describe(layout), *problems])
+    return Verdict(model_type, FAILED if problems else EQUAL, reason, s_diff, profile, logits)
+
+
+def _statistics_difference(probe: list, naive: list) -> tuple[float, float]:
+    """The relative differences (see :func:`_difference`) of S and of the median G of every (layer, head).
+
+    G is clipped at :data:`RESOLVABLE_G` first: float32 eager probabilities cannot resolve ``1 - a`` below
+    ``2**-24``, so beyond it the eager route reports noise or ``+inf`` where the probe, working with
+    log-sum-exps, still has the value.
+    """
+    from sinkbench.sink.strength import layer_head_medians, pooled_g, sink_strength
+
+    clipped = [_clipped(observations) for observations in (probe, naive)]
+    s_values = [np.array(sink_strength(pooled_g(observations))) for observations in clipped]
+    a, b = (layer_head_medians(observations) for observations in clipped)
+    if not np.array_equal(np.isnan(a), np.isnan(b)):
+        return _difference(*s_values), float("inf")
+    return _difference(*s_values), _difference(a, b)
+
+
+def _clipped(observations: list) -> list:
+    from dataclasses import replace
+
+    return [replace(obs, g=obs.g.clamp(max=RESOLVABLE_G)) for obs in observations]
+
+
+def _difference(a: np.ndarray, b: np.ndarray) -> float:
+    """The largest ``|a - b| / max(1, |b|)`` (absolute up to 1, relative beyond: float32 logits of magnitude
+    50 carry rounding of 1e-5 relative), with NaN against NaN counting 0."""
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    relative = np.abs(a - b) / np.maximum(1.0, np.abs(b))
+    return float(np.max(np.where(same, 0.0, relative), initial=0.0))
+
+
+def _sink_shortfall(probe, at_probe_sinks, free) -> float:
+    """How much less attention the probe's sink key receives than the eager route's own choice, at most.
+
+    Where the two choose different keys (ties in random models are common), each key's received attention is
+    the sum over queries of ``a = sigmoid(G)`` at that key, read from the eager route (degenerate ``G = +inf``
+    is ``a = 1``); a probe choice within the tolerance of the maximum is a tie, not an error.
+    """
+    received_probe = torch.sigmoid(at_probe_sinks.g.double()).nan_to_num(0.0).sum(-1)
+    received_free = torch.sigmoid(free.g.double()).nan_to_num(0.0).sum(-1)
+    differs = probe.sink_position != free.sink_position
+    return float((received_free - received_probe)[differs].max()) if differs.any() else 0.0
+
+
+def _tiny_model(model_type: str) -> torch.nn.Module:
+    config = tiny_config(model_type)
+    with torch.device("meta"):
+        size = sum(p.numel() for p in AutoModelForCausalLM.from_config(config).parameters())
+    if size > MAX_PARAMETERS:
+        raise RuntimeError(f"the tiny config still has {size / 1e6:.0f}M parameters; shrink more of it")
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
+
+
+def _prompts(vocab_size: int) -> list[list[int]]:
+    generator = torch.Generator().manual_seed(1)
+    high = min(vocab_size, 500)
+    return [torch.randint(3, high, (length,), generator=generator).tolist() for length in PROMPT_LENGTHS]
+
+
+def _logits_difference(model: torch.nn.Module, tokens: list[int], labels: list[int]) -> float:
+    """Largest |logit| difference between the model's eager attention and the probe's (recording)."""
+    from sinkbench.sink.attention import SinkRecorder, recording
+    from sinkbench.sink.observe import probe_mode
+
+    ids = torch.tensor([tokens])
+    config = model.config.get_text_config()
+    previous = config._attn_implementation
+    with torch.inference_mode():
+        try:
+            config._attn_implementation = "eager"
+            eager = model(input_ids=ids, use_cache=False).logits
+        finally:
+            config._attn_implementation = previous
+        recorder = SinkRecorder(
+            probed_layers=frozenset(labels), sink_mode="head", query_valid=torch.ones_like(ids, dtype=torch.bool),
+            labels=labels,
+        )  # fmt: skip
+        with probe_mode(model), recording(recorder):
+            probed = model(input_ids=ids, use_cache=False).logits
+    return float((eager.float() - probed.float()).abs().max())
+
+
+def _describe(layout) -> str:
+    """The attention layout and the variants the probe reproduces in it."""
+    return layout.describe() + (f"; {', '.join(layout.variants)}" if layout.variants else "")

@@ -1,0 +1,123 @@
+"""Tiny random-init configs for any registered model type, made from the type's own defaults.
+
+Widths, head counts, vocabulary, experts and the like are shrunk wherever the default config names them
+(recursively, in its text, vision and audio sub-configs); depth and every per-layer pattern (sliding or
+chunked windows, hybrid layer types, per-layer head sizes) are kept, so a tiny model has the same attention
+layers as a real one. Token ids beyond the shrunken vocabulary are moved inside it. A few defaults that
+transformers itself cannot build a model from get the fields a real checkpoint would supply
+(:data:`TYPE_FIXES`), in the spirit of transformers' own per-model test configs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import AutoConfig, PretrainedConfig, PreTrainedTokenizerFast
+
+VOCAB = 512
+#: The tiny tokenizer's chat template: one line per turn, then the assistant prompt.
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}</s>{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+#: What the tiny tokenizer is trained on.
+CORPUS = [
+    "Write a short note to a friend about the weather and the garden.",
+    "Explain how a bicycle works. Answer in three sentences with no commas.",
+    "The answer is 42. List four tips, then end with a postscript.",
+]
+#: Fields shrunk wherever a default config has them (the value replaces the default).
+SIZES: dict[str, int] = {
+    "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "head_dim": 8, "vocab_size": VOCAB, "max_position_embeddings": 256,
+    "d_model": 32, "n_embd": 32, "n_head": 4, "n_positions": 256, "n_inner": 64, "n_ctx": 256,
+    "num_heads": 4, "ffn_dim": 64, "d_ff": 64, "d_kv": 8, "rotary_dim": 4, "dim_head": 8,
+    "decoder_attention_heads": 4, "decoder_ffn_dim": 64,
+    "encoder_layers": 1, "encoder_attention_heads": 4, "encoder_ffn_dim": 64,
+    "num_experts": 4, "num_local_experts": 4, "n_routed_experts": 4, "num_experts_per_tok": 2,
+    "moe_intermediate_size": 16, "n_shared_experts": 1, "shared_expert_intermediate_size": 16,
+    "n_group": 1, "topk_group": 1,
+    "q_lora_rank": 24, "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 12,
+    "sliding_window": 5, "attention_chunk_size": 5,
+    "linear_num_key_heads": 2, "linear_num_value_heads": 2, "linear_key_head_dim": 8,
+    "linear_value_head_dim": 8, "hidden_size_per_layer_input": 8, "vocab_size_per_layer_input": VOCAB,
+    "swa_head_dim": 8, "intermediate_size_mlp": 64, "mamba_n_heads": 4, "mamba_d_head": 16,
+    "image_size": 28, "patch_size": 14, "num_hidden_layers_vision": 1,
+}  # fmt: skip
+#: Sub-configs shrunk like the top level.
+SUBCONFIGS = ("text_config", "decoder", "vision_config", "audio_config", "encoder_config", "decoder_config")
+#: Fields a default config lacks before transformers can build a model from it (what a checkpoint supplies).
+TYPE_FIXES: dict[str, dict[str, Any]] = {
+    "mamba2": {"head_dim": 16},
+    "zaya": {"num_experts_per_tok": 1},
+    "gemma4_assistant": {"hidden_size_per_layer_input": 0},
+    "lfm2_moe": {"num_hidden_layers": 4, "layer_types": ["conv", "full_attention", "conv", "full_attention"]},
+}
+
+
+def tiny_config(model_type: str) -> PretrainedConfig:
+    """A tiny config of ``model_type`` (see the module docstring)."""
+    defaults = AutoConfig.for_model(model_type).to_dict()
+    fields = shrunk(defaults)
+    if "is_decoder" in defaults and not defaults.get("is_encoder_decoder"):
+        fields["is_decoder"] = True  # what the type's *ForCausalLM class is meant to run with
+    return AutoConfig.for_model(model_type, **{**fields, **TYPE_FIXES.get(model_type, {})})
+
+
+def shrunk(defaults: dict[str, Any]) -> dict[str, Any]:
+    """The overrides that shrink one (sub-)config's defaults."""
+    fields = {k: v for k, v in SIZES.items() if k in defaults and not isinstance(defaults[k], (dict, list))}
+    if "kv_lora_rank" in defaults:  # multi-head latent attention: one key head per query head
+        fields["num_key_value_heads"] = fields.get("num_attention_heads", SIZES["num_attention_heads"])
+    if "qk_rope_head_dim" in defaults:
+        fields["head_dim"] = SIZES["qk_rope_head_dim"]
+    rope = defaults.get("rope_parameters")
+    if isinstance(rope, dict) and "mrope_section" in rope:  # multimodal RoPE splits head_dim / 2 frequencies
+        half = fields.get("head_dim", SIZES["head_dim"]) // 2
+        fields["rope_parameters"] = {**rope, "mrope_section": [half - 2 * (half // 4), half // 4, half // 4]}
+    vocab = fields.get("vocab_size", defaults.get("vocab_size"))
+    for key, value in defaults.items():
+        if key in SUBCONFIGS and isinstance(value, dict):
+            fields[key] = {**value, **shrunk(value)}
+        elif key == "per_layer_config" and isinstance(value, dict):  # per-layer shapes stay unlike the rest
+            fields[key] = {layer: {**entry, **_per_layer(entry)} for layer, entry in value.items()}
+        elif vocab and key.endswith(("_token_id", "_token_index", "_id")):
+            inside = _inside_vocabulary(key, value, vocab)
+            if inside is not None:
+                fields[key] = inside
+    return fields
+
+
+def _per_layer(entry: dict[str, Any]) -> dict[str, Any]:
+    """A per-layer override shrunk to twice the tiny sizes, so that those layers still differ from the others."""
+    return {key: 2 * SIZES[key] for key, value in entry.items() if key in SIZES and isinstance(value, int)}
+
+
+def _inside_vocabulary(key: str, value: Any, vocab: int) -> Any:
+    """A token id (or list of ids) moved inside a vocabulary of ``vocab`` tokens; None if it already is."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= vocab:
+        return vocab - 1 - sum(map(ord, key)) % 8
+    if isinstance(value, list) and value and all(isinstance(v, int) for v in value) and max(value) >= vocab:
+        return [min(v, vocab - 1) for v in value]
+    return None
+
+
+def tiny_tokenizer() -> PreTrainedTokenizerFast:
+    """A byte-level BPE tokenizer trained in memory on ``CORPUS``, with a chat template."""
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        special_tokens=["<pad>", "<s>", "</s>", "<|user|>", "<|assistant|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    backend.train_from_iterator(CORPUS, trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        chat_template=CHAT_TEMPLATE,
+    )
