@@ -32,8 +32,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -145,31 +144,6 @@ def _repeated(device: torch.device, action: Callable[[], Any], reps: int) -> tup
     return runs[-1][0], timing
 
 
-@contextmanager
-def eager_on(model: torch.nn.Module, device: torch.device) -> Iterator[None]:
-    """``sinkbench.sink.naive`` builds its token ids and reads the attentions on the CPU: move the ids to the
-    model's device and the attentions back (two hooks on the decoder, removed afterwards; no-ops on the CPU, where
-    ``--tiny`` exercises them)."""
-    backbone = getattr(model, model.base_model_prefix)
-
-    def ids_to_device(module: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-        return args, {**kwargs, "input_ids": kwargs["input_ids"].to(device)}
-
-    def attentions_to_cpu(module: Any, args: tuple, kwargs: dict, output: Any) -> Any:
-        output.attentions = tuple(attention.cpu() for attention in output.attentions)
-        return output
-
-    hooks = [
-        backbone.register_forward_pre_hook(ids_to_device, with_kwargs=True),
-        backbone.register_forward_hook(attentions_to_cpu, with_kwargs=True),
-    ]
-    try:
-        yield
-    finally:
-        for hook in hooks:
-            hook.remove()
-
-
 def compare(
     reference: list[PromptObservations], probe: list[PromptObservations], s_probe: float
 ) -> dict[str, Any]:
@@ -215,10 +189,9 @@ def check_text_model(
     chunked, chunked_timing = _repeated(
         device, lambda: observe(model, tokenizer, prompts, chunked_options), reps
     )
-    with eager_on(model, device):
-        eager, eager_timing = _repeated(
-            device, lambda: naive_observations(model, tokenizer, prompts, options), reps
-        )
+    eager, eager_timing = _repeated(
+        device, lambda: naive_observations(model, tokenizer, prompts, options), reps
+    )
     monitor = SinkMonitor(model, tokenizer, prompts, options)
     _, measure_timing = _repeated(device, lambda: monitor.measure(0), reps)
     batches = [

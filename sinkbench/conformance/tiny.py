@@ -43,31 +43,88 @@ SIZES: dict[str, int] = {
     "linear_num_key_heads": 2, "linear_num_value_heads": 2, "linear_key_head_dim": 8,
     "linear_value_head_dim": 8, "hidden_size_per_layer_input": 8, "vocab_size_per_layer_input": VOCAB,
     "swa_head_dim": 8, "intermediate_size_mlp": 64, "mamba_n_heads": 4, "mamba_d_head": 16,
-    "image_size": 28, "patch_size": 14, "num_hidden_layers_vision": 1,
+    "image_size": 28, "patch_size": 14, "dim_ff": 64, "dim_model": 32, "dff": 64, "emb_dim": 32,
+    "ffn_hidden_size": 64, "expert_ffn_hidden_size": 16, "zero_expert_num": 2, "qk_head_dim": 16,
+    "linear_head_dim": 8, "index_head_dim": 8, "index_n_heads": 2, "shared_experts_intermediate_size": 16,
+    "mamba_d_ssm": 64, "mamba_d_state": 8, "mamba_chunk_size": 16, "feed_forward_size": 64,
+    "attention_head_size": 8, "global_head_dim": 16, "n_groups": 1, "num_experts_per_token": 2, "moe_topk": 2,
+    "linear_num_heads": 4, "num_expert_group": 1, "out_hidden_size": 32, "embed_dim": 32, "text_hidden_size": 32,
+    "word_embed_proj_dim": 32, "depth": 2,
 }  # fmt: skip
+#: Window sizes, set small so that windows matter at the sweep's prompt lengths (top-level configs only).
+WINDOWS = ("sliding_window", "attention_chunk_size")
 #: Sub-configs shrunk like the top level.
-SUBCONFIGS = ("text_config", "decoder", "vision_config", "audio_config", "encoder_config", "decoder_config")
+SUBCONFIGS = (
+    "text_config", "decoder", "vision_config", "audio_config", "encoder_config", "decoder_config", "global_config",
+    "patcher_config", "attn_config", "ffn_config", "adapter_config", "qformer_config", "vit_config",
+)  # fmt: skip
 #: Fields a default config lacks before transformers can build a model from it (what a checkpoint supplies).
 TYPE_FIXES: dict[str, dict[str, Any]] = {
-    "mamba2": {"head_dim": 16},
+    "mamba2": {"hidden_size": 32, "num_heads": 4, "head_dim": 16, "n_groups": 1, "expand": 2},
     "zaya": {"num_experts_per_tok": 1},
     "gemma4_assistant": {"hidden_size_per_layer_input": 0},
     "lfm2_moe": {"num_hidden_layers": 4, "layer_types": ["conv", "full_attention", "conv", "full_attention"]},
+    "dbrx": {"attn_config": {"kv_n_heads": 2, "rope_theta": 10000.0, "clip_qkv": 8.0}},
+    "cohere_compass_text": {
+        "rope_parameters": {
+            "full_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+        }
+    },
+    "reformer": {"axial_pos_shape": [16, 16], "axial_pos_embds_dim": [16, 16]},
+    "xmod": {"default_language": "en_XX"},
+    # hybrid stacks whose defaults have no attention layer at all (a real checkpoint names them)
+    "bamba": {"attn_layer_indices": [3, 7, 11]},
+    "granitemoehybrid": {
+        "num_hidden_layers": 8,
+        "layer_types": ["linear_attention"] * 3
+        + ["full_attention"]
+        + ["linear_attention"] * 3
+        + ["full_attention"],
+    },
+    # Qwen2-VL and Qwen2.5-VL keep their multimodal RoPE split outside the defaults the text config shows
+    "qwen2_vl": {"text_config": {"rope_parameters": {"rope_type": "default", "mrope_section": [2, 1, 1]}}},
+    "qwen2_5_vl": {"text_config": {"rope_parameters": {"rope_type": "default", "mrope_section": [2, 1, 1]}}},
+    "glm4v": {"text_config": {"rope_parameters": {"rope_type": "default", "mrope_section": [2, 1, 1]}}},
+    "glm46v": {"text_config": {"rope_parameters": {"rope_type": "default", "mrope_section": [2, 1, 1]}}},
+    "glmga": {"text_config": {"rope_parameters": {"rope_type": "default", "mrope_section": [2, 1, 1]}}},
+    "glm4v_moe": {"text_config": {"rope_parameters": {"rope_type": "default", "mrope_section": [1, 1, 0]}}},
 }
 
 
+class NoTinyModel(Exception):
+    """transformers cannot build a model from the type's defaults, even shrunk and fixed."""
+
+
 def tiny_config(model_type: str) -> PretrainedConfig:
-    """A tiny config of ``model_type`` (see the module docstring)."""
-    defaults = AutoConfig.for_model(model_type).to_dict()
+    """A tiny config of ``model_type`` (see the module docstring).
+
+    Raises:
+        NoTinyModel: transformers refuses the defaults (the message is its error).
+    """
+    try:
+        return _tiny_config(model_type)
+    except Exception as error:  # transformers' own validation of incomplete defaults, in many forms
+        raise NoTinyModel(f"{type(error).__name__}: {str(error).strip().splitlines()[-1][:160]}") from error
+
+
+def _tiny_config(model_type: str) -> PretrainedConfig:
+    fixes = TYPE_FIXES.get(model_type, {})
+    defaults = AutoConfig.for_model(model_type, **fixes).to_dict()
     fields = shrunk(defaults)
     if "is_decoder" in defaults and not defaults.get("is_encoder_decoder"):
         fields["is_decoder"] = True  # what the type's *ForCausalLM class is meant to run with
-    return AutoConfig.for_model(model_type, **{**fields, **TYPE_FIXES.get(model_type, {})})
+    return AutoConfig.for_model(model_type, **{**fields, **_nested(fixes, fields)})
 
 
-def shrunk(defaults: dict[str, Any]) -> dict[str, Any]:
-    """The overrides that shrink one (sub-)config's defaults."""
+def shrunk(defaults: dict[str, Any], top: bool = True) -> dict[str, Any]:
+    """The overrides that shrink one (sub-)config's defaults (``top``: the model's own config, not a part)."""
     fields = {k: v for k, v in SIZES.items() if k in defaults and not isinstance(defaults[k], (dict, list))}
+    if not top:  # a VLM's text model keeps its own window: some VLMs ignore the field their causal LM uses
+        fields = {k: v for k, v in fields.items() if k not in WINDOWS}
+    for key, value in defaults.items():  # a size given per layer (a list of ints) is shrunk in every layer
+        if key in SIZES and isinstance(value, list) and value and all(isinstance(v, int) for v in value):
+            fields[key] = [SIZES[key]] * len(value)
     if "kv_lora_rank" in defaults:  # multi-head latent attention: one key head per query head
         fields["num_key_value_heads"] = fields.get("num_attention_heads", SIZES["num_attention_heads"])
     if "qk_rope_head_dim" in defaults:
@@ -79,7 +136,7 @@ def shrunk(defaults: dict[str, Any]) -> dict[str, Any]:
     vocab = fields.get("vocab_size", defaults.get("vocab_size"))
     for key, value in defaults.items():
         if key in SUBCONFIGS and isinstance(value, dict):
-            fields[key] = {**value, **shrunk(value)}
+            fields[key] = {**value, **shrunk(value, top=False)}
         elif key == "per_layer_config" and isinstance(value, dict):  # per-layer shapes stay unlike the rest
             fields[key] = {layer: {**entry, **_per_layer(entry)} for layer, entry in value.items()}
         elif vocab and key.endswith(("_token_id", "_token_index", "_id")):
@@ -87,6 +144,16 @@ def shrunk(defaults: dict[str, Any]) -> dict[str, Any]:
             if inside is not None:
                 fields[key] = inside
     return fields
+
+
+def _nested(fixes: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+    """``fixes`` applied over the shrunk fields, merging into shrunk sub-configs rather than replacing them."""
+    return {
+        key: {**fields[key], **value}
+        if isinstance(value, dict) and isinstance(fields.get(key), dict)
+        else value
+        for key, value in fixes.items()
+    }
 
 
 def _per_layer(entry: dict[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,8 @@ from __future__ import annotations
 from transformers import AutoConfig, PretrainedConfig
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
-from sinkbench.extract.families import Family, ties_embeddings
+from sinkbench.extract import molmo2
+from sinkbench.extract.families import VLM_TEXT_OVERRIDES, Family, ties_embeddings
 
 #: Text-config keys that describe the VLM's text model and mean nothing to a plain causal LM.
 _DROPPED_TEXT_KEYS = frozenset({"model_type", "architectures", "transformers_version", "_name_or_path"})
@@ -30,20 +31,32 @@ def causal_lm_config(config: PretrainedConfig, family: Family) -> PretrainedConf
     architecture = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[family.causal_lm_type]
     fields = {key: value for key, value in text.to_dict().items() if key not in _DROPPED_TEXT_KEYS}
     if isinstance(fields.get("rope_parameters"), dict):
-        fields["rope_parameters"] = _plain_rope(fields["rope_parameters"])
+        fields["rope_parameters"] = _plain_rope(fields["rope_parameters"], text)
+    fields.update(VLM_TEXT_OVERRIDES.get(family.model_type, {}))
+    if text.model_type == molmo2.TEXT_TYPE:
+        fields = molmo2.config_fields(text, fields)
+    if fields.get("head_dim") is None and text.model_type != family.causal_lm_type:
+        # a mapped text type (GLM-4V's) may derive its head size where the causal LM's default is a number
+        fields["head_dim"] = text.hidden_size // text.num_attention_heads
     fields["tie_word_embeddings"] = ties_embeddings(config)
     fields["architectures"] = [architecture]
     fields["dtype"] = fields.get("dtype") or config.dtype
     return AutoConfig.for_model(family.causal_lm_type, **fields)
 
 
-def _plain_rope(rope_parameters: dict) -> dict:
+def _plain_rope(rope_parameters: dict, text: PretrainedConfig) -> dict:
     """Rope parameters without the multimodal keys (text-only MRoPE is 1-D RoPE).
 
-    Legacy configs mark MRoPE as ``rope_type`` or ``type`` ``"mrope"``; that marker goes too.
+    Legacy configs mark MRoPE as ``rope_type`` or ``type`` ``"mrope"``; that marker goes too. The sections say
+    how many frequencies rotate; unless the config says so itself, that fraction of the head is written as
+    ``partial_rotary_factor`` (GLM-4's causal LM would otherwise rotate half the head by default).
     """
     plain = {
         key: value for key, value in rope_parameters.items() if key not in _MROPE_KEYS and value != "mrope"
     }
     plain.setdefault("rope_type", "default")
+    sections = rope_parameters.get("mrope_section")
+    if sections and "partial_rotary_factor" not in plain:
+        head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
+        plain["partial_rotary_factor"] = 2 * sum(sections) / head_dim
     return plain

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sinkbench.extract import molmo2
 from sinkbench.extract.errors import ExtractError
 
 #: Largest output shard of ``extract-lm`` unless told otherwise.
@@ -28,6 +29,16 @@ TEXT_TYPE_CAUSAL_LM = {
     "qwen2_5_vl_text": "qwen2",
     "qwen3_vl_text": "qwen3",
     "qwen3_vl_moe_text": "qwen3_moe",
+    "glm4v_text": "glm4",
+    "glm4v_moe_text": "glm4_moe",
+}
+#: Where a VLM's language path differs from its causal LM's defaults, the field that makes them match: Aya
+#: Vision and Command A Vision compute logits without their Cohere 2 text model's ``logit_scale``; Qwen3-VL-MoE
+#: always renormalises its top-k router weights, which Qwen3-MoE does only with ``norm_topk_prob``.
+VLM_TEXT_OVERRIDES = {
+    "aya_vision": {"logit_scale": 1.0},
+    "cohere2_vision": {"logit_scale": 1.0},
+    "qwen3_vl_moe": {"norm_topk_prob": True},
 }
 
 if TYPE_CHECKING:
@@ -45,6 +56,8 @@ class Family:
         text_prefix: prefix of the language model's parameters in the VLM's canonical names.
         lm_head: the canonical name of the LM head's weight.
         causal_lm_type: ``model_type`` of the standalone causal LM.
+        renames: parameter-name changes from the VLM's layers to the causal LM's (Molmo2's post-norm layout).
+        embedding_rows: how many embedding rows the causal LM keeps (Molmo2's extra image-token rows go).
     """
 
     name: str
@@ -52,6 +65,8 @@ class Family:
     text_prefix: str
     lm_head: str
     causal_lm_type: str
+    renames: tuple[tuple[str, str], ...] = ()
+    embedding_rows: int | None = None
 
 
 def vlm_model_types() -> list[str]:
@@ -96,8 +111,10 @@ def family_for(config: PretrainedConfig, vlm: torch.nn.Module, where: str) -> Fa
     Raises:
         ExtractError: no language model or LM head is found, or no causal LM runs the language model.
     """
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
     names = {id(module): name for name, module in vlm.named_modules()}
-    decoder, head = vlm.get_decoder(), vlm.get_output_embeddings()
+    decoder, head = language_model(vlm), vlm.get_output_embeddings()
     if decoder is None or id(decoder) not in names or decoder is vlm:
         raise ExtractError(
             f"{where}: model_type {config.model_type!r} has no separate language model (get_decoder()), "
@@ -107,24 +124,53 @@ def family_for(config: PretrainedConfig, vlm: torch.nn.Module, where: str) -> Fa
         raise ExtractError(
             f"{where}: model_type {config.model_type!r} has no LM head (get_output_embeddings())"
         )
-    text_type = getattr(decoder.config, "model_type", None) or config.get_text_config(decoder=True).model_type
+    text = (
+        decoder.config
+        if getattr(decoder.config, "model_type", None)
+        else config.get_text_config(decoder=True)
+    )
+    causal_type = causal_lm_type(text, config.model_type, where)
+    if MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[causal_type] == type(vlm).__name__:
+        raise ExtractError(
+            f"{where}: model_type {config.model_type!r} is one model for text and images, with no separate "
+            "language model to extract"
+        )
     return Family(
         name=type(vlm).__name__,
         model_type=config.model_type,
         text_prefix=f"{names[id(decoder)]}.",
         lm_head=f"{names[id(head)]}.weight",
-        causal_lm_type=causal_lm_type(text_type, config.model_type, where),
+        causal_lm_type=causal_type,
+        renames=tuple(molmo2.renames(causal_type).items()) if text.model_type == molmo2.TEXT_TYPE else (),
+        embedding_rows=text.vocab_size if text.model_type == molmo2.TEXT_TYPE else None,
     )
 
 
-def causal_lm_type(text_type: str, vlm_type: str, where: str) -> str:
-    """The causal-LM model type that runs a language model whose config has ``text_type``.
+def language_model(vlm: torch.nn.Module) -> torch.nn.Module | None:
+    """The VLM's language model without a head: ``get_decoder()``; where that is a whole causal LM with its own
+    head (Llama 4 keeps a ``Llama4ForCausalLM``), the model inside it."""
+    from transformers import PreTrainedModel
+
+    decoder = vlm.get_decoder()
+    if decoder is None or decoder is vlm:
+        return decoder
+    inner = getattr(decoder, "model", None)
+    if decoder.get_output_embeddings() is not None and isinstance(inner, PreTrainedModel):
+        return inner
+    return decoder
+
+
+def causal_lm_type(text: PretrainedConfig, vlm_type: str, where: str) -> str:
+    """The causal-LM model type that runs a language model whose config is ``text``.
 
     Raises:
         ExtractError: transformers has no ``*ForCausalLM`` for it.
     """
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
+    text_type = text.model_type
+    if text_type == molmo2.TEXT_TYPE:
+        return molmo2.causal_lm_type(text, where)
     if text_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
         return text_type
     if text_type in TEXT_TYPE_CAUSAL_LM:

@@ -26,6 +26,7 @@ from sinkbench.extract.errors import ExtractError
 from sinkbench.extract.families import Family
 
 LM_HEAD = "lm_head.weight"
+EMBEDDINGS = "model.embed_tokens.weight"
 _BITS = re.compile(r"\d+")
 _SHOWN = 5
 
@@ -38,8 +39,9 @@ class TensorRef:
         file: source safetensors file.
         source_key: name in the source file.
         target_key: name in the causal LM.
-        shape: tensor shape.
-        nbytes: size in bytes.
+        shape: tensor shape (after ``rows``).
+        nbytes: size in bytes (after ``rows``).
+        rows: keep only the first rows of the source tensor (None: all of it).
     """
 
     file: Path
@@ -47,6 +49,7 @@ class TensorRef:
     target_key: str
     shape: tuple[int, ...]
     nbytes: int
+    rows: int | None = None
 
 
 def plan_tensors(
@@ -66,13 +69,13 @@ def plan_tensors(
     Raises:
         ExtractError: a corrupt file, a fused-weight conversion, or keys that do not cover the causal LM.
     """
-    canonical = _canonical_namer(vlm)
+    canonical = _canonical_namer(vlm, family)
     refs = []
     for file in files:
         for key, shape, nbytes in _read_header(file):
             target_key = _target_key(canonical(key, file), family)
             if target_key is not None and not (target_key == LM_HEAD and target_config.tie_word_embeddings):
-                refs.append(TensorRef(file, key, target_key, shape, nbytes))
+                refs.append(_cut(TensorRef(file, key, target_key, shape, nbytes), family))
     _check_coverage(refs, target_config, family)
     return refs
 
@@ -98,8 +101,16 @@ def _nbytes(shape: list[int], dtype: str) -> int:
     return int(torch.Size(shape).numel()) * bits // 8
 
 
-def _canonical_namer(vlm: torch.nn.Module) -> Callable[[str, Path], str]:
-    """Return ``name(key, file) -> canonical VLM parameter name``, as ``from_pretrained`` renames keys."""
+class NeedsConversion(Exception):
+    """A language-model tensor needs one of transformers' fused-weight conversions: stream nothing, load whole."""
+
+
+def _canonical_namer(vlm: torch.nn.Module, family: Family) -> Callable[[str, Path], str]:
+    """Return ``name(key, file) -> canonical VLM parameter name``, as ``from_pretrained`` renames keys.
+
+    Raises (from the returned function):
+        NeedsConversion: a language-model tensor is fused on load (other towers' conversions do not matter).
+    """
     mapping = get_model_conversion_mapping(vlm)
     renamings = [entry for entry in mapping if isinstance(entry, WeightRenaming)]
     converters = [entry for entry in mapping if isinstance(entry, WeightConverter)]
@@ -110,11 +121,8 @@ def _canonical_namer(vlm: torch.nn.Module) -> Callable[[str, Path], str]:
         renamed, converter = rename_source_key(key, renamings, converters, prefix, known)
         if renamed not in known and key in known:
             renamed, converter = key, None
-        if converter is not None:
-            raise ExtractError(
-                f"{file}: tensor {key!r} needs a fused-weight conversion ({converter}) on load; "
-                "streaming extraction supports plain renames only"
-            )
+        if converter is not None and _target_key(renamed, family) is not None:
+            raise NeedsConversion(f"{file}: {key!r} needs a fused-weight conversion on load")
         return renamed
 
     return name
@@ -124,9 +132,22 @@ def _target_key(canonical: str, family: Family) -> str | None:
     """The causal-LM name of a canonical VLM parameter, or None if it is not part of the language model."""
     if canonical == family.lm_head:
         return LM_HEAD
-    if canonical.startswith(family.text_prefix):
-        return "model." + canonical.removeprefix(family.text_prefix)
-    return None
+    if not canonical.startswith(family.text_prefix):
+        return None
+    target = "model." + canonical.removeprefix(family.text_prefix)
+    for old, new in family.renames:
+        if old in target:
+            return target.replace(old, new)
+    return target
+
+
+def _cut(ref: TensorRef, family: Family) -> TensorRef:
+    """The embeddings cut to the rows the causal LM keeps (``family.embedding_rows``), other tensors as they are."""
+    rows = family.embedding_rows
+    if ref.target_key != EMBEDDINGS or rows is None or rows >= ref.shape[0]:
+        return ref
+    per_row = ref.nbytes // ref.shape[0]
+    return TensorRef(ref.file, ref.source_key, ref.target_key, (rows, *ref.shape[1:]), rows * per_row, rows)
 
 
 def _check_coverage(refs: list[TensorRef], target_config: PretrainedConfig, family: Family) -> None:

@@ -14,7 +14,8 @@ from transformers.utils.hub import convert_file_size_to_int
 from sinkbench.extract.config import causal_lm_config
 from sinkbench.extract.errors import ExtractError, VerificationError
 from sinkbench.extract.families import DEFAULT_MAX_SHARD_SIZE, Family, family_for, meta_vlm
-from sinkbench.extract.keys import TensorRef, plan_tensors
+from sinkbench.extract.keys import NeedsConversion, TensorRef, plan_tensors
+from sinkbench.extract.loaded import write_loaded
 from sinkbench.extract.shards import plan_shards, write_shards
 from sinkbench.extract.source import Source, file_hashes, load_config, resolve_source, weight_files
 from sinkbench.extract.tokenizer import copy_tokenizer
@@ -45,7 +46,9 @@ class _Plan:
     source: Source
     family: Family
     files: list[Path]
-    refs: list[TensorRef]
+    refs: (
+        list[TensorRef] | None
+    )  # None: the tensors need transformers' conversions, so the VLM is loaded whole
     target_config: PretrainedConfig
 
 
@@ -88,14 +91,14 @@ def extract_lm(
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
-        tokenizer, shards = _write(plan, staging, tokenizer_from, shard_bytes)
+        tokenizer, weights = _write(plan, staging, tokenizer_from, shard_bytes)
         verification = compare_logits(plan.source.path, staging, tolerance) if verify else None
         if verification is not None and not verification["passed"]:
             raise VerificationError(
                 f"extracted LM differs from {source}'s language path: max |logit diff| "
                 f"{verification['max_abs_logit_diff']:.3g} > tolerance {tolerance:g} (float32); OUT not written"
             )
-        provenance = _provenance(plan, tokenizer, shards, verification)
+        provenance = _provenance(plan, tokenizer, weights, verification)
         (staging / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=2) + "\n")
         install_directory(staging, out, replace=overwrite)
     finally:
@@ -122,25 +125,35 @@ def _plan(source: Source) -> _Plan:
     family = family_for(config, vlm, where)
     target_config = causal_lm_config(config, family)
     files = weight_files(source.path)
-    return _Plan(source, family, files, plan_tensors(vlm, family, target_config, files), target_config)
+    try:
+        refs = plan_tensors(vlm, family, target_config, files)
+    except NeedsConversion:
+        refs = None
+    return _Plan(source, family, files, refs, target_config)
 
 
-def _write(
-    plan: _Plan, staging: Path, tokenizer_from: str | None, max_shard_bytes: int
-) -> tuple[dict, list[str]]:
+def _write(plan: _Plan, staging: Path, tokenizer_from: str | None, max_shard_bytes: int) -> tuple[dict, dict]:
     """Write config, generation config, tokenizer (first: its checks are cheap) and weight shards.
 
     Returns:
-        The tokenizer's provenance entry and the shard file names.
+        The tokenizer's provenance entry and the weights' (how they were written, files, tensors, bytes).
     """
     plan.target_config.save_pretrained(staging)
     if (plan.source.path / "generation_config.json").is_file():
         GenerationConfig.from_pretrained(plan.source.path).save_pretrained(staging)
     tokenizer = copy_tokenizer(tokenizer_from or plan.source.path, plan.target_config.vocab_size, staging)
-    return tokenizer, write_shards(plan_shards(plan.refs, max_shard_bytes), staging)
+    if plan.refs is None:
+        shards, tensors, size = write_loaded(
+            plan.source.path, plan.family, plan.target_config, staging, max_shard_bytes
+        )
+        method = "loaded whole: transformers converts some of its tensors on load (fused experts, merged embeddings)"
+    else:
+        shards = write_shards(plan_shards(plan.refs, max_shard_bytes), staging)
+        tensors, size, method = len(plan.refs), sum(ref.nbytes for ref in plan.refs), "streamed by name"
+    return tokenizer, {"method": method, "shards": shards, "tensors": tensors, "bytes": size}
 
 
-def _provenance(plan: _Plan, tokenizer: dict, shards: list[str], verification: dict | None) -> dict:
+def _provenance(plan: _Plan, tokenizer: dict, weights: dict, verification: dict | None) -> dict:
     """The provenance record written beside the weights (a local reference tokenizer's files hashed too)."""
     origin = Path(tokenizer["from"])
     if origin != plan.source.path and origin.is_dir():
@@ -158,9 +171,7 @@ def _provenance(plan: _Plan, tokenizer: dict, shards: list[str], verification: d
             "architecture": plan.target_config.architectures[0],
             "model_type": plan.target_config.model_type,
             "tied_embeddings": bool(plan.target_config.tie_word_embeddings),
-            "tensors": len(plan.refs),
-            "bytes": sum(ref.nbytes for ref in plan.refs),
-            "shards": shards,
+            **weights,
         },
         "tokenizer": tokenizer,
         "verification": verification,

@@ -8,6 +8,8 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
+from sinkbench.extract.errors import VerificationError
+from sinkbench.extract.families import language_model
 from sinkbench.extract.tokenizer import PROBE_TEXT, load_tokenizer
 
 TOLERANCE = 1e-4
@@ -16,7 +18,9 @@ TOLERANCE = 1e-4
 def compare_logits(source_dir: Path, extracted_dir: Path, tolerance: float = TOLERANCE) -> dict:
     """Run the probe through the VLM (its class's forward, ``input_ids`` only) and the extracted LM.
 
-    Both run in float32, one after the other (so peak memory is the larger of the two models).
+    Both run in float32, one after the other (so peak memory is the larger of the two models). Where the VLM's
+    own forward fails on text alone (a bug of that class, e.g. Llama 4 in transformers 5.24), the reference is
+    its language model followed by its LM head, and ``reference`` says so.
 
     Args:
         source_dir: the VLM checkpoint.
@@ -24,11 +28,18 @@ def compare_logits(source_dir: Path, extracted_dir: Path, tolerance: float = TOL
         tolerance: the largest acceptable absolute logit difference.
 
     Returns:
-        ``{"passed", "max_abs_logit_diff", "tolerance", "dtype", "probe_tokens"}``.
+        ``{"passed", "max_abs_logit_diff", "tolerance", "dtype", "probe_tokens", "reference"}``.
+
+    Raises:
+        VerificationError: the VLM's logits are not finite, so there is nothing to compare.
     """
     input_ids = load_tokenizer(extracted_dir)(PROBE_TEXT, return_tensors="pt").input_ids
-    reference = _logits(AutoModelForImageTextToText, source_dir, input_ids)
-    extracted = _logits(AutoModelForCausalLM, extracted_dir, input_ids)
+    reference, path = _vlm_logits(source_dir, input_ids)
+    if not torch.isfinite(reference).all():
+        raise VerificationError(
+            f"{source_dir}: the VLM's own text-only logits are not finite; nothing to compare"
+        )
+    extracted = _logits(AutoModelForCausalLM.from_pretrained(extracted_dir, dtype=torch.float32), input_ids)
     difference = (reference - extracted).abs().max().item()
     return {
         "passed": difference <= tolerance,
@@ -36,14 +47,29 @@ def compare_logits(source_dir: Path, extracted_dir: Path, tolerance: float = TOL
         "tolerance": tolerance,
         "dtype": "float32",
         "probe_tokens": int(input_ids.shape[1]),
+        "reference": path,
     }
 
 
-def _logits(auto_class: type, directory: Path, input_ids: torch.Tensor) -> torch.Tensor:
-    """float32 logits of ``input_ids`` from the model in ``directory``, freeing the model afterwards."""
-    model = auto_class.from_pretrained(directory, dtype=torch.float32).eval()
+def _vlm_logits(source_dir: Path, input_ids: torch.Tensor) -> tuple[torch.Tensor, str]:
+    """The VLM's text-only logits and which path gave them."""
+    vlm = AutoModelForImageTextToText.from_pretrained(source_dir, dtype=torch.float32)
+    try:
+        return _logits(vlm, input_ids), "the VLM's forward"
+    except (
+        Exception
+    ) as error:  # the class's own text-only forward fails: a transformers bug, not the extraction's
+        failure = f"{type(error).__name__}: {str(error).splitlines()[0][:120]}"
     with torch.inference_mode():
-        logits = model(input_ids=input_ids).logits.float()
+        hidden = language_model(vlm)(input_ids=input_ids).last_hidden_state
+        logits = vlm.get_output_embeddings()(hidden).float()
+    return logits, f"the VLM's language model and LM head (its own text-only forward fails: {failure})"
+
+
+def _logits(model: torch.nn.Module, input_ids: torch.Tensor) -> torch.Tensor:
+    """float32 logits of ``input_ids`` from ``model``, freeing it afterwards."""
+    with torch.inference_mode():
+        logits = model.eval()(input_ids=input_ids).logits.float()
     del model
     gc.collect()
     return logits

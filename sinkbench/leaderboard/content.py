@@ -82,6 +82,9 @@ class ModelFacts:
     family: str | None
     license: str | None
     id_mapping: str | None
+    model_type: str | None = None
+    remeasurable: bool | None = None
+    remeasure: str = ""
 
     @property
     def size_bucket(self) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from sinkbench.conformance.support import support
 from sinkbench.leaderboard.content import DataFile, MetricRow, ModelFacts, PlotRef, RawFile, Reproduce, Shown
 from sinkbench.leaderboard.plots import HeatmapChart
 from sinkbench.leaderboard.reproduce import reproduction
@@ -29,8 +30,10 @@ def label(model: ModelRef) -> str:
     return model.display_name or model.id
 
 
-def model_facts(model: ModelRef, size: ModelSize | None) -> ModelFacts:
-    """What the page shows about one model; ``size`` as :mod:`sinkbench.submissions.facts` found it."""
+def model_facts(model: ModelRef, size: ModelSize | None, *, vlm: bool = False) -> ModelFacts:
+    """What the page shows about one model; ``size`` as :mod:`sinkbench.submissions.facts` found it, and whether
+    sinkbench can re-measure it (``screen`` for an LLM, ``extract-lm`` for a VLM)."""
+    remeasure = support(model.model_type, "extract" if vlm else "probe", model.architecture)
     return ModelFacts(
         model_id=model.id,
         label=label(model),
@@ -41,6 +44,9 @@ def model_facts(model: ModelRef, size: ModelSize | None) -> ModelFacts:
         family=model.family,
         license=model.license,
         id_mapping=model.id_mapping,
+        model_type=model.model_type,
+        remeasurable=remeasure.accepted,
+        remeasure=remeasure.text,
     )
 
 

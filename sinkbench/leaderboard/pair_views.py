@@ -108,7 +108,7 @@ def pair_view(
     return PairView(
         slug=entry.name,
         directory=entry.directory,
-        vlm=details.model_facts(entry.vlm, vlm_size(entry)),
+        vlm=details.model_facts(entry.vlm, vlm_size(entry), vlm=True),
         reference=details.model_facts(entry.llm, llm_size(entry)),
         reference_slug=reference_slug,
         sink_strength=details.shown(

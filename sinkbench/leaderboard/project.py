@@ -28,7 +28,8 @@ class SiteBuildFailed(UserError):
 
 @dataclass(frozen=True)
 class BuildReport:
-    """What a build produced, and how long each stage took (seconds)."""
+    """What a build produced (``pages``: every HTML page, generated or static, but the 404), and how long each
+    stage took (seconds)."""
 
     site_dir: Path
     pages: int
@@ -83,9 +84,12 @@ def build_site(
         generated = plugin.generated
         timings = {**generated.timings, "mkdocs": time.perf_counter() - plugin.finished_generating}
         timings["total"] = time.perf_counter() - started
+    pages = [
+        page for page in Path(out_dir).rglob("*.html") if page.name != "404.html"
+    ]  # generated and static
     return BuildReport(
         Path(out_dir).absolute(),
-        len(generated.pages),
+        len(pages),
         len(generated.charts),
         len(generated.raw_files),
         timings,

@@ -108,6 +108,10 @@ def _multi_line(value: str) -> str:
 ShortText = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(_single_line)]
 LongText = Annotated[str, StringConstraints(min_length=1, max_length=4000), AfterValidator(_multi_line)]
 ModelId = Annotated[str, StringConstraints(pattern=MODEL_ID_PATTERN)]
+#: A transformers model type as config.json writes it (``qwen3_moe``, ``llava_next``, ``bert-generation``).
+ModelType = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")]
+#: A class name from config.json's ``architectures`` (``LlavaQwenForCausalLM``).
+ClassName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")]
 Revision = Annotated[str, StringConstraints(pattern=REVISION_PATTERN)]
 Url = Annotated[str, StringConstraints(pattern=URL_PATTERN), AfterValidator(_single_line)]
 TaskName = Annotated[str, AfterValidator(known_task)]
@@ -148,6 +152,8 @@ class ModelRef(_Strict):
     ``id_mapping`` is ``unverified`` when the id was mapped from a publication's model name and not checked
     against the Hub. ``params_b`` (billions of parameters, all of them for a mixture of experts) comes with
     ``params_source``; measured entries may leave it out, since lm-eval records the count of the weights.
+    ``model_type`` (and ``architecture``, where the class says more than the type) are the checkpoint's, as
+    its ``config.json`` gives them: they say whether ``screen`` / ``extract-lm`` can re-measure the model.
     """
 
     id: ModelId
@@ -158,6 +164,8 @@ class ModelRef(_Strict):
     params_source: ParamsSource | None = None
     license: ShortText | None = None
     family: ShortText | None = None
+    model_type: ModelType | None = None
+    architecture: ClassName | None = None
 
     @model_validator(mode="after")
     def _params_with_source(self) -> ModelRef:

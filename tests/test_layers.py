@@ -1,0 +1,101 @@
+"""The census forward: which layers the probe measures, hybrid stacks, and the one-line refusals."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from tiny_models import tiny_causal_lm, tiny_tokenizer
+from transformers import (
+    AutoModelForCausalLM,
+    BertConfig,
+    BloomConfig,
+    DiffLlamaConfig,
+    JambaConfig,
+    MambaConfig,
+)
+
+from sinkbench.errors import ModelNotSupported
+from sinkbench.sink.layers import attention_layout
+from sinkbench.sink.observe import check_supported, measure
+from sinkbench.sink.options import ProbeOptions
+from sinkbench.sink.report import format_profile
+
+TOKENS = [5, 17, 30, 8, 44, 61]
+SMALL = {"hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 4, "vocab_size": 300}
+
+
+def _model(config) -> torch.nn.Module:
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_config(config).eval()
+
+
+def test_a_dense_model_probes_its_last_attention_layers():
+    layout = attention_layout(tiny_causal_lm("llama"), TOKENS)
+    assert layout.labels == [0, 1, 2, 3] and layout.heads == [4, 4, 4, 4]
+    assert layout.probed(2) == [2, 3] and layout.probed(10) == [0, 1, 2, 3]
+    assert not layout.hybrid and layout.variants == ()
+    assert layout.describe() == "4 attention layers"
+
+
+def test_a_hybrid_stack_probes_its_attention_layers_only_and_the_report_names_them():
+    config = JambaConfig(
+        num_hidden_layers=6, attn_layer_period=2, attn_layer_offset=1, num_key_value_heads=2, **SMALL,
+        num_experts=2, expert_layer_period=6, mamba_d_state=4, mamba_dt_rank=4,
+    )  # fmt: skip
+    model = _model(config)
+    layout = attention_layout(model, TOKENS)
+    assert layout.labels == [1, 3, 5] and layout.hybrid
+    assert layout.describe() == "3 of 6 layers are softmax attention"
+    summary, _ = measure(model, tiny_tokenizer(), ["Say hello in five words."], ProbeOptions(num_layers=2))
+    assert summary.layers == [3, 5]
+    text = format_profile(summary, requested_layers=2)
+    assert "probed layers 3, 5 (2 layers); 3 of the 6 decoder layers are softmax attention" in text
+
+
+@pytest.mark.parametrize(
+    ("config", "reason"),
+    [
+        (
+            MambaConfig(num_hidden_layers=2, hidden_size=16, state_size=4, vocab_size=300),
+            r"model type 'mamba': it has no softmax attention layers \(a recurrent or state-space model\)",
+        ),
+        (
+            BloomConfig(n_layer=2, hidden_size=16, n_head=2, vocab_size=300),
+            r"model type 'bloom': its attention does not go through transformers' AttentionInterface",
+        ),
+        (
+            BertConfig(num_hidden_layers=2, **SMALL),
+            r"model type 'bert': its attention is bidirectional \(an encoder\)",
+        ),
+        (
+            DiffLlamaConfig(num_hidden_layers=2, num_key_value_heads=2, **SMALL),
+            r"model type 'diffllama': each attention layer combines several softmax calls",
+        ),
+    ],
+)
+def test_models_the_probe_cannot_measure_are_refused_in_one_line(config, reason):
+    with pytest.raises(ModelNotSupported, match=reason) as refused:
+        check_supported(_model(config), TOKENS)
+    assert "\n" not in str(refused.value)
+
+
+def test_a_failing_forward_is_a_refusal_naming_the_error():
+    model = tiny_causal_lm("llama")
+    with pytest.raises(
+        ModelNotSupported, match=r"model type 'llama': its text-only forward failed \(IndexError"
+    ):
+        check_supported(model, [5000, 5001, 5002])  # ids beyond the vocabulary
+
+
+def test_a_vlm_is_probed_on_its_language_model():
+    from transformers import LlavaConfig, LlavaForConditionalGeneration
+
+    text = {"model_type": "llama", "num_hidden_layers": 2, "num_key_value_heads": 2, **SMALL}
+    vision = {
+        "model_type": "clip_vision_model", "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2,
+        "num_attention_heads": 2, "image_size": 28, "patch_size": 14,
+    }  # fmt: skip
+    model = LlavaForConditionalGeneration(
+        LlavaConfig(text_config=text, vision_config=vision, image_token_index=299)
+    )
+    assert attention_layout(model.eval(), TOKENS).labels == [0, 1]
