@@ -512,3 +512,30 @@ def test_the_submit_page_names_the_repository_of_mkdocs_yml(submissions_dir: Pat
     page = (tmp_path / "site" / "submit.html").read_text(encoding="utf-8")
     assert "https://github.com/example-org/sinkbench.git" in page and "YOUR-NAME" not in page
     assert 'href="https://github.com/example-org/sinkbench"' in page
+
+
+@pytest.mark.parametrize(
+    ("page", "says"),
+    [
+        ("pairs/qwen3-vl-30b-a3b-instruct.html", "Re-measurable: extract-lm accepts model type qwen3_vl_moe"),
+        ("pairs/qwen3-vl-30b-a3b-instruct.html", "Re-measurable: screen accepts model type qwen3_moe"),
+        ("pairs/molmo2-o-7b.html", "Re-measurable: extract-lm accepts model type molmo2"),
+        ("pairs/molmoe-1b-0924.html", "Re-measurable: screen accepts model type olmoe"),
+        (
+            "pairs/minicpm-v-4_5.html",
+            "Not re-measurable: extract-lm refuses it: model type &#39;minicpmv&#39; exists only",
+        ),
+        ("pairs/internvl3-8b.html", "OpenGVLab/InternVL3-8B-hf"),
+        (
+            "pairs/llava-onevision-qwen2-7b-ov.html",
+            "use its transformers conversion, e.g. llava-hf/llava-onevision",
+        ),
+    ],
+)
+def test_every_model_page_says_whether_sinkbench_can_re_measure_it(board, page: str, says: str) -> None:
+    assert says in _html(board[0], page)
+
+
+def test_every_model_on_the_board_has_a_model_type(board) -> None:
+    html = "".join(_html(board[0], str(path.relative_to(board[0]))) for path in board[0].glob("*s/*.html"))
+    assert html.count("Re-measurable?") == 0  # a model type unknown to the page would read so

@@ -11,8 +11,12 @@ from typing import Any
 from sinkbench.checkpoints import native_refusal
 from sinkbench.conformance.verdicts import EQUAL, EQUAL_LOGITS_ONLY
 
-#: The command each section of the table answers for.
+#: The command each section of the table answers for, and what its sweep checked.
 COMMANDS = {"probe": "screen", "extract": "extract-lm"}
+CHECKED = {
+    "probe": "the probe equals the eager route on it in the architecture sweep",
+    "extract": "extracted and verified in the architecture sweep",
+}
 
 
 @dataclass(frozen=True)
@@ -35,13 +39,13 @@ def support(model_type: str | None, section: str, architecture: str | None = Non
     ``extract``); None when the model type is not recorded."""
     command = COMMANDS[section]
     if not model_type:
-        return Support(None, f"model type not recorded, so whether `{command}` accepts it is unknown")
+        return Support(None, f"model type not recorded, so whether {command} accepts it is unknown")
     refusal = native_refusal(model_type, [architecture] if architecture else [])
     if refusal is not None:
-        return Support(False, f"`{command}` refuses it: {refusal}")
+        return Support(False, f"{command} refuses it: {refusal}")
     row = _table()[section].get(model_type)
     if row is None:
         return Support(None, f"model type {model_type} is not in the architecture table's {section} sweep")
     if row["verdict"] in (EQUAL, EQUAL_LOGITS_ONLY):
-        return Support(True, f"`{command}` accepts model type {model_type} ({row['reason']})")
-    return Support(False, f"`{command}` does not accept model type {model_type}: {row['reason']}")
+        return Support(True, f"{command} accepts model type {model_type} ({CHECKED[section]})")
+    return Support(False, f"{command} does not accept model type {model_type}: {row['reason']}")
