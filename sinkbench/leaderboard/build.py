@@ -30,7 +30,7 @@ from sinkbench.leaderboard.pages import (
     draw_plots,
 )
 from sinkbench.leaderboard.sources import EXPERIMENTS_DIR, SiteSources
-from sinkbench.leaderboard.training import TrainingPage, find_sink_drift
+from sinkbench.leaderboard.training import TrainingPage, find_testbed
 from sinkbench.leaderboard.views import build_views
 from sinkbench.publish import publishing, scratch_folder
 from sinkbench.submissions import Entry, load_valid_entries
@@ -144,7 +144,7 @@ def build_site(
     with _timed(timings, "aggregate"):
         tables = build_tables(load_valid_entries(submissions_dir), seed=seed)
         views = build_views(tables)
-        training = TrainingPage(experiments_dir, find_sink_drift(experiments_dir))
+        training = TrainingPage(experiments_dir, find_testbed(experiments_dir))
     with publishing(Path(out_dir)) as site_dir:
         docs_dir = scratch_folder(Path(os.path.abspath(out_dir))) / "docs"
         try:
