@@ -13,9 +13,10 @@ share each seed's stage 1, data and data order:
 
 Each VLM is saved as a LLaVA checkpoint, its LM extracted with ``extract_lm(verify=True)``, screened, and asked
 IFEval prompts that a short answer can satisfy (greedy, capped), graded by lm-eval's checkers; the monitor
-traces S during stage 2, and held-out scenes give the visual accuracy. Results go to ``--out`` after every run
-(a rerun with the same settings resumes), with SVG charts beside it; checkpoints and scratch go under
-``--workdir``. The no-protection VLM of seed 0 is kept there for the measured testbed pair.
+traces S during stage 2, and held-out scenes give the visual accuracy. Checkpoints, scratch and the running
+state go under ``--workdir`` (the state after every run: a rerun with the same settings resumes); the finished
+results go to ``--out``, with SVG charts beside it. The no-protection VLM of seed 0 is kept in the workdir for
+the measured testbed pair.
 
 Usage: ``SINKBENCH_DATA_DIR=../shared/data python benchmarks/vl_testbed.py [--quick]`` (about 2 hours on a
 2-core CPU; ``--quick``: a smoke run of a few minutes into ``out/testbed-quick``).
@@ -45,9 +46,9 @@ RESULTS = ROOT / "benchmarks" / "results" / "vl_testbed.json"
 IFEVAL_FILE = "ifeval_input_data.jsonl"
 
 FULL = TestbedConfig(
-    stage1=StageSpec(steps=16, batch_size=8, lr=1e-3, warmup=0.1, train_lm=False),
-    stage2=StageSpec(steps=20, batch_size=4, lr=3e-4, warmup=0.15, train_lm=True),
-    monitor_every=5,
+    stage1=StageSpec(steps=12, batch_size=8, lr=1e-3, warmup=0.1, train_lm=False),
+    stage2=StageSpec(steps=30, batch_size=8, lr=3e-4, warmup=0.1, train_lm=True),
+    monitor_every=10,
     max_new_tokens=64,
     visual_images=32,
 )

@@ -147,7 +147,7 @@ def test_pipeline_records_every_run_and_resumes(testbed_run) -> None:
     results, logged = testbed_run
     data = json.loads(results.read_text())
     rerun = logged[logged.index("-- rerun --") + 1 :]
-    assert len(rerun) == 1 and rerun[0].endswith(": 2 seeds on file")  # the rerun trained nothing
+    assert len(rerun) == 1 and rerun[0].endswith("state.json: 2 seeds on file")  # the rerun trained nothing
     arms = {(record["seed"], arm["arm"]): arm for record in data["seeds"] for arm in record["arms"]}
     assert set(arms) == {(seed, arm) for seed in (0, 1) for arm in ("none", "sink", "random")}
     for (_, name), arm in arms.items():

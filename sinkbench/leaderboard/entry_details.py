@@ -29,13 +29,14 @@ def label(model: ModelRef) -> str:
     return model.display_name or model.id
 
 
-def model_facts(model: ModelRef, size: ModelSize | None) -> ModelFacts:
-    """What the page shows about one model; ``size`` as :mod:`sinkbench.submissions.facts` found it."""
+def model_facts(model: ModelRef, size: ModelSize | None, *, on_hub: bool = True) -> ModelFacts:
+    """What the page shows about one model; ``size`` as :mod:`sinkbench.submissions.facts` found it. A model not on
+    the Hub (a testbed VLM) gets no link."""
     return ModelFacts(
         model_id=model.id,
         label=label(model),
         revision=model.revision,
-        url=f"https://huggingface.co/{model.id}",
+        url=f"https://huggingface.co/{model.id}" if on_hub else None,
         params_b=size.billions if size else None,
         params_source=size.source if size else None,
         family=model.family,

@@ -29,6 +29,8 @@ from sinkbench.testbed.visual import visual_accuracy
 from sinkbench.testbed.vlm import VisionSpec, build_vlm, save_vlm
 
 ARMS = ("none", "sink", "random")
+#: The running state under the work folder, resumed by a rerun with the same configuration.
+STATE_FILE = "state.json"
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,11 @@ def measure_lm(lm_dir: Path, docs: Sequence[dict[str, Any]], config: TestbedConf
 
 
 class Testbed:
-    """Runs (and resumes) the experiment, writing ``results`` after every run; scratch goes under ``workdir``."""
+    """Runs (and resumes) the experiment; scratch goes under ``workdir``.
+
+    The state is written to ``workdir / STATE_FILE`` after every stage and run (a rerun resumes from it), and the
+    finished results, with their analysis, to ``results`` at the end: a results file is never partial.
+    """
 
     def __init__(
         self,
@@ -127,6 +133,7 @@ class Testbed:
         log: Callable[[str], None] = print,
     ) -> None:
         self.config, self.inputs, self.workdir, self.results, self.log = config, inputs, workdir, results, log
+        self.state_file = workdir / STATE_FILE
         self.items = question_items(config.visual_seed, config.visual_images, config.vision.image_size)
         self.state = self._resume(header)
 
@@ -134,11 +141,11 @@ class Testbed:
         import json
 
         fresh = {**header, "config": self.config.to_dict(), "sink_heads": self.inputs.sink_heads}
-        if self.results.is_file():
-            previous = json.loads(self.results.read_text(encoding="utf-8"))
+        if self.state_file.is_file():
+            previous = json.loads(self.state_file.read_text(encoding="utf-8"))
             same = all(previous.get(key) == fresh[key] for key in ("config", "sink_heads", "ifeval_subset"))
             if same:
-                self.log(f"resuming {self.results}: {len(previous.get('seeds', []))} seeds on file")
+                self.log(f"resuming {self.state_file}: {len(previous.get('seeds', []))} seeds on file")
                 return {**previous, **{k: v for k, v in fresh.items() if k not in previous}}
         return {**fresh, "seeds": []}
 
@@ -157,10 +164,11 @@ class Testbed:
                 self._write()
         self.state["analysis"] = analysis.summarize(self.state)
         self._write()
+        write_json_atomic(self.state, self.results)
         return self.state
 
     def _write(self) -> None:
-        write_json_atomic(self.state, self.results)
+        write_json_atomic(self.state, self.state_file)
 
     def _base(self) -> dict[str, Any]:
         """The untouched base LM through the same measurements, and an untrained VLM's visual accuracy."""

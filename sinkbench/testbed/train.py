@@ -200,16 +200,24 @@ def _scene_targets(scenes: Sequence[Any]) -> torch.Tensor:
 def pretrain_encoder(
     vlm: torch.nn.Module, vision: VisionSpec, seed: int, steps: int, batch_size: int = 64, lr: float = 2e-3
 ) -> dict[str, Any]:
-    """Stage 0: train the vision encoder alone to classify scenes (count, colour and shape per cell).
+    """Stage 0: train the vision encoder alone to classify scenes (the count; colour and shape per cell).
 
     A real LLaVA starts from a pretrained CLIP encoder; none is reachable offline, so the testbed pretrains its
-    own, from scratch, with linear heads on the mean of the patch features the projector will read (the heads
-    are then dropped). Returns the loss per step, the training accuracy of the last step and the wall time.
+    own, from scratch, with linear heads (dropped afterwards) on the patch features the projector will read: the
+    count from their mean, each cell's colour and shape from the mean of the patches inside that cell. Returns
+    the loss per step, the training accuracy of the last step and the wall time.
+
+    Raises:
+        ValueError: the patch grid cannot be cut into the scenes' 2 x 2 cells (an odd number of patches a side).
     """
+    grid = vision.image_size // vision.patch_size
+    if grid % 2:
+        raise ValueError(f"{grid} x {grid} patches cannot be cut into 2 x 2 cells; choose an even grid.")
     encoder = vlm.model.vision_tower
-    sizes = [len(NUMBERS)] + [len(COLOURS) + 1] * len(CELLS) + [len(SHAPES) + 1] * len(CELLS)
-    head = torch.nn.Linear(vision.hidden_size, sum(sizes))
-    optimizer = torch.optim.AdamW([*encoder.parameters(), *head.parameters()], lr=lr, weight_decay=0.0)
+    count_head = torch.nn.Linear(vision.hidden_size, len(NUMBERS))
+    cell_head = torch.nn.Linear(vision.hidden_size, len(COLOURS) + 1 + len(SHAPES) + 1)
+    parameters = [*encoder.parameters(), *count_head.parameters(), *cell_head.parameters()]
+    optimizer = torch.optim.AdamW(parameters, lr=lr, weight_decay=0.0)
     rng = np.random.default_rng([seed, STAGE_STREAMS["stage0"]])
     losses, started = [], time.perf_counter()
     encoder.train()
@@ -217,7 +225,18 @@ def pretrain_encoder(
         scenes = [make_scene(rng, vision.image_size) for _ in range(batch_size)]
         targets = _scene_targets(scenes)
         hidden = encoder(pixel_values([s.image for s in scenes]), output_hidden_states=True).hidden_states[-1]
-        logits = head(hidden[:, 1:].mean(1)).split(sizes, dim=1)
+        patches = hidden[:, 1:].reshape(batch_size, grid, grid, -1)
+        half = grid // 2
+        cells = torch.stack(
+            [
+                patches[:, r * half : (r + 1) * half, c * half : (c + 1) * half].mean((1, 2))
+                for r in (0, 1)
+                for c in (0, 1)
+            ],
+            dim=1,
+        )
+        colour, shape = cell_head(cells).split([len(COLOURS) + 1, len(SHAPES) + 1], dim=-1)
+        logits = [count_head(patches.mean((1, 2))), *colour.unbind(1), *shape.unbind(1)]
         loss = sum(torch.nn.functional.cross_entropy(z, targets[:, i]) for i, z in enumerate(logits))
         optimizer.zero_grad()
         loss.backward()
