@@ -90,6 +90,7 @@ class _ArmSummary(_Record):
     prompt_loose: _Spread
     inst_loose: _Spread
     visual_accuracy: _Spread
+    secondary: dict[str, _Spread]
     frozen_weights: _Spread
     seconds: dict[str, _Spread]
 
@@ -107,6 +108,8 @@ class _Point(_Record):
 
 
 class _Sink(_Record):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
     sink_strength: float
 
 
@@ -255,7 +258,7 @@ class TestbedResults:
         """Spearman's rho of the change in S against the change in strict score, over runs."""
         coupling = self.data.analysis.coupling
         if coupling is None or coupling.raw.spearman is None:
-            return "Too few runs for a correlation."
+            return "Too few runs for a correlation"
         within = coupling.within_seed.spearman
         within_text = f"{within:+.2f}" if within is not None else "undefined"
         return (
@@ -278,9 +281,9 @@ class TestbedResults:
         verdict = _verdict(strict, "points")
         return (
             f"{verdict} Over {n} seeds, freezing the sink heads changed IFEval prompt-level strict accuracy by "
-            f"{strict.mean:+.1f} points (95% CI {_ci(strict)}, sign-flip p = {_p(strict.p_sign_flip)}; the design "
-            f"detects about {_mde(strict, 'points')} with 80% power) and S of the VLM-LM by {s.mean:+.2f} nats "
-            f"({_ci(s, 2)}, p = {_p(s.p_sign_flip)})."
+            f"{strict.mean:+.1f} points (95% CI {_ci(strict)}, sign-flip p = {_p(strict.p_sign_flip)}; "
+            f"{_mde(strict, 'points')}) and S of the VLM-LM by {s.mean:+.2f} nats ({_ci(s, 2)}, "
+            f"p = {_p(s.p_sign_flip)})."
         )
 
 
@@ -304,7 +307,9 @@ def _ci(effect: _Effect, digits: int = 1) -> str:
 
 def _mde(effect: _Effect, unit: str) -> str:
     value = effect.minimum_detectable
-    return f"±{value:.1f} {unit}" if value is not None else "no difference (too few seeds)"
+    if value is None:
+        return "with this few seeds no difference is detectable"
+    return f"the smallest difference detectable with 80% power is about {value:.1f} {unit}"
 
 
 def read_testbed(path: Path, shown: str) -> TestbedResults:

@@ -27,7 +27,7 @@ import numpy as np
 from scipy import stats
 
 from sinkbench.numbers import finite_or_none
-from sinkbench.sink.metrics import SINK_STRENGTH
+from sinkbench.sink.metrics import SECONDARY_METRICS, SINK_STRENGTH
 from sinkbench.tables import stats as table_stats
 
 #: Outcomes compared between arms: name -> how to read it from an arm's record (points for accuracies).
@@ -174,6 +174,7 @@ def summarize(state: dict[str, Any]) -> dict[str, Any]:
             "s_start": spread([r["trace"][0][SINK_STRENGTH.name] for r in records]),
             "s_end_monitor": spread([r["trace"][-1][SINK_STRENGTH.name] for r in records]),
             **{outcome: spread([read(r) for r in records]) for outcome, read in OUTCOMES.items()},
+            "secondary": {m.name: spread([r["sink"][m.name] for r in records]) for m in SECONDARY_METRICS},
             "frozen_weights": spread([r["frozen"]["weights"] for r in records]),
             "seconds": {
                 stage: spread([r["seconds"][stage] for r in records]) for stage in records[0]["seconds"]
