@@ -172,7 +172,7 @@ def test_the_page_reads_the_results_and_draws_every_run(testbed_run) -> None:
     results, _ = testbed_run
     page = read_testbed(results, "vl_testbed.json")
     assert page.arms == ["none", "sink", "random"]
-    assert page.answer.startswith("This design cannot tell: Over 2 seeds, freezing the sink heads changed")
+    assert page.answer.startswith("This design cannot tell: over 2 seeds, freezing the sink heads changed")
     charts = {Path(plot.path).name: plot.chart for plot in page.charts()}
     assert set(charts) == {Path(path).name for path in PLOT_PATHS.values()}
     assert "seed 0: no protection" in charts["testbed-strict-per-seed.svg"].alt
@@ -188,3 +188,38 @@ def test_a_malformed_results_file_is_one_line(tmp_path: Path, testbed_run) -> No
         read_testbed(tmp_path / TESTBED_FILE, "results/vl_testbed.json")
     message = str(raised.value)
     assert message.startswith("results/vl_testbed.json: seeds.0.arms.0.ifeval: ") and "\n" not in message
+
+
+def _effect(mean: float, ci: tuple[float, float], p: float, mde: float | None) -> object:
+    from sinkbench.leaderboard.training import _Effect
+
+    return _Effect(
+        differences=[mean] * 6,
+        mean=mean,
+        ci95=list(ci),
+        p_sign_flip=p,
+        positive=6,
+        negative=0,
+        minimum_detectable=mde,
+    )
+
+
+@pytest.mark.parametrize(
+    ("effect", "verdict"),
+    [
+        (_effect(2.0, (1.0, 3.0), 0.031, 1.5), "Yes, it helped:"),
+        (_effect(-2.0, (-3.0, -1.0), 0.031, 1.5), "No, it hurt:"),
+        (_effect(0.1, (-0.5, 0.8), 0.6, 1.5), "No, not by as much as this design can detect:"),
+        (_effect(0.5, (-1.0, 2.5), 0.3, 1.5), "This design cannot tell:"),
+        (_effect(0.1, (-0.5, 0.8), 0.6, None), "This design cannot tell:"),
+    ],
+)
+def test_the_answer_follows_the_test_and_the_detectable_difference(effect, verdict: str) -> None:
+    from sinkbench.leaderboard.training import _verdict
+
+    assert _verdict(effect) == verdict
+
+
+def test_visual_accuracy_is_tested_against_chance() -> None:
+    assert analysis.above_chance({"accuracy": 0.5, "n": 96, "chance": 0.28}) < 0.001
+    assert analysis.above_chance({"accuracy": 0.28, "n": 96, "chance": 0.28}) > 0.4

@@ -73,7 +73,7 @@ def test_site_build_shows_the_testbed_and_refuses_a_broken_file(
     ]
     assert main(argv) == 0
     page = re.sub(r"\s+", " ", (out / "training.html").read_text(encoding="utf-8"))
-    assert "This design cannot tell: Over 2 seeds, freezing the sink heads changed" in page
+    assert "This design cannot tell: over 2 seeds, freezing the sink heads changed" in page
     assert "board-training-paired" in page and "tiny-llama" in page and "shared with other agents" in page
     for path in PLOT_PATHS.values():
         assert (out / path).is_file(), path

@@ -92,6 +92,7 @@ class _ArmSummary(_Record):
     visual_accuracy: _Spread
     secondary: dict[str, _Spread]
     frozen_weights: _Spread
+    visual_above_chance: int
     seconds: dict[str, _Spread]
 
 
@@ -99,7 +100,7 @@ class _Analysis(_Record):
     arms: dict[str, _ArmSummary] = Field(min_length=1)
     paired_vs_none: dict[str, dict[str, _Effect | list[int]]]
     coupling: _Coupling | None
-    stage1: dict[str, _Spread] | None
+    stage1: dict[str, _Spread | int] | None
 
 
 class _Point(_Record):
@@ -278,19 +279,29 @@ class TestbedResults:
         if strict is None or s is None:
             return "This file has no sink-head arm paired with a no-protection run, so it cannot answer."
         n = len(strict.differences)
-        verdict = _verdict(strict, "points")
+        none = self.data.analysis.arms.get("none")
+        erosion = (
+            f" Without protection the VLM-LMs scored {none.prompt_strict.median:.1f} points (median) against the "
+            f"base model's {100 * self.data.base.ifeval.prompt_strict:.1f}."
+            if none
+            else ""
+        )
         return (
-            f"{verdict} Over {n} seeds, freezing the sink heads changed IFEval prompt-level strict accuracy by "
-            f"{strict.mean:+.1f} points (95% CI {_ci(strict)}, sign-flip p = {_p(strict.p_sign_flip)}; "
+            f"{_verdict(strict)} over {n} seeds, freezing the sink heads changed IFEval prompt-level strict "
+            f"accuracy by {strict.mean:+.1f} points (95% CI {_ci(strict)}, sign-flip p = {_p(strict.p_sign_flip)}; "
             f"{_mde(strict, 'points')}) and S of the VLM-LM by {s.mean:+.2f} nats ({_ci(s, 2)}, "
-            f"p = {_p(s.p_sign_flip)})."
+            f"p = {_p(s.p_sign_flip)}).{erosion}"
         )
 
 
-def _verdict(effect: _Effect, unit: str) -> str:
-    p = effect.p_sign_flip
+def _verdict(effect: _Effect) -> str:
+    """Yes or no when the sign-flip test rejects no effect; no when the interval excludes every effect this design
+    detects (an equivalence reading of the interval); else that the design cannot tell."""
+    p, (low, high), mde = effect.p_sign_flip, effect.ci95, effect.minimum_detectable
     if p is not None and p <= 0.05:
         return "Yes, it helped:" if effect.mean > 0 else "No, it hurt:"
+    if None not in (low, high, mde) and -mde < low and high < mde:
+        return "No, not by as much as this design can detect:"
     return "This design cannot tell:"
 
 

@@ -12,6 +12,9 @@ The unit of analysis is the seed: each protected arm's run is paired with the no
   alpha = 0.05 detects with 80% power, found by simulation with normal differences whose spread is the observed
   standard deviation of the paired differences (so it is itself an estimate from n seeds).
 
+A run's visual accuracy is tested against chance with a one-sided exact binomial test (``scipy.stats.binomtest``,
+chance = the mean of its questions' chance rates).
+
 Across all runs, the change in S from the base model is set against the change in the strict score
 (Spearman's rho, exact or Monte-Carlo permutation p-value and bootstrap interval from :mod:`sinkbench.tables.stats`),
 once raw and once after removing each seed's mean (so the seeds' shared stage 1 does not drive the correlation).
@@ -124,6 +127,12 @@ def paired_effect(treated: Sequence[float], control: Sequence[float]) -> dict[st
     }
 
 
+def above_chance(visual: dict[str, Any]) -> float:
+    """One-sided exact binomial p-value of a run's visual accuracy against its (mean) chance accuracy."""
+    hits = round(visual["accuracy"] * visual["n"])
+    return float(stats.binomtest(hits, visual["n"], visual["chance"], alternative="greater").pvalue)
+
+
 def spread(values: Sequence[float]) -> dict[str, float]:
     """Median and range."""
     return {"median": float(np.median(values)), "min": float(np.min(values)), "max": float(np.max(values))}
@@ -176,6 +185,7 @@ def summarize(state: dict[str, Any]) -> dict[str, Any]:
             **{outcome: spread([read(r) for r in records]) for outcome, read in OUTCOMES.items()},
             "secondary": {m.name: spread([r["sink"][m.name] for r in records]) for m in SECONDARY_METRICS},
             "frozen_weights": spread([r["frozen"]["weights"] for r in records]),
+            "visual_above_chance": sum(above_chance(r["visual"]) < ALPHA for r in records),
             "seconds": {
                 stage: spread([r["seconds"][stage] for r in records]) for stage in records[0]["seconds"]
             },
@@ -201,6 +211,7 @@ def summarize(state: dict[str, Any]) -> dict[str, Any]:
             "coupling": _coupling(state, runs) if runs else None,
             "stage1": {
                 "seconds": spread([s["seconds"] for s in stage1]),
+                "visual_above_chance": sum(above_chance(s["visual"]) < ALPHA for s in stage1),
                 "visual_accuracy": spread([100 * s["visual"]["accuracy"] for s in stage1]),
             }
             if stage1
