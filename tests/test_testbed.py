@@ -141,6 +141,8 @@ def test_sign_flip_p_value_and_detectable_difference() -> None:
         2 * analysis.minimum_detectable_difference(1.0, 6)
     )
     assert analysis.minimum_detectable_difference(1.0, 4) == float("inf")  # 2 / 16 > 0.05: never significant
+    quantised = analysis.paired_effect([1, 0, 0, 0, 0, 0], [0] * 6, resolution=1.0)
+    assert quantised["minimum_detectable"] == 1.0  # the simulated 0.8 is less than one prompt
 
 
 def test_pipeline_records_every_run_and_resumes(testbed_run) -> None:

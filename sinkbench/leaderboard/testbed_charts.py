@@ -8,6 +8,7 @@ Built like the other charts of :mod:`sinkbench.leaderboard.plots` (its style, ma
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 
 import matplotlib
@@ -67,7 +68,7 @@ class PairedChart:
                     fontsize=7,
                     color="#616161",
                 )
-            axes.set_xticks(range(len(self.arms)), [_plain(arm) for arm in self.arms])
+            axes.set_xticks(range(len(self.arms)), [textwrap.fill(_plain(arm), 22) for arm in self.arms])
             axes.set_xlim(-0.4, len(self.arms) - 0.6)
             axes.set_ylabel(_plain(self.outcome))
             axes.set_title(

@@ -10,6 +10,7 @@ benchmark's ``analysis`` block holds them).
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,10 +74,16 @@ class _Correlation(_Record):
     p_permutation: float | None
 
 
+class _CouplingPoint(_Record):
+    arm: str
+    seed: int
+    delta_s: float
+    delta_prompt_strict: float
+
+
 class _Coupling(_Record):
     runs: int
-    delta_s: list[float]
-    delta_prompt_strict: list[float]
+    points: list[_CouplingPoint]
     raw: _Correlation
     within_seed: _Correlation
 
@@ -84,6 +91,7 @@ class _Coupling(_Record):
 class _ArmSummary(_Record):
     seeds: list[int] = Field(min_length=1)
     s_start: _Spread
+    s_end_monitor: _Spread
     sink_strength: _Spread
     prompt_strict: _Spread
     inst_strict: _Spread
@@ -127,19 +135,29 @@ class _Visual(_Record):
     n: int
 
 
-class _Arm(_Record):
+class _Seconds(_Record):
+    seconds: dict[str, float]
+
+
+class _Arm(_Seconds):
     arm: str
     trace: list[_Point] = Field(min_length=1)
     sink: _Sink
     ifeval: _Ifeval
 
 
+class _Stage(_Record):
+    seconds: float = Field(ge=0)
+
+
 class _Seed(_Record):
     seed: int
     arms: list[_Arm]
+    stage0: _Stage
+    stage1: _Stage
 
 
-class _Base(_Record):
+class _Base(_Seconds):
     sink: _Sink
     ifeval: _Ifeval
     visual_untrained: _Visual
@@ -216,9 +234,7 @@ class TestbedResults:
             model_label=f"testbed LLaVA on {self.data.model.id} (stage 2)",
         )
         base = self.data.base
-        coupling = self.data.analysis.coupling
-        runs = [(run.arm, seed.seed) for seed in self.data.seeds for run in seed.arms]
-        points = list(zip(coupling.delta_s, coupling.delta_prompt_strict, strict=True)) if coupling else []
+        points = self.data.analysis.coupling.points if self.data.analysis.coupling else []
         return [
             PlotRef(PLOT_PATHS["trace"], trace),
             PlotRef(
@@ -243,7 +259,7 @@ class TestbedResults:
                     tuple(
                         (
                             self.label(arm),
-                            tuple(p for (name, _), p in zip(runs, points, strict=True) if name == arm),
+                            tuple((p.delta_s, p.delta_prompt_strict) for p in points if p.arm == arm),
                         )
                         for arm in self.arms
                     ),
@@ -265,6 +281,26 @@ class TestbedResults:
         return (
             f"Spearman rho over {coupling.runs} runs {coupling.raw.spearman:+.2f} "
             f"(p = {_p(coupling.raw.p_permutation)}); within seeds {within_text} (p = {_p(coupling.within_seed.p_permutation)})"
+        )
+
+    @property
+    def recorded_minutes(self) -> float:
+        """The wall times the file records (base model, stages 0 and 1 per seed, every run), in minutes."""
+        seconds = sum(self.data.base.seconds.values()) + sum(
+            seed.stage0.seconds + seed.stage1.seconds + sum(run.seconds["total"] for run in seed.arms)
+            for seed in self.data.seeds
+        )
+        return seconds / 60
+
+    def lowest_s(self, arm: str) -> tuple[int, float]:
+        """The step at which the median S over ``arm``'s runs is lowest, and that median."""
+        by_step: dict[int, list[float]] = {}
+        for seed in self.data.seeds:
+            for run in (r for r in seed.arms if r.arm == arm):
+                for point in run.trace:
+                    by_step.setdefault(point.step, []).append(point.sink_strength)
+        return min(
+            ((step, statistics.median(values)) for step, values in by_step.items()), key=lambda x: x[1]
         )
 
     def effect(self, arm: str, outcome: str) -> _Effect | None:

@@ -10,7 +10,9 @@ The unit of analysis is the seed: each protected arm's run is paired with the no
   difference; with 6 seeds its coverage is only approximate;
 * the **minimum detectable difference** is the smallest true mean difference that the exact sign-flip test at
   alpha = 0.05 detects with 80% power, found by simulation with normal differences whose spread is the observed
-  standard deviation of the paired differences (so it is itself an estimate from n seeds).
+  standard deviation of the paired differences (so it is itself an estimate from n seeds), and never below the
+  outcome's resolution (one prompt, one instruction, one question): the test needs a non-zero difference of one
+  sign in every seed, and a run's score moves in those steps.
 
 A run's visual accuracy is tested against chance with a one-sided exact binomial test (``scipy.stats.binomtest``,
 chance = the mean of its questions' chance rates).
@@ -41,6 +43,15 @@ OUTCOMES = {
     "prompt_loose": lambda arm: 100 * arm["ifeval"]["prompt_loose"],
     "inst_loose": lambda arm: 100 * arm["ifeval"]["inst_loose"],
     "visual_accuracy": lambda arm: 100 * arm["visual"]["accuracy"],
+}
+#: The smallest non-zero change of each outcome in one run (points), from an arm's record.
+RESOLUTION = {
+    "sink_strength": lambda arm: 0.0,
+    "prompt_strict": lambda arm: 100 / arm["ifeval"]["prompts"],
+    "inst_strict": lambda arm: 100 / arm["ifeval"]["instructions"],
+    "prompt_loose": lambda arm: 100 / arm["ifeval"]["prompts"],
+    "inst_loose": lambda arm: 100 / arm["ifeval"]["instructions"],
+    "visual_accuracy": lambda arm: 100 / arm["visual"]["n"],
 }
 ALPHA = 0.05
 POWER = 0.8
@@ -109,11 +120,18 @@ def minimum_detectable_difference(sd: float, n: int, *, draws: int = 4000) -> fl
     return math.inf
 
 
-def paired_effect(treated: Sequence[float], control: Sequence[float]) -> dict[str, Any]:
-    """Paired differences (treated - control per seed), their mean, interval, p-value and detectable size."""
+def paired_effect(
+    treated: Sequence[float], control: Sequence[float], resolution: float = 0.0
+) -> dict[str, Any]:
+    """Paired differences (treated - control per seed), their mean, interval, p-value and detectable size.
+
+    ``resolution`` is the smallest non-zero difference one seed can show (one prompt of an accuracy); the
+    detectable size is never below it, since the sign-flip test needs a non-zero difference in every seed.
+    """
     d = np.asarray(treated, dtype=float) - np.asarray(control, dtype=float)
     sd = float(d.std(ddof=1)) if len(d) > 1 else math.nan
     low, high = bootstrap_mean_ci(d)
+    detectable = minimum_detectable_difference(sd, len(d))
     return {
         "differences": [float(x) for x in d],
         "mean": float(d.mean()),
@@ -123,7 +141,8 @@ def paired_effect(treated: Sequence[float], control: Sequence[float]) -> dict[st
         "positive": int((d > 0).sum()),
         "negative": int((d < 0).sum()),
         "sd": sd,
-        "minimum_detectable": minimum_detectable_difference(sd, len(d)),
+        "resolution": resolution,
+        "minimum_detectable": max(detectable, resolution) if math.isfinite(detectable) else detectable,
     }
 
 
@@ -152,9 +171,9 @@ def _coupling(state: dict[str, Any], runs: dict[str, dict[int, dict[str, Any]]])
     base_s = state["base"]["sink"][SINK_STRENGTH.name]
     base_strict = 100 * state["base"]["ifeval"]["prompt_strict"]
     rows = [
-        (seed, OUTCOMES["sink_strength"](arm) - base_s, OUTCOMES["prompt_strict"](arm) - base_strict)
-        for by_seed in runs.values()
-        for seed, arm in by_seed.items()
+        (seed, OUTCOMES["sink_strength"](run) - base_s, OUTCOMES["prompt_strict"](run) - base_strict, name)
+        for name, by_seed in runs.items()
+        for seed, run in by_seed.items()
     ]
     seeds = np.array([r[0] for r in rows])
     ds, dstrict = np.array([r[1] for r in rows]), np.array([r[2] for r in rows])
@@ -162,7 +181,12 @@ def _coupling(state: dict[str, Any], runs: dict[str, dict[int, dict[str, Any]]])
     def centred(values: np.ndarray) -> np.ndarray:
         return values - np.array([values[seeds == s].mean() for s in seeds])
 
-    out = {"runs": len(rows), "delta_s": ds.tolist(), "delta_prompt_strict": dstrict.tolist()}
+    out = {
+        "runs": len(rows),
+        "points": [
+            {"arm": r[3], "seed": int(r[0]), "delta_s": r[1], "delta_prompt_strict": r[2]} for r in rows
+        ],
+    }
     for name, (x, y) in {"raw": (ds, dstrict), "within_seed": (centred(ds), centred(dstrict))}.items():
         out[name] = {
             "spearman": table_stats.spearman(x, y),
@@ -199,7 +223,11 @@ def summarize(state: dict[str, Any]) -> dict[str, Any]:
         paired[name] = {
             "seeds": seeds,
             **{
-                outcome: paired_effect([read(by_seed[s]) for s in seeds], [read(control[s]) for s in seeds])
+                outcome: paired_effect(
+                    [read(by_seed[s]) for s in seeds],
+                    [read(control[s]) for s in seeds],
+                    RESOLUTION[outcome](control[seeds[0]]),
+                )
                 for outcome, read in OUTCOMES.items()
             },
         }
