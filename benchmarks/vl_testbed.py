@@ -18,8 +18,8 @@ state go under ``--workdir`` (the state after every run: a rerun with the same s
 results go to ``--out``, with SVG charts beside it. The no-protection VLM of seed 0 is kept in the workdir for
 the measured testbed pair.
 
-Usage: ``SINKBENCH_DATA_DIR=../shared/data python benchmarks/vl_testbed.py [--quick]`` (about 2 hours on a
-2-core CPU; ``--quick``: a smoke run of a few minutes into ``out/testbed-quick``).
+Usage: ``SINKBENCH_DATA_DIR=../shared/data python benchmarks/vl_testbed.py [--quick]`` (70 min on a 2-core
+CPU shared with other jobs; ``--quick``: a smoke run of about 2 min into ``out/testbed-quick``).
 """
 
 from __future__ import annotations
