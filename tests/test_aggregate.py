@@ -75,7 +75,8 @@ def test_the_17_pair_panel_reproduces_table_11(panel) -> None:
     assert ifeval["n"] == 17 and round(ifeval["spearman"], 3) == 0.877  # printed as +0.88
     assert ifeval["distinct_s"] == 12  # the paper's own caveat: 17 pairs carry 12 distinct S values
     llms = panel.screening[panel.screening["task"] == "ifeval_strict"]
-    assert len(llms) >= 15 and (llms["role"].str.contains("reference")).sum() == 13
+    # the paper's pairs have 13 reference LLMs; SmolLM2-135M-Instruct is also the reference of the testbed pair
+    assert len(llms) >= 15 and (llms["role"].str.contains("reference")).sum() == 14
 
 
 def test_held_out_coverage_of_the_17_pair_panel(panel) -> None:
@@ -286,3 +287,28 @@ def test_aggregate_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     )
     assert not (tmp_path / "bad").exists()
     assert main(["aggregate", "--submissions", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x")]) == 2
+
+
+def test_a_testbed_pair_is_tabled_but_left_out_of_every_fit(tmp_path: Path) -> None:
+    """The six headline pairs plus the fixture's measured pair: as a testbed pair it changes no statistic."""
+    root = _headline_pairs(tmp_path / "submissions")
+    shutil.copytree(FIXTURES / "pairs" / "tiny-vlm", root / "pairs" / "tiny-vlm")
+    with_pair = build_tables(load_submissions(root).entries)
+    metadata = root / "pairs" / "tiny-vlm" / "metadata.json"
+    metadata.write_text(json.dumps({**json.loads(metadata.read_text()), "testbed": True}), encoding="utf-8")
+    testbed = build_tables(load_submissions(root).entries)
+    headline = build_tables(load_submissions(_headline_pairs(tmp_path / "headline")).entries)
+    ifeval = {name: t.correlations.set_index("task").loc["ifeval_strict"] for name, t in
+              {"with": with_pair, "testbed": testbed, "headline": headline}.items()}  # fmt: skip
+    assert ifeval["with"]["n"] == 7 and ifeval["testbed"]["n"] == ifeval["headline"]["n"] == 6
+    assert ifeval["testbed"]["spearman"] == ifeval["headline"]["spearman"]
+    row = testbed.pairs.set_index(["entry", "task"]).loc[("tiny-vlm", "ifeval_strict")]
+    assert bool(row["testbed"]) and row["delta"] == -25.0 and pd.isna(row["predicted_delta"])
+    held_out = testbed.pairs[testbed.pairs["task"] == "ifeval_strict"].set_index("entry")["predicted_delta"]
+    assert held_out.drop("tiny-vlm").equals(
+        headline.pairs[headline.pairs["task"] == "ifeval_strict"].set_index("entry")["predicted_delta"]
+    )
+    predicted = testbed.screening.set_index(["model_id", "task"]).loc[
+        ("sinkbench-fixtures/tiny-llm-instruct", "ifeval_strict")
+    ]
+    assert predicted["n_pairs"] == 6  # the screening fit, too, is the publication pairs' alone

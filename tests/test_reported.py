@@ -29,9 +29,11 @@ def write_csv(path: Path, rows: list[list[str]], header: list[str] = HEADER) -> 
 
 
 def _seed_rows() -> list[list[str]]:
-    """The seeded pairs as import-reported rows (the CSV route must give the same statistics)."""
+    """The seeded (reported) pairs as import-reported rows (the CSV route must give the same statistics)."""
     rows = []
-    for entry in (e for e in load_submissions(REPO_SUBMISSIONS).entries if e.kind == "pair"):
+    for entry in (
+        e for e in load_submissions(REPO_SUBMISSIONS).entries if e.kind == "pair" and not e.testbed
+    ):
         for task, score in entry.scores.items():
             scores = [
                 str(value) if value is not None else "" for value in (score.reference_score, score.vlm_score)

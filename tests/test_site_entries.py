@@ -125,3 +125,19 @@ def test_submitted_files_are_copies_and_links_are_not_followed(tmp_path: Path) -
     (tmp_path / "outside.txt").write_text("secret", encoding="utf-8")
     with pytest.raises(OSError):
         copy_submitted_file(tmp_path / "swapped.json", tmp_path / "site" / "raw" / "x.json")
+
+
+def test_a_testbed_pair_is_shown_apart_and_not_linked_to_the_hub(tmp_path: Path) -> None:
+    root = Path(shutil.copytree(FIXTURES, tmp_path / "submissions"))
+    metadata = root / "pairs" / "tiny-vlm" / "metadata.json"
+    metadata.write_text(json.dumps({**json.loads(metadata.read_text()), "testbed": True}), encoding="utf-8")
+    build_site(root, tmp_path / "site", experiments_dir=None)
+    board = (tmp_path / "site" / "leaderboard.html").read_text(encoding="utf-8")
+    publication = board.split('id="board-pairs"')[1].split("</table>")[0]
+    testbed = board.split('id="board-testbed-pairs"')[1].split("</table>")[0]
+    assert "pairs/tiny-vlm.html" in testbed and "pairs/tiny-vlm.html" not in publication
+    assert "pairs/tiny-vlm-reported.html" in publication
+    page = (tmp_path / "site" / "pairs" / "tiny-vlm.html").read_text(encoding="utf-8")
+    assert "sb-badge--testbed" in page and "left out of every fit" in page
+    assert "huggingface.co/sinkbench-fixtures/tiny-vlm" not in page
+    assert "huggingface.co/sinkbench-fixtures/tiny-llm-instruct" in page  # the reference is a Hub model

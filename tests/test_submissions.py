@@ -413,3 +413,41 @@ def test_readme_metadata_example_is_valid() -> None:
 def test_validate_defaults_to_the_repository_submissions(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO_SUBMISSIONS.parent)
     assert main(["validate"]) == 0
+
+
+def _limit_ifeval(root: Path, files: tuple[str, ...], limit: int = 8, documents: int = 541) -> None:
+    """Make ``files`` look like ``--limit`` runs of ifeval_strict: ``limit`` of ``documents`` prompts."""
+    for file in files:
+        edit_json(root / file, _set(["config", "limit"], limit))
+        edit_json(root / file, _set(["n-samples", "ifeval_strict", "original"], documents))
+
+
+def test_a_testbed_pair_may_use_limit_on_both_sides_and_shows_its_coverage(root: Path) -> None:
+    _limit_ifeval(root, (REF_STRICT, VLM_RESULTS))
+    assert {p.field for p in load_submissions(root).problems} >= {"config.limit", "n-samples.ifeval_strict"}
+    edit_json(root / PAIR / "metadata.json", _set(["testbed"], True))
+    loaded = load_submissions(root)
+    assert loaded.problems == ()
+    entry = next(entry for entry in loaded.entries if entry.name == "tiny-vlm")
+    assert entry.testbed and entry.scores["ifeval_strict"].coverage == (8, 541)
+
+
+def test_a_testbed_pair_must_limit_both_sides_alike(root: Path) -> None:
+    edit_json(root / PAIR / "metadata.json", _set(["testbed"], True))
+    _limit_ifeval(root, (REF_STRICT,))
+    problems = {(p.file, p.field) for p in load_submissions(root).problems}
+    assert (f"submissions/{VLM_RESULTS}", "config.limit") in problems
+    assert (f"submissions/{VLM_RESULTS}", "n-samples.ifeval_strict.original") in problems
+
+
+def test_a_testbed_pair_needs_only_s_and_ifeval_but_must_be_measured(root: Path) -> None:
+    edit_json(root / PAIR / "metadata.json", _set(["testbed"], True))
+    for file in (REF_STRICT, VLM_RESULTS):
+        for task in ("gsm8k_cot_strict", "gpqa_diamond_cot_strict", "eq_bench_strict"):
+            for block in ("results", "configs", "versions", "n-shot", "n-samples"):
+                edit_json(root / file, lambda data, block=block, task=task: data[block].pop(task))
+    assert load_submissions(root).problems == ()
+    edit_json(root / REPORTED, _set(["testbed"], True))
+    problems = [p for p in load_submissions(root).problems if p.field == "testbed"]
+    assert [p.file for p in problems] == [f"submissions/{REPORTED}"]
+    assert "a testbed pair must be measured" in problems[0].message

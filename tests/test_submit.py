@@ -145,6 +145,25 @@ def test_a_run_without_a_required_task_names_it_and_the_run_to_make(runs, tmp_pa
     assert "\n" not in error
 
 
+def test_a_testbed_pair_needs_only_ifeval_and_is_marked(runs, tmp_path, capsys) -> None:
+    partial = tmp_path / "ifeval-only-run"
+    shutil.copytree(runs["vlm"], partial)
+    for results in partial.rglob("results_*.json"):
+        data = json.loads(results.read_text())
+        for block in ("results", "configs", "versions", "n-shot", "n-samples"):
+            data[block] = {k: v for k, v in data[block].items() if k == "ifeval_strict"}
+        data["group_subtasks"] = {}
+        results.write_text(json.dumps(data))
+    out = tmp_path / "submissions"
+    args = _pair_args({**runs, "vlm": partial}, out, *REFERENCE_ID)
+    assert main(args) == 1
+    error = capsys.readouterr().err
+    assert f"VLM-LM run {partial} lacks" in error and "gsm8k_cot_strict" in error
+    assert main([*args, "--testbed"]) == 0
+    assert json.loads((out / "pairs" / "tiny-pair" / "metadata.json").read_text())["testbed"] is True
+    assert main(["validate", str(out)]) == 0
+
+
 def test_replacing_an_entry_needs_force(runs, tmp_path, capsys) -> None:
     out = tmp_path / "submissions"
     assert main(_pair_args(runs, out, *REFERENCE_ID)) == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -53,3 +54,53 @@ def save_tiny_model(directory: Path, model_type: str = "llama", seed: int = 0) -
     tiny_causal_lm(model_type, seed).save_pretrained(directory)
     tiny_tokenizer().save_pretrained(directory)
     return directory
+
+
+#: The sink heads and attention shape the tiny testbed run uses (4 layers, 4 heads, 2 key/value heads).
+TINY_SINK_HEADS = [[0, 0], [1, 1], [2, 2], [2, 3]]
+TINY_SHAPE = {"num_layers": 4, "num_heads": 4, "num_kv_heads": 2}
+
+
+def run_tiny_testbed(root: Path, log: Callable[[str], None]) -> Path:
+    """The VL testbed's whole pipeline on a tiny Llama (two seeds, three arms, two steps per stage) into ``root``;
+    returns its results file. Running it again resumes (and trains nothing)."""
+    from sinkbench.leaderboard.training import TESTBED_FILE
+    from sinkbench.testbed import experiment
+    from sinkbench.testbed.train import StageSpec
+    from sinkbench.testbed.vlm import VisionSpec
+
+    base = root / "base"
+    if not base.is_dir():
+        save_tiny_model(base)
+    config = experiment.TestbedConfig(
+        stage1=StageSpec(2, 2, 1e-3, 0.5, False),
+        stage2=StageSpec(2, 2, 1e-3, 0.5, True),
+        vision=VisionSpec(
+            image_size=16, patch_size=8, hidden_size=16, intermediate_size=32, layers=1, heads=2
+        ),
+        stage0_steps=2,
+        stage0_batch=4,
+        seeds=(0, 1),
+        bands=2,
+        monitor_every=1,
+        ifeval_prompts=2,
+        max_new_tokens=4,
+        eval_batch=2,
+        visual_images=2,
+    )
+    docs = [
+        {"key": 1, "prompt": "Write a note in lowercase.", "instruction_id_list": ["change_case:english_lowercase"],
+         "kwargs": [{}]},
+        {"key": 2, "prompt": "Answer without commas.", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]},
+    ]  # fmt: skip
+    header = {
+        "created": "2026-12-01T00:00:00+00:00",
+        "command": "SINKBENCH_DATA_DIR=../shared/data python benchmarks/vl_testbed.py",
+        "model": {"id": "tiny-llama"},
+        "machine": {"torch_threads": 1},
+        "ifeval_subset": {"documents": 2, "short_answer_documents": 2, "indices": [0, 1], "rule": "all"},
+    }
+    results = root / "results" / TESTBED_FILE
+    inputs = experiment.Inputs(base, docs, TINY_SINK_HEADS, TINY_SHAPE)
+    experiment.Testbed(config, inputs, root / "work", results, header, log=log).run()
+    return results

@@ -32,6 +32,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pair.add_argument(
         "--vl-recipe", required=True, help="the VL training between the two, e.g. 'SFT+DPO on ...'"
     )
+    pair.add_argument(
+        "--testbed", action="store_true",
+        help="a pair made by sinkbench's VL testbed: shown apart, left out of the fits, ifeval_strict only and "
+        "--limit allowed (default: off)",
+    )  # fmt: skip
     _model_options(pair, "reference", "the reference LLM")
     _model_options(pair, "vlm", "the VLM (an extracted VLM-LM's provenance.json names it)")
     _common(pair)
@@ -125,7 +130,7 @@ def _submit_pair(args: argparse.Namespace) -> int:
             args.reference, args.vlm, name=args.name, out=args.out, submitter=args.submitter,
             vl_recipe=args.vl_recipe, profile=args.profile, reference_id=args.reference_id,
             reference_revision=args.reference_revision, vlm_id=args.vlm_id, vlm_revision=args.vlm_revision,
-            qk_norm=args.qk_norm, force=args.force,
+            qk_norm=args.qk_norm, force=args.force, testbed=args.testbed,
         ),
     )  # fmt: skip
 

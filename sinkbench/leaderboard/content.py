@@ -76,7 +76,7 @@ class ModelFacts:
     model_id: str
     label: str
     revision: str | None
-    url: str
+    url: str | None
     params_b: float | None
     params_source: str | None
     family: str | None
@@ -108,6 +108,7 @@ class TaskResult:
     relative: float | None
     predicted_delta: float | None
     delta_interval: tuple[float, float] | None = None
+    coverage: tuple[int, int] | None = None  # (evaluated, documents) of a testbed pair's --limit run
 
 
 @dataclass(frozen=True)
@@ -209,6 +210,7 @@ class PairView:
     prompt_changes: list[PromptChange] = field(default_factory=list)
     data_files: list[DataFile] = field(default_factory=list)
     reproduce: list[Reproduce] = field(default_factory=list)
+    testbed: bool = False  # made by sinkbench's VL testbed: shown apart, left out of every fit
 
     def result(self, task: str) -> TaskResult | None:
         """The result of ``task``, or None."""

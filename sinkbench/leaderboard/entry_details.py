@@ -30,15 +30,18 @@ def label(model: ModelRef) -> str:
     return model.display_name or model.id
 
 
-def model_facts(model: ModelRef, size: ModelSize | None, *, vlm: bool = False) -> ModelFacts:
+def model_facts(
+    model: ModelRef, size: ModelSize | None, *, vlm: bool = False, on_hub: bool = True
+) -> ModelFacts:
     """What the page shows about one model; ``size`` as :mod:`sinkbench.submissions.facts` found it, and whether
-    sinkbench can re-measure it (``screen`` for an LLM, ``extract-lm`` for a VLM)."""
+    sinkbench can re-measure it (``screen`` for an LLM, ``extract-lm`` for a VLM). A model not on the Hub (a
+    testbed VLM) gets no link."""
     remeasure = support(model.model_type, "extract" if vlm else "probe", model.architecture)
     return ModelFacts(
         model_id=model.id,
         label=label(model),
         revision=model.revision,
-        url=f"https://huggingface.co/{model.id}",
+        url=f"https://huggingface.co/{model.id}" if on_hub else None,
         params_b=size.billions if size else None,
         params_source=size.source if size else None,
         family=model.family,

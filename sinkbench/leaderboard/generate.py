@@ -20,7 +20,7 @@ from pathlib import Path
 
 from sinkbench.leaderboard.content import RawFile
 from sinkbench.leaderboard.pages import PageRenderer
-from sinkbench.leaderboard.training import TrainingPage, find_sink_drift
+from sinkbench.leaderboard.training import TrainingPage, find_testbed
 from sinkbench.leaderboard.views import build_views
 from sinkbench.submissions import Entry, load_valid_entries
 from sinkbench.tables.build import build_tables
@@ -65,7 +65,7 @@ def generate_site(
     with _timed(timings, "aggregate"):
         tables = build_tables(load_valid_entries(submissions_dir), seed=seed)
         views = build_views(tables)
-        training = TrainingPage(experiments_dir, find_sink_drift(experiments_dir))
+        training = TrainingPage(experiments_dir, find_testbed(experiments_dir))
     with _timed(timings, "pages"):
         updated = data_timestamp(submissions_dir, tables.entries)
         pages = renderer.pages(views, tables, training, updated=updated)

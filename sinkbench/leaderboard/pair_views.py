@@ -46,6 +46,7 @@ def _task_result(row: Row, entry: Entry, precision: SourcePrecision | None) -> T
         finite_or_none(row["relative_degradation"]),
         finite_or_none(row["predicted_delta"]),
         (low, high) if low is not None and high is not None else None,
+        entry.scores[task].coverage if task in entry.scores else None,
     )
 
 
@@ -108,7 +109,7 @@ def pair_view(
     return PairView(
         slug=entry.name,
         directory=entry.directory,
-        vlm=details.model_facts(entry.vlm, vlm_size(entry), vlm=True),
+        vlm=details.model_facts(entry.vlm, vlm_size(entry), vlm=True, on_hub=not entry.testbed),
         reference=details.model_facts(entry.llm, llm_size(entry)),
         reference_slug=reference_slug,
         sink_strength=details.shown(
@@ -138,6 +139,7 @@ def pair_view(
             for role, side in entry.sides.items()
             for block in details.reproduce(entry, side, models[role])
         ],
+        testbed=entry.testbed,
     )
 
 

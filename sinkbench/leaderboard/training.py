@@ -1,8 +1,10 @@
-"""The Training dynamics page: the measured sink-drift experiment (``benchmarks/sink_drift.py``), read from the
-results file it commits and shown as a chart of S against step, a table per arm, and the command that made it.
+"""The Training dynamics page: the VL fine-tuning testbed (``benchmarks/vl_testbed.py``), read from the results file
+it commits and shown as tables of every arm, paired effects against no protection, and charts of every run.
 
 The file is read through a schema of the fields the page shows (others are ignored); a file that does not fit
-is one :class:`~sinkbench.leaderboard.sources.SourceInvalid` line naming the file, the field and the fix.
+is one :class:`~sinkbench.leaderboard.sources.SourceInvalid` line naming the file, the field and the fix. Every
+number on the page is either in the file or computed here from it in one line (no statistic is recomputed: the
+benchmark's ``analysis`` block holds them).
 """
 
 from __future__ import annotations
@@ -17,20 +19,96 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sinkbench.leaderboard.content import PlotRef
 from sinkbench.leaderboard.plots import TrajectoryChart
 from sinkbench.leaderboard.sources import SourceInvalid
+from sinkbench.leaderboard.testbed_charts import CouplingChart, PairedChart
 
-#: The results file of ``benchmarks/sink_drift.py``.
-SINK_DRIFT_FILE = "sink_drift.json"
+#: The results file of ``benchmarks/vl_testbed.py``.
+TESTBED_FILE = "vl_testbed.json"
 #: The experiment's arms, in the order they run, with what each does.
 ARM_LABELS = {
     "none": "no protection",
     "sink": "freeze the top-10% sink heads",
-    "random": "freeze as many random heads",
+    "random": "freeze matched random heads",
 }
-_FIX = "rerun `SINKBENCH_DATA_DIR=DIR python benchmarks/sink_drift.py` to rewrite it"
+#: Outcomes of the paired table, with how the page names them and their unit.
+OUTCOME_LABELS = {
+    "sink_strength": ("S of the VLM-LM", "nats"),
+    "prompt_strict": ("IFEval prompt-level strict", "points"),
+    "inst_strict": ("IFEval instruction-level strict", "points"),
+    "prompt_loose": ("IFEval prompt-level loose", "points"),
+    "inst_loose": ("IFEval instruction-level loose", "points"),
+    "visual_accuracy": ("visual accuracy (held-out scenes)", "points"),
+}
+#: Where the page's charts go, site-relative.
+PLOT_PATHS = {
+    "trace": "plots/testbed-s-trace.svg",
+    "strict": "plots/testbed-strict-per-seed.svg",
+    "s_end": "plots/testbed-s-per-seed.svg",
+    "coupling": "plots/testbed-s-vs-strict.svg",
+}
+_FIX = "rerun `SINKBENCH_DATA_DIR=DIR python benchmarks/vl_testbed.py` to rewrite it"
 
 
 class _Record(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class _Spread(_Record):
+    median: float
+    min: float
+    max: float
+
+
+class _Effect(_Record):
+    differences: list[float] = Field(min_length=1)
+    mean: float
+    ci95: list[float | None] = Field(min_length=2, max_length=2)
+    p_sign_flip: float | None
+    positive: int
+    negative: int
+    minimum_detectable: float | None
+
+
+class _Correlation(_Record):
+    spearman: float | None
+    ci95: list[float | None]
+    p_permutation: float | None
+
+
+class _CouplingPoint(_Record):
+    arm: str
+    seed: int
+    delta_s: float
+    delta_prompt_strict: float
+
+
+class _Coupling(_Record):
+    runs: int
+    points: list[_CouplingPoint]
+    raw: _Correlation
+    within_seed: _Correlation
+
+
+class _ArmSummary(_Record):
+    seeds: list[int] = Field(min_length=1)
+    s_start: _Spread
+    s_end_monitor: _Spread
+    sink_strength: _Spread
+    prompt_strict: _Spread
+    inst_strict: _Spread
+    prompt_loose: _Spread
+    inst_loose: _Spread
+    visual_accuracy: _Spread
+    secondary: dict[str, _Spread]
+    frozen_weights: _Spread
+    visual_above_chance: int
+    seconds: dict[str, _Spread]
+
+
+class _Analysis(_Record):
+    arms: dict[str, _ArmSummary] = Field(min_length=1)
+    paired_vs_none: dict[str, dict[str, _Effect | list[int]]]
+    coupling: _Coupling | None
+    stage1: dict[str, _Spread | int] | None
 
 
 class _Point(_Record):
@@ -38,178 +116,271 @@ class _Point(_Record):
     sink_strength: float
 
 
+class _Sink(_Record):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    sink_strength: float
+
+
 class _Ifeval(_Record):
-    prompt_strict_passed: int = Field(ge=0)
+    prompt_strict: float
+    inst_strict: float
     prompts: int = Field(ge=1)
+    instructions: int = Field(ge=1)
 
 
-class _Arm(_Record):
+class _Visual(_Record):
+    accuracy: float
+    chance: float
+    n: int
+
+
+class _Seconds(_Record):
+    seconds: dict[str, float]
+
+
+class _Arm(_Seconds):
     arm: str
-    frozen_weights: int = Field(ge=0)
-    trajectory: list[_Point] = Field(min_length=1)
+    trace: list[_Point] = Field(min_length=1)
+    sink: _Sink
     ifeval: _Ifeval
-    train_seconds: float = Field(ge=0)
-    eval_seconds: float = Field(ge=0)
 
 
-class _Run(_Record):
+class _Stage(_Record):
+    seconds: float = Field(ge=0)
+
+
+class _Seed(_Record):
     seed: int
     arms: list[_Arm]
+    stage0: _Stage
+    stage1: _Stage
+
+
+class _Base(_Seconds):
+    sink: _Sink
+    ifeval: _Ifeval
+    visual_untrained: _Visual
+
+
+class _Subset(_Record):
+    documents: int
+    short_answer_documents: int
+    indices: list[int] = Field(min_length=1)
+    rule: str
 
 
 class _Model(_Record):
     id: str
 
 
-class _SinkDrift(_Record):
+class _Testbed(_Record):
     created: str
     command: str
-    coverage: str
     model: _Model
-    settings: dict[str, float | int | str]
-    base_ifeval: _Ifeval
-    setup_seconds: float = Field(ge=0)
-    runs: list[_Run] = Field(min_length=1)
+    config: dict
+    machine: dict
+    ifeval_subset: _Subset
+    sink_heads: list[list[int]]
+    base: _Base
+    seeds: list[_Seed] = Field(min_length=1)
+    analysis: _Analysis
 
 
 @dataclass(frozen=True)
-class ArmRow:
-    """One arm over every seed: S at the start and the end of training, and the final IFEval score."""
-
-    arm: str
-    label: str
-    seeds: tuple[int, ...]
-    s_start: float
-    s_end: tuple[float, ...]
-    passed: tuple[int, ...]
-    frozen_weights: tuple[int, ...]
-    fell_below_zero: int  # runs in which S was negative at some measured step
-
-    @property
-    def s_end_mean(self) -> float:
-        """Mean of S at the last step over seeds."""
-        return statistics.fmean(self.s_end)
-
-    @property
-    def s_end_spread(self) -> float:
-        """Range of S at the last step over seeds."""
-        return max(self.s_end) - min(self.s_end)
-
-
-@dataclass(frozen=True)
-class TrainingDynamics:
-    """What the Training dynamics page shows of one sink-drift results file."""
+class TestbedResults:
+    """What the Training dynamics page shows of one testbed results file."""
 
     source: str
-    created: str
-    command: str
-    coverage: str
-    model_id: str
-    settings: dict[str, float | int | str]
-    base_passed: int
-    prompts: int
-    rows: tuple[ArmRow, ...]
-    recorded_seconds: float
-    chart: TrajectoryChart
-
-    def arm(self, name: str) -> ArmRow | None:
-        """The row of arm ``name``, if the file has it."""
-        return next((row for row in self.rows if row.arm == name), None)
+    data: _Testbed
 
     @property
-    def runs(self) -> int:
-        """Training runs in the file (arms × seeds)."""
-        return sum(len(row.seeds) for row in self.rows)
+    def arms(self) -> list[str]:
+        """The arms on file, in run order."""
+        return [arm for arm in ARM_LABELS if arm in self.data.analysis.arms] + [
+            arm for arm in self.data.analysis.arms if arm not in ARM_LABELS
+        ]
+
+    def label(self, arm: str) -> str:
+        """How the page names ``arm``."""
+        return ARM_LABELS.get(arm, arm)
+
+    def _by_seed(self, outcome: str) -> tuple[tuple[int, tuple[float | None, ...]], ...]:
+        def value(run: _Arm) -> float:
+            return run.sink.sink_strength if outcome == "s" else 100 * run.ifeval.prompt_strict
+
+        rows = []
+        for seed in self.data.seeds:
+            found = {run.arm: value(run) for run in seed.arms}
+            rows.append((seed.seed, tuple(found.get(arm) for arm in self.arms)))
+        return tuple(rows)
+
+    def charts(self) -> list[PlotRef]:
+        """Every chart of the page: the S traces, S and strict score per seed, and S against strict score."""
+        labels = tuple(self.label(arm) for arm in self.arms)
+        trace = TrajectoryChart(
+            tuple(
+                (
+                    self.label(arm),
+                    tuple(
+                        tuple((p.step, p.sink_strength) for p in run.trace)
+                        for seed in self.data.seeds
+                        for run in seed.arms
+                        if run.arm == arm
+                    ),
+                )
+                for arm in self.arms
+            ),
+            model_label=f"testbed LLaVA on {self.data.model.id} (stage 2)",
+        )
+        base = self.data.base
+        points = self.data.analysis.coupling.points if self.data.analysis.coupling else []
+        return [
+            PlotRef(PLOT_PATHS["trace"], trace),
+            PlotRef(
+                PLOT_PATHS["s_end"],
+                PairedChart(
+                    "S of the VLM-LM (nats)", labels, self._by_seed("s"), base.sink.sink_strength, "base LM"
+                ),
+            ),
+            PlotRef(
+                PLOT_PATHS["strict"],
+                PairedChart(
+                    "IFEval prompt-level strict (%)",
+                    labels,
+                    self._by_seed("strict"),
+                    100 * base.ifeval.prompt_strict,
+                    "base LM",
+                ),
+            ),
+            PlotRef(
+                PLOT_PATHS["coupling"],
+                CouplingChart(
+                    tuple(
+                        (
+                            self.label(arm),
+                            tuple((p.delta_s, p.delta_prompt_strict) for p in points if p.arm == arm),
+                        )
+                        for arm in self.arms
+                    ),
+                    "change in S from the base LM (nats)",
+                    "change in IFEval prompt-level strict (points)",
+                    self.coupling_sentence,
+                ),
+            ),
+        ]
 
     @property
-    def fell_below_zero(self) -> int:
-        """Runs in which S was negative at some measured step."""
-        return sum(row.fell_below_zero for row in self.rows)
+    def coupling_sentence(self) -> str:
+        """Spearman's rho of the change in S against the change in strict score, over runs."""
+        coupling = self.data.analysis.coupling
+        if coupling is None or coupling.raw.spearman is None:
+            return "Too few runs for a correlation"
+        within = coupling.within_seed.spearman
+        within_text = f"{within:+.2f}" if within is not None else "undefined"
+        return (
+            f"Spearman rho over {coupling.runs} runs {coupling.raw.spearman:+.2f} "
+            f"(p = {_p(coupling.raw.p_permutation)}); within seeds {within_text} (p = {_p(coupling.within_seed.p_permutation)})"
+        )
 
     @property
-    def largest_mean_gap(self) -> float:
-        """The largest difference between two arms' mean S at the last step."""
-        means = [row.s_end_mean for row in self.rows]
-        return max(means) - min(means)
+    def recorded_minutes(self) -> float:
+        """The wall times the file records (base model, stages 0 and 1 per seed, every run), in minutes."""
+        seconds = sum(self.data.base.seconds.values()) + sum(
+            seed.stage0.seconds + seed.stage1.seconds + sum(run.seconds["total"] for run in seed.arms)
+            for seed in self.data.seeds
+        )
+        return seconds / 60
+
+    def lowest_s(self, arm: str) -> tuple[int, float]:
+        """The step at which the median S over ``arm``'s runs is lowest, and that median."""
+        by_step: dict[int, list[float]] = {}
+        for seed in self.data.seeds:
+            for run in (r for r in seed.arms if r.arm == arm):
+                for point in run.trace:
+                    by_step.setdefault(point.step, []).append(point.sink_strength)
+        return min(
+            ((step, statistics.median(values)) for step, values in by_step.items()), key=lambda x: x[1]
+        )
+
+    def effect(self, arm: str, outcome: str) -> _Effect | None:
+        """The paired effect of ``arm`` against no protection on ``outcome``, if on file."""
+        found = self.data.analysis.paired_vs_none.get(arm, {}).get(outcome)
+        return found if isinstance(found, _Effect) else None
 
     @property
-    def largest_seed_spread(self) -> float:
-        """The largest range of S at the last step over one arm's seeds."""
-        return max(row.s_end_spread for row in self.rows)
+    def answer(self) -> str:
+        """The page's question answered in one sentence from the sink arm's paired effects."""
+        strict, s = self.effect("sink", "prompt_strict"), self.effect("sink", "sink_strength")
+        if strict is None or s is None:
+            return "This file has no sink-head arm paired with a no-protection run, so it cannot answer."
+        n = len(strict.differences)
+        none = self.data.analysis.arms.get("none")
+        erosion = (
+            f" Without protection the VLM-LMs scored {none.prompt_strict.median:.1f} points (median) against the "
+            f"base model's {100 * self.data.base.ifeval.prompt_strict:.1f}."
+            if none
+            else ""
+        )
+        return (
+            f"{_verdict(strict)} over {n} seeds, freezing the sink heads changed IFEval prompt-level strict "
+            f"accuracy by {strict.mean:+.1f} points (95% CI {_ci(strict)}, sign-flip p = {_p(strict.p_sign_flip)}; "
+            f"{_mde(strict, 'points')}) and S of the VLM-LM by {s.mean:+.2f} nats ({_ci(s, 2)}, "
+            f"p = {_p(s.p_sign_flip)}).{erosion}"
+        )
 
-    @property
-    def ifeval_gap(self) -> int:
-        """The largest difference in IFEval prompts passed between any two runs, the untrained model included."""
-        passed = [self.base_passed, *(count for row in self.rows for count in row.passed)]
-        return max(passed) - min(passed)
+
+def _verdict(effect: _Effect) -> str:
+    """Yes or no when the sign-flip test rejects no effect; no when the interval excludes every effect this design
+    detects (an equivalence reading of the interval); else that the design cannot tell."""
+    p, (low, high), mde = effect.p_sign_flip, effect.ci95, effect.minimum_detectable
+    if p is not None and p <= 0.05:
+        return "Yes, it helped:" if effect.mean > 0 else "No, it hurt:"
+    if None not in (low, high, mde) and -mde < low and high < mde:
+        return "No, not by as much as this design can detect:"
+    return "This design cannot tell:"
 
 
-def read_sink_drift(path: Path, shown: str) -> TrainingDynamics:
-    """Read a ``sink_drift.json`` (``shown`` is how messages name it).
+def _p(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _ci(effect: _Effect, digits: int = 1) -> str:
+    low, high = effect.ci95
+    if low is None or high is None:
+        return "n/a"
+    return f"[{low:+.{digits}f}, {high:+.{digits}f}]"
+
+
+def _mde(effect: _Effect, unit: str) -> str:
+    value = effect.minimum_detectable
+    if value is None:
+        return "with this few seeds no difference is detectable"
+    return f"the smallest difference detectable with 80% power is about {value:.1f} {unit}"
+
+
+def read_testbed(path: Path, shown: str) -> TestbedResults:
+    """Read a ``vl_testbed.json`` (``shown`` is how messages name it).
 
     Raises:
         SourceInvalid: the file is not JSON or lacks a field the page shows.
     """
     try:
-        data = _SinkDrift.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        data = _Testbed.model_validate(json.loads(path.read_text(encoding="utf-8")))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise SourceInvalid(f"{shown}: <file>: is not UTF-8 JSON ({error}). Fix: {_FIX}") from None
     except ValidationError as error:
         first = error.errors()[0]
         field = ".".join(str(part) for part in first["loc"]) or "<file>"
         raise SourceInvalid(f"{shown}: {field}: {first['msg']}. Fix: {_FIX}") from None
-    arms: dict[str, list[tuple[int, _Arm]]] = {}
-    for run in data.runs:
-        for arm in run.arms:
-            arms.setdefault(arm.arm, []).append((run.seed, arm))
-    rows = tuple(_row(name, runs) for name, runs in arms.items())
-    recorded = data.setup_seconds + sum(
-        arm.train_seconds + arm.eval_seconds for run in data.runs for arm in run.arms
-    )
-    return TrainingDynamics(
-        source=shown,
-        created=data.created,
-        command=data.command.strip(),
-        coverage=data.coverage,
-        model_id=data.model.id,
-        settings=data.settings,
-        base_passed=data.base_ifeval.prompt_strict_passed,
-        prompts=data.base_ifeval.prompts,
-        rows=rows,
-        recorded_seconds=recorded,
-        chart=TrajectoryChart(
-            tuple(
-                (
-                    row.label,
-                    tuple(
-                        tuple((p.step, p.sink_strength) for p in arm.trajectory) for _, arm in arms[row.arm]
-                    ),
-                )
-                for row in rows
-            ),
-            model_label=data.model.id,
-        ),
-    )
+    return TestbedResults(shown, data)
 
 
-def _row(name: str, runs: list[tuple[int, _Arm]]) -> ArmRow:
-    return ArmRow(
-        arm=name,
-        label=ARM_LABELS.get(name, name),
-        seeds=tuple(seed for seed, _ in runs),
-        s_start=runs[0][1].trajectory[0].sink_strength,
-        s_end=tuple(arm.trajectory[-1].sink_strength for _, arm in runs),
-        passed=tuple(arm.ifeval.prompt_strict_passed for _, arm in runs),
-        frozen_weights=tuple(arm.frozen_weights for _, arm in runs),
-        fell_below_zero=sum(any(p.sink_strength < 0 for p in arm.trajectory) for _, arm in runs),
-    )
-
-
-def find_sink_drift(folder: Path | None) -> TrainingDynamics | None:
+def find_testbed(folder: Path | None) -> TestbedResults | None:
     """The experiment in ``folder`` (None or a folder without the file: None, and the page says so)."""
-    if folder is None or not (folder / SINK_DRIFT_FILE).is_file():
+    if folder is None or not (folder / TESTBED_FILE).is_file():
         return None
-    return read_sink_drift(folder / SINK_DRIFT_FILE, (folder / SINK_DRIFT_FILE).as_posix())
+    return read_testbed(folder / TESTBED_FILE, (folder / TESTBED_FILE).as_posix())
 
 
 @dataclass(frozen=True)
@@ -217,20 +388,19 @@ class TrainingPage:
     """The Training dynamics page: where it looked for results, and what it found there (or None)."""
 
     folder: Path | None
-    run: TrainingDynamics | None
-
-    #: Where the page's chart goes, site-relative.
-    PLOT_PATH = "plots/training-sink-drift.svg"
+    run: TestbedResults | None
 
     def plots(self) -> list[PlotRef]:
-        """The page's chart, when there are results."""
-        return [PlotRef(self.PLOT_PATH, self.run.chart)] if self.run else []
+        """The page's charts, when there are results."""
+        return self.run.charts() if self.run else []
 
     def context(self) -> dict[str, object]:
         """What ``training.md.j2`` is given."""
+        plots = {key: plot for key, plot in zip(PLOT_PATHS, self.plots(), strict=False)}
         return {
             "run": self.run,
-            "plot": self.plots()[0] if self.run else None,
-            "results_file": SINK_DRIFT_FILE,
+            "plots": plots,
+            "outcomes": OUTCOME_LABELS,
+            "results_file": TESTBED_FILE,
             "experiments_dir": self.folder.as_posix() if self.folder else "(none given)",
         }

@@ -175,9 +175,10 @@ def build_views(tables: AggregateTables) -> SiteViews:
         pairs=pairs,
         backbones=backbones,
         correlations=correlations,
-        scatters=[_scatter(row, pairs) for row in correlations],
+        scatters=[_scatter(row, [pair for pair in pairs if not pair.testbed]) for row in correlations],
         counts={
-            "pairs": len(pairs),
+            "pairs": sum(not pair.testbed for pair in pairs),
+            "testbed_pairs": sum(pair.testbed for pair in pairs),
             "backbones": len(backbones),
             "measured": sum(entry.provenance == "measured" for entry in tables.entries),
             "reported": sum(entry.provenance == "reported" for entry in tables.entries),

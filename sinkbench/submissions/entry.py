@@ -106,7 +106,8 @@ class TaskScore:
     ``delta`` is ``vlm_score - reference_score`` when both are known (more digits than a printed
     delta), else the published delta. ``derived`` names the values computed from published ones.
     ``coverage`` is ``(evaluated, documents)`` when a measured run skipped documents (``--limit``; only a
-    backbone's own scores may, see :func:`sinkbench.submissions.lm_eval_rules.rule_no_limit`), else None.
+    backbone's own scores and a testbed pair's may, see :func:`sinkbench.submissions.lm_eval_rules.rule_no_limit`),
+    else None.
     """
 
     task: str
@@ -170,6 +171,11 @@ class Entry:
     def metadata_file(self) -> str:
         """Path of ``metadata.json`` as shown in messages."""
         return f"{self.directory}/metadata.json"
+
+    @property
+    def testbed(self) -> bool:
+        """Whether this is a testbed pair (shown apart, left out of the fits; see ``PairMetadata.testbed``)."""
+        return isinstance(self.metadata, PairMetadata) and self.metadata.testbed
 
     @property
     def llm(self) -> ModelRef:

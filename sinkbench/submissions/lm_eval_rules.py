@@ -23,8 +23,8 @@ _SAME_RUN = "submit the samples file of the same run"
 #: This project's own tasks: never groups, so their records are required whatever ``group_subtasks`` claims.
 _OWN_TASKS = frozenset({SINK_TASK, *FORMAT_TASKS})
 _NO_LIMIT_FIX = (
-    "rerun sink_strength without --limit (a backbone's strict-suite tasks may use --limit, in a results file "
-    "of their own)"
+    "rerun sink_strength without --limit (a backbone's or a testbed pair's strict-suite tasks may use --limit, in "
+    "a results file of their own)"
 )
 
 #: QK-norm class by Hugging Face ``model_type``; unknown types are not detected.
@@ -72,10 +72,11 @@ def rule_task_in_one_file(entry: Entry) -> Iterator[Problem]:
 def rule_no_limit(entry: Entry) -> Iterator[Problem]:
     """Full test sets wherever a statistic reads the numbers: both sides of a pair and every ``sink_strength``.
 
-    A backbone's own strict-suite scores feed no statistic, so they may come from a ``--limit`` run in a results
-    file without ``sink_strength``; the site shows them with their coverage (e.g. "250 of 1,319 documents").
+    A backbone's own strict-suite scores and a testbed pair's feed no statistic, so they may come from a ``--limit``
+    run in a results file without ``sink_strength``; the site shows them with their coverage (e.g. "250 of 1,319
+    documents"). Both sides of a testbed pair must then cover the same documents (:func:`rule_pair_settings_match`).
     """
-    partial_allowed = entry.kind == "backbone"
+    partial_allowed = entry.kind == "backbone" or entry.testbed
     for item in _results(entry):
         if item.data.config.limit is not None and not (
             partial_allowed and SINK_TASK not in item.data.results
@@ -205,6 +206,8 @@ def _settings(item: ResultsFile, task: str) -> dict[str, Any]:
         f"versions.{task}": data.versions.get(task),
         f"n-shot.{task}": data.n_shot.get(task),
         f"n-samples.{task}.original": count.original if count else None,
+        f"n-samples.{task}.effective": count.effective if count else None,
+        "config.limit": data.config.limit,
         **{
             f"configs.{task}.{key}": _without_addresses(value)
             for key, value in task_config.items()

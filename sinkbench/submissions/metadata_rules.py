@@ -105,6 +105,8 @@ def rule_revisions_recorded(entry: Entry) -> Iterator[Problem]:
 
 
 def _required_tasks(entry: Entry) -> dict[str, tuple[str, ...]]:
+    if entry.testbed:  # a testbed pair feeds no fit: S and the headline task are enough
+        return {"reference": (SINK_TASK, IFEVAL_TASK), "vlm": (IFEVAL_TASK,)}
     if entry.kind == "pair":
         return {"reference": (SINK_TASK, *FORMAT_TASKS), "vlm": FORMAT_TASKS}
     return {"backbone": (SINK_TASK,)}
@@ -113,8 +115,17 @@ def _required_tasks(entry: Entry) -> dict[str, tuple[str, ...]]:
 def rule_required_tasks(entry: Entry) -> Iterator[Problem]:
     """Measured pairs: S and the strict suite on the reference, the strict suite on the VLM-LM; backbones: S.
 
-    Reported pairs must at least report the headline task, ``ifeval_strict``.
+    Reported pairs must at least report the headline task, ``ifeval_strict``; testbed pairs must be measured and
+    hold S and ``ifeval_strict`` on the reference and ``ifeval_strict`` on the VLM-LM.
     """
+    if entry.testbed and entry.provenance != "measured":
+        yield Problem(
+            entry.metadata_file,
+            "testbed",
+            "a testbed pair must be measured (its VLM is made by the testbed, not published).",
+            "set provenance to 'measured' and add its lm-eval files, or remove `testbed`",
+        )
+        return
     if entry.provenance == "reported":
         if entry.kind == "pair" and IFEVAL_TASK not in entry.scores:
             yield Problem(

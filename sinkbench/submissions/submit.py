@@ -20,7 +20,7 @@ from typing import Any
 
 from sinkbench.errors import UserError
 from sinkbench.safe_io import UnsafeFileError, file_sha256, install_directory, read_json
-from sinkbench.submissions.catalogue import FOLDER_OF_KIND, FORMAT_TASKS, SINK_TASK
+from sinkbench.submissions.catalogue import FOLDER_OF_KIND, FORMAT_TASKS, IFEVAL_TASK, SINK_TASK
 from sinkbench.submissions.entry import Entry
 from sinkbench.submissions.gate import SubmissionsInvalid, load_entry, load_submissions, run_rules
 from sinkbench.submissions.lm_eval_rules import detect_qk_norm
@@ -323,11 +323,17 @@ def submit_pair(
     reference_dir: Path, vlm_dir: Path, *, name: str, out: Path, submitter: str, vl_recipe: str,
     profile: Path | None = None, reference_id: str | None = None, reference_revision: str | None = None,
     vlm_id: str | None = None, vlm_revision: str | None = None, qk_norm: str | None = None, force: bool = False,
+    testbed: bool = False,
 ) -> Submitted:  # fmt: skip
-    """A measured pair entry from the reference LLM's run folder, the VLM-LM's run folder and an optional profile."""
+    """A measured pair entry from the reference LLM's run folder, the VLM-LM's run folder and an optional profile.
+
+    ``testbed`` marks a pair made by sinkbench's VL testbed: it needs only S and ``ifeval_strict``, may use
+    ``--limit``, and is shown apart from the other pairs and left out of their fits.
+    """
     reference, vlm = read_run(Path(reference_dir), "reference"), read_run(Path(vlm_dir), "VLM-LM")
-    require_tasks(reference, (SINK_TASK, *FORMAT_TASKS), "reference")
-    require_tasks(vlm, FORMAT_TASKS, "VLM-LM")
+    strict = (IFEVAL_TASK,) if testbed else FORMAT_TASKS
+    require_tasks(reference, (SINK_TASK, *strict), "reference")
+    require_tasks(vlm, strict, "VLM-LM")
     reference_model = model_of(
         reference, model_id=reference_id, revision=reference_revision, option="reference"
     )
@@ -337,6 +343,8 @@ def submit_pair(
         "vlm": _model_ref(vlm_model, None), "reference_llm": _model_ref(reference_model, None),
         "qk_norm": qk_norm_of(reference_model, reference, qk_norm), "vl_recipe": vl_recipe, "submitter": submitter,
     }  # fmt: skip
+    if testbed:
+        metadata["testbed"] = True
 
     def fill(folder: Path) -> int:
         records = _copy_run(reference, reference_model, folder / "reference", "reference/")

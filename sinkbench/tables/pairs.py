@@ -35,6 +35,7 @@ PAIRS_COLUMNS = [
     "predicted_delta",
     "derived",
     "source",
+    "testbed",
 ]
 _FLOAT_COLUMNS = [
     "reference_score",
@@ -105,14 +106,18 @@ def _pair_rows(entries: Sequence[Entry], seed: int) -> list[dict]:
                     "provenance": entry.provenance,
                     "derived": _derived(entry, score),
                     "source": score.source,
+                    "testbed": entry.testbed,
                 }
             )
     return rows
 
 
 def usable_pairs(pairs: pd.DataFrame, task: str) -> pd.DataFrame:
-    """Rows of ``task`` with both S and delta known: the data every statistic of that task uses."""
+    """Rows of ``task`` with both S and delta known, testbed pairs left out: the data every statistic of that task
+    uses."""
     rows = pairs[pairs["task"] == task]
+    if "testbed" in rows:
+        rows = rows[~rows["testbed"].astype(bool)]
     return rows[rows["sink_strength"].notna() & rows["delta"].notna()]
 
 

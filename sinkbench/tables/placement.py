@@ -41,12 +41,14 @@ class PlacementData:
 
     @classmethod
     def from_entries(cls, entries: tuple[Entry, ...], source: str) -> PlacementData:
-        """The pairs and ranked backbones of validated entries."""
+        """The pairs (testbed pairs left out, as from every fit) and ranked backbones of validated entries."""
         pairs = pairs_table(entries)
         llms = (
             screening_table(entries, pairs).drop_duplicates("model_id")[_LLM_COLUMNS].reset_index(drop=True)
         )
-        return cls(source, pairs[_PAIR_COLUMNS].reset_index(drop=True), llms)
+        return cls(
+            source, pairs.loc[~pairs["testbed"].astype(bool), _PAIR_COLUMNS].reset_index(drop=True), llms
+        )
 
     @classmethod
     def from_submissions(cls, root: Path) -> PlacementData:

@@ -1,0 +1,124 @@
+"""Charts of the VL fine-tuning testbed (the Training dynamics page) that show every run, not only averages.
+
+* :class:`PairedChart`: one outcome per arm, each seed a line joining its arms (the pairing the statistics use);
+* :class:`CouplingChart`: per run, the change in S from the base model against the change in the strict score.
+
+Built like the other charts of :mod:`sinkbench.leaderboard.plots` (its style, margins and SVG writer).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+
+import matplotlib
+
+from sinkbench.leaderboard.plots import _ARM_COLOURS, _STYLE, _new_axes, _plain, _to_svg
+
+
+@dataclass(frozen=True)
+class PairedChart:
+    """``outcome`` per arm for every seed; each seed's values joined by a line across the arms.
+
+    ``seeds`` holds ``(seed, values)`` with one value per arm (None where the run is missing); ``reference`` is
+    the base model's value, drawn as a dashed line.
+    """
+
+    outcome: str
+    arms: tuple[str, ...]
+    seeds: tuple[tuple[int, tuple[float | None, ...]], ...]
+    reference: float | None
+    reference_label: str
+
+    @property
+    def alt(self) -> str:
+        """One-paragraph description for ``alt`` and ``<desc>``."""
+        rows = "; ".join(
+            f"seed {seed}: " + ", ".join(f"{arm} {_fmt(v)}" for arm, v in zip(self.arms, values, strict=True))
+            for seed, values in self.seeds
+        )
+        base = f" {self.reference_label}: {_fmt(self.reference)}." if self.reference is not None else ""
+        return f"Dot-and-line chart of {self.outcome} per arm, one line per seed. {rows}.{base}"
+
+    def svg(self) -> str:
+        """Draw the chart."""
+        with matplotlib.rc_context(_STYLE):
+            figure, axes = _new_axes(6.4, 3.6, left=0.75)
+            for index, (seed, values) in enumerate(self.seeds):
+                points = [(x, v) for x, v in enumerate(values) if v is not None]
+                xs = [x + 0.03 * (index - len(self.seeds) / 2) for x, _ in points]
+                axes.plot(xs, [v for _, v in points], color="#9e9e9e", linewidth=0.8, zorder=2)
+                for x, (arm_index, v) in zip(xs, points, strict=True):
+                    colour = _ARM_COLOURS[arm_index % len(_ARM_COLOURS)]
+                    axes.plot([x], [v], marker="o", markersize=4, color=colour, zorder=3)
+                axes.annotate(
+                    str(seed),
+                    (xs[-1], points[-1][1]),
+                    xytext=(4, 0),
+                    textcoords="offset points",
+                    fontsize=6.5,
+                )
+            if self.reference is not None:
+                axes.axhline(self.reference, color="#616161", linestyle="--", linewidth=0.9, zorder=1)
+                axes.annotate(
+                    _plain(self.reference_label),
+                    (0, self.reference),
+                    xytext=(0, 3),
+                    textcoords="offset points",
+                    fontsize=7,
+                    color="#616161",
+                )
+            axes.set_xticks(range(len(self.arms)), [textwrap.fill(_plain(arm), 22) for arm in self.arms])
+            axes.set_xlim(-0.4, len(self.arms) - 0.6)
+            axes.set_ylabel(_plain(self.outcome))
+            axes.set_title(
+                _plain(f"{self.outcome}: every seed (numbers) in every arm"), loc="left", fontsize=10
+            )
+        return _to_svg(figure, f"{self.outcome} per arm and seed", self.alt)
+
+
+@dataclass(frozen=True)
+class CouplingChart:
+    """Per run, the change in S (x) against the change in the strict score (y), both from the base model."""
+
+    arms: tuple[tuple[str, tuple[tuple[float, float], ...]], ...]
+    x_label: str
+    y_label: str
+    summary: str
+
+    @property
+    def alt(self) -> str:
+        """One-paragraph description for ``alt`` and ``<desc>``."""
+        parts = "; ".join(
+            f"{label}: " + ", ".join(f"({x:+.2f}, {y:+.1f})" for x, y in points)
+            for label, points in self.arms
+        )
+        return f"Scatter of {self.y_label} against {self.x_label}, one point per run. {parts}. {self.summary}"
+
+    def svg(self) -> str:
+        """Draw the chart."""
+        with matplotlib.rc_context(_STYLE):
+            figure, axes = _new_axes(6.4, 4.0, left=0.75)
+            for index, (label, points) in enumerate(self.arms):
+                if points:
+                    xs, ys = zip(*points, strict=True)
+                    axes.scatter(
+                        xs,
+                        ys,
+                        s=22,
+                        color=_ARM_COLOURS[index % len(_ARM_COLOURS)],
+                        label=_plain(label),
+                        zorder=3,
+                    )
+            axes.axhline(0.0, color="#9e9e9e", linewidth=0.8, zorder=1)
+            axes.axvline(0.0, color="#9e9e9e", linewidth=0.8, zorder=1)
+            axes.set_xlabel(_plain(self.x_label))
+            axes.set_ylabel(_plain(self.y_label))
+            axes.set_title(_plain(self.summary), loc="left", fontsize=9)
+            if self.arms:
+                axes.legend(frameon=False, fontsize=7.5, loc="best")
+        return _to_svg(figure, f"{self.y_label} against {self.x_label}", self.alt)
+
+
+def _fmt(value: float | None) -> str:
+    return "missing" if value is None else f"{value:.2f}"

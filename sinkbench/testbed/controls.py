@@ -1,0 +1,79 @@
+"""The heads each arm freezes: the sink heads, and a random control matched to them.
+
+The control must differ from the sink arm in one thing only, which heads. :func:`matched_random_heads` draws,
+in every layer band (the model's depth cut into ``bands`` equal parts), as many key/value heads as the sink
+heads occupy there and as many query heads inside them, none of them sharing a key head with a sink head. With
+``protect_sink_heads`` freezing the query rows of each head and the key rows of each key head, both arms then
+freeze the same number of weights in the same bands. The draw uses its own generator, seeded from the run seed
+and a fixed stream number, independent of the data order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+#: Stream number of the control's generator (``numpy.random.default_rng([seed, CONTROL_STREAM])``).
+CONTROL_STREAM = 7
+
+
+def band_of(layer: int, num_layers: int, bands: int) -> int:
+    """The band (0 .. bands - 1) of ``layer`` when ``num_layers`` layers are cut into ``bands`` equal parts."""
+    return layer * bands // num_layers
+
+
+def matched_random_heads(
+    sink: Sequence[Sequence[int]],
+    *,
+    num_layers: int,
+    num_heads: int,
+    num_kv_heads: int,
+    bands: int,
+    seed: int,
+) -> list[list[int]]:
+    """Random ``[layer, head]`` pairs matched to ``sink`` per band in query heads and key/value heads.
+
+    Raises:
+        ValueError: a band has fewer key/value heads free of sink heads than the sink heads occupy there
+            (choose fewer bands).
+    """
+    group = num_heads // num_kv_heads
+    sink_units = {(layer, head // group) for layer, head in sink}
+    rng = np.random.default_rng([seed, CONTROL_STREAM])
+    chosen: list[list[int]] = []
+    for band in range(bands):
+        queries = [(layer, head) for layer, head in sink if band_of(layer, num_layers, bands) == band]
+        units = {(layer, head // group) for layer, head in queries}
+        if not queries:
+            continue
+        free = [
+            (layer, unit)
+            for layer in range(num_layers)
+            if band_of(layer, num_layers, bands) == band
+            for unit in range(num_kv_heads)
+            if (layer, unit) not in sink_units
+        ]
+        if len(free) < len(units):
+            raise ValueError(
+                f"Band {band} of {bands}: the sink heads use {len(units)} key/value heads but only {len(free)} "
+                "are free of sink heads; match over fewer, wider bands."
+            )
+        picked = [free[i] for i in rng.choice(len(free), size=len(units), replace=False)]
+        heads = [[layer, unit * group + int(rng.integers(group))] for layer, unit in picked]
+        spare = [
+            [layer, unit * group + offset]
+            for layer, unit in picked
+            for offset in range(group)
+            if [layer, unit * group + offset] not in heads
+        ]
+        extra = len(queries) - len(heads)
+        heads += [spare[i] for i in rng.choice(len(spare), size=extra, replace=False)] if extra else []
+        chosen += heads
+    return sorted(chosen)
+
+
+def frozen_units(heads: Sequence[Sequence[int]], num_heads: int, num_kv_heads: int) -> dict[str, int]:
+    """Counts that the matching must equal: query heads and (layer, key/value head) pairs."""
+    group = num_heads // num_kv_heads
+    return {"query_heads": len(heads), "kv_heads": len({(layer, head // group) for layer, head in heads})}
