@@ -16,8 +16,9 @@ CAP=${CAP:-64}
 NAME=${NAME:-vl-testbed-smollm2-135m-seed0}
 VLM=${VLM:-out/testbed/seed0/none/vlm}
 RUNS=${RUNS:-out/testbed-pair}
-export SINKBENCH_DATA_DIR=${SINKBENCH_DATA_DIR:-../shared/data}
-export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
+# IFEval comes from the Hugging Face Hub, as ifeval_strict loads it; offline, set SINKBENCH_DATA_DIR to a folder
+# holding IFEval's ifeval_input_data.jsonl (the model is local either way).
+if [ -n "${SINKBENCH_DATA_DIR:-}" ]; then export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1; fi
 
 # The reference LLM as a transformers folder: the embedded SmolLM2-135M-Instruct, dequantized once and cached.
 read -r REFERENCE REFERENCE_SHA < <(python -c \

@@ -18,8 +18,10 @@ state go under ``--workdir`` (the state after every run: a rerun with the same s
 results go to ``--out``, with SVG charts beside it. The no-protection VLM of seed 0 is kept in the workdir for
 the measured testbed pair.
 
-Usage: ``SINKBENCH_DATA_DIR=../shared/data python benchmarks/vl_testbed.py [--quick]`` (70 min on a 2-core
-CPU shared with other jobs; ``--quick``: a smoke run of about 2 min into ``out/testbed-quick``).
+Usage: ``python benchmarks/vl_testbed.py [--quick]`` loads IFEval from the Hugging Face Hub, as ``ifeval_strict``
+does; offline, ``SINKBENCH_DATA_DIR=DIR python benchmarks/vl_testbed.py`` reads the original release file
+``ifeval_input_data.jsonl`` from DIR (70 min on a 2-core CPU shared with other jobs; ``--quick``: a smoke run
+of about 2 min into ``out/testbed-quick``).
 """
 
 from __future__ import annotations
@@ -35,15 +37,14 @@ from pathlib import Path
 import torch
 
 from sinkbench.provenance import report_header
-from sinkbench.safe_io import file_sha256
-from sinkbench.tasks._data import DATA_DIR_ENV, local_data_dir, read_jsonl
+from sinkbench.tasks._data import DATA_DIR_ENV, DataUnavailable, load_task_data
+from sinkbench.tasks.ifeval_strict.utils import SOURCE as IFEVAL
 from sinkbench.testbed.experiment import Inputs, Testbed, TestbedConfig, ifeval_subset_record
 from sinkbench.testbed.ifeval_short import MAX_WORDS_IN_TEXT, short_answer_prompts
 from sinkbench.testbed.train import StageSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "vl_testbed.json"
-IFEVAL_FILE = "ifeval_input_data.jsonl"
 
 FULL = TestbedConfig(
     stage1=StageSpec(steps=12, batch_size=8, lr=1e-3, warmup=0.1, train_lm=False),
@@ -87,18 +88,17 @@ def sink_heads(base_dir: Path, top_frac: float) -> tuple[list[list[int]], dict[s
 
 
 def _ifeval(count: int) -> tuple[list[dict], dict]:
-    """The first ``count`` short-answer IFEval prompts and the record of where they came from."""
-    data_dir = local_data_dir()
-    if data_dir is None or not (data_dir / IFEVAL_FILE).is_file():
-        raise SystemExit(
-            f"Set {DATA_DIR_ENV} to a folder holding {IFEVAL_FILE} (e.g. {DATA_DIR_ENV}=../shared/data)."
-        )
-    path = data_dir / IFEVAL_FILE
-    docs = read_jsonl(path)
+    """The first ``count`` short-answer IFEval prompts and the record of where they came from: the hub dataset
+    ``ifeval_strict`` uses, or, with ``SINKBENCH_DATA_DIR`` set, the local release file (and its sha256)."""
+    try:
+        data, where = load_task_data(IFEVAL)
+    except DataUnavailable as error:
+        raise SystemExit(str(error)) from None
+    docs = [dict(doc) for doc in data[IFEVAL.split]]
     indices = short_answer_prompts(docs, count)
+    local = where.get("files", [{}])[0]
     source = {
-        "file": IFEVAL_FILE,
-        "sha256": file_sha256(path),
+        **({"file": local["file"], "sha256": local["sha256"]} if local else {"hub": where.get("dataset")}),
         "documents": len(docs),
         "short_answer_documents": len(short_answer_prompts(docs)),
         "rule": "every instruction satisfiable in a short answer (bounds in sinkbench.testbed.ifeval_short."
@@ -130,7 +130,9 @@ def main() -> None:
         **report_header(),
         "command": " ".join(
             [
-                f"{DATA_DIR_ENV}=../shared/data python benchmarks/vl_testbed.py",
+                f"{DATA_DIR_ENV}=DIR python benchmarks/vl_testbed.py"
+                if os.environ.get(DATA_DIR_ENV)
+                else "python benchmarks/vl_testbed.py",
                 *map(shlex.quote, sys.argv[1:]),
             ]
         ),

@@ -45,7 +45,7 @@ PLOT_PATHS = {
     "s_end": "plots/testbed-s-per-seed.svg",
     "coupling": "plots/testbed-s-vs-strict.svg",
 }
-_FIX = "rerun `SINKBENCH_DATA_DIR=DIR python benchmarks/vl_testbed.py` to rewrite it"
+_FIX = "rerun `python benchmarks/vl_testbed.py` to rewrite it"
 
 
 class _Record(BaseModel):
