@@ -99,3 +99,26 @@ def test_a_vlm_is_probed_on_its_language_model():
         LlavaConfig(text_config=text, vision_config=vision, image_token_index=299)
     )
     assert attention_layout(model.eval(), TOKENS).labels == [0, 1]
+
+
+def test_layers_with_fewer_heads_give_the_probe_and_the_eager_route_the_same_shapes_and_values():
+    """A model whose first layer has twice the query heads of its second (as per-layer head counts do): with only
+    the narrow layer probed, both routes stack G to that layer's width and agree on every value."""
+    from transformers import LlamaConfig
+
+    from sinkbench.sink.naive import naive_observations_tokens
+    from sinkbench.sink.observe import observe_tokens
+
+    model = _model(LlamaConfig(num_hidden_layers=2, num_key_value_heads=2, head_dim=8, **SMALL))
+    wide = model.model.layers[0].self_attn
+    wide.q_proj = torch.nn.Linear(32, 64, bias=False)
+    wide.o_proj = torch.nn.Linear(64, 32, bias=False)
+    wide.num_key_value_groups = 4
+    options = ProbeOptions(num_layers=1, batch_size=2)
+    prompts = [TOKENS, TOKENS[1:]]
+    probe, naive = observe_tokens(model, prompts, options), naive_observations_tokens(model, prompts, options)
+    for p, n in zip(probe, naive, strict=True):
+        assert p.g.shape == n.g.shape == (1, 4, len(p.g[0, 0]))
+        assert p.first_token_attention.shape == n.first_token_attention.shape
+        assert torch.allclose(p.g, n.g, atol=1e-4, equal_nan=True)
+        assert torch.equal(p.sink_position, n.sink_position)

@@ -16,7 +16,7 @@ from sinkbench.sink.attention import LEARNED_SINKS
 from sinkbench.sink.layers import AttentionLayout, decoder_of, input_device
 from sinkbench.sink.observe import check_supported, encode_prompts
 from sinkbench.sink.options import ProbeOptions
-from sinkbench.sink.strength import PromptObservations
+from sinkbench.sink.strength import PromptObservations, stack_heads
 
 
 class EagerHidesLearnedSink(ValueError):
@@ -93,22 +93,12 @@ def _one_prompt(
         )
         for k, label in enumerate(probed)
     ]
-    heads = max(a.shape[0] for a in by_label.values())
     return PromptObservations(
         layers=probed,
-        g=_pad_heads([g for g, _ in per_layer], heads, float("nan")).float(),
-        sink_position=_pad_heads([p for _, p in per_layer], heads, -1),
-        first_token_attention=_pad_heads(
-            [a[:, :, 0] for a in by_label.values()], heads, float("nan")
-        ).float(),
+        g=stack_heads([g for g, _ in per_layer], float("nan")).float(),
+        sink_position=stack_heads([p for _, p in per_layer], -1),
+        first_token_attention=stack_heads([a[:, :, 0] for a in by_label.values()], float("nan")).float(),
         attention_layers=list(layout.labels),
-    )
-
-
-def _pad_heads(tensors: list[torch.Tensor], heads: int, fill: float) -> torch.Tensor:
-    """Stack per-layer tensors, filling the heads a layer lacks."""
-    return torch.stack(
-        [torch.cat([t, t.new_full((heads - t.shape[0], *t.shape[1:]), fill)]) for t in tensors]
     )
 
 

@@ -14,7 +14,7 @@ import torch
 from sinkbench.sink.attention import SinkRecorder, recording, register_probe_attention
 from sinkbench.sink.layers import AttentionLayout, attention_layout, decoder_of, input_device
 from sinkbench.sink.options import ProbeOptions
-from sinkbench.sink.strength import PromptObservations, SinkStrengthSummary, summarize
+from sinkbench.sink.strength import PromptObservations, SinkStrengthSummary, stack_heads, summarize
 
 
 def encode_prompts(tokenizer: Any, prompts: Sequence[str], chat_template: str = "auto") -> list[list[int]]:
@@ -180,9 +180,9 @@ def _split(
     sinks = [recorder.layers[layer].sink_position[row] - offset for layer in layers]
     return PromptObservations(
         layers=list(layers),
-        g=_stack_heads([recorder.layers[layer].g[row, :, window] for layer in layers], float("nan")),
-        sink_position=_stack_heads([s[..., window] if s.dim() == 2 else s for s in sinks], -1),
-        first_token_attention=_stack_heads(
+        g=stack_heads([recorder.layers[layer].g[row, :, window] for layer in layers], float("nan")),
+        sink_position=stack_heads([s[..., window] if s.dim() == 2 else s for s in sinks], -1),
+        first_token_attention=stack_heads(
             [recorder.first_token_attention[label][row, :, window] for label in layout.labels], float("nan")
         ),
         attention_layers=list(layout.labels),
@@ -192,17 +192,6 @@ def _split(
             "variants": list(layout.variants),
             "kernel": ", ".join(sorted(recorder.kernels)),
         },
-    )
-
-
-def _stack_heads(tensors: list[torch.Tensor], fill: float) -> torch.Tensor:
-    """Stack per-layer ``(H_l, ...)`` tensors into ``(K, H, ...)``, filling the heads a layer lacks."""
-    width = max(t.shape[0] for t in tensors)
-    return torch.stack(
-        [
-            torch.cat([t, t.new_full((width - t.shape[0], *t.shape[1:]), fill)]) if t.shape[0] < width else t
-            for t in tensors
-        ]
     )
 
 

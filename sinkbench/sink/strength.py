@@ -29,6 +29,18 @@ import torch
 from sinkbench.sink import metrics
 
 
+def stack_heads(tensors: Sequence[torch.Tensor], fill: float) -> torch.Tensor:
+    """Stack per-layer ``(H_l, ...)`` tensors into ``(K, H, ...)`` with ``H`` the widest, filling the heads a
+    layer lacks (models with per-layer head counts)."""
+    width = max(t.shape[0] for t in tensors)
+    return torch.stack(
+        [
+            torch.cat([t, t.new_full((width - t.shape[0], *t.shape[1:]), fill)]) if t.shape[0] < width else t
+            for t in tensors
+        ]
+    )
+
+
 @dataclass
 class PromptObservations:
     """Everything the probe recorded for one calibration prompt.
