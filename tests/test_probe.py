@@ -149,3 +149,13 @@ def test_bfloat16_model_is_probed_with_float32_statistics():
     half = observe(model.to(torch.bfloat16), tokenizer, PROMPTS, ProbeOptions())
     assert half[0].g.dtype == torch.float32
     assert abs(sink_strength(pooled_g(half)) - full) < 0.05
+
+
+def test_bfloat16_with_the_chunked_kernel_measures_what_the_fused_kernel_measures():
+    """In bfloat16 the chunked reference's own float32 log-sum-exp is used (no second pass); S agrees with the
+    fused kernel's float32 re-computation."""
+    model, tokenizer = tiny_causal_lm("llama").to(torch.bfloat16), tiny_tokenizer()
+    fused = observe(model, tokenizer, PROMPTS, ProbeOptions())
+    chunked = observe(model, tokenizer, PROMPTS, ProbeOptions(use_flash_kernel=False))
+    assert chunked[0].context["kernel"] == "chunked"
+    assert abs(sink_strength(pooled_g(chunked)) - sink_strength(pooled_g(fused))) < 1e-3

@@ -36,7 +36,14 @@ from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-from sinkbench.sink.kernels import QUERY_CHUNK, Kernel, causal_logits, choose_kernel, with_bias
+from sinkbench.sink.kernels import (
+    QUERY_CHUNK,
+    Kernel,
+    causal_logits,
+    choose_kernel,
+    chunked_with_lse,
+    with_bias,
+)
 
 ATTENTION_NAME = "sinkbench_probe"
 _EXCLUDED = 1.0e5  # logit penalty (after scaling) that removes the sink key from a fused call
@@ -310,10 +317,13 @@ def _attend(
     """The layer's output (in the model's dtype) and the float32 log-sum-exp, learned sink included."""
     if not scores.bilinear:
         return _chunked_attention(scores, value)
-    bias = None if scores.bias is None else scores.bias.to(query.dtype)
-    output, lse = kernel(query, key, value, bias, scores.scale)
-    if query.dtype != torch.float32:
-        lse = kernel(scores.q, scores.k, scores.k, scores.bias, scores.scale)[1]
+    if kernel is chunked_with_lse:  # float32 logits in any dtype: its log-sum-exp is already the exact one
+        output, lse = kernel(query, key, value, scores.bias, scores.scale)
+    else:
+        bias = None if scores.bias is None else scores.bias.to(query.dtype)
+        output, lse = kernel(query, key, value, bias, scores.scale)
+        if query.dtype != torch.float32:
+            lse = kernel(scores.q, scores.k, scores.k, scores.bias, scores.scale)[1]
     total = scores.with_learned_sink(lse.float())
     if scores.learned_sink is not None:  # the sink takes mass but gives no value: shrink each output row
         output = output * torch.exp(lse.float() - total).nan_to_num(0.0).unsqueeze(-1).to(output.dtype)
