@@ -8,9 +8,18 @@ remote code is refused in one line that says so, naming the converted checkpoint
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from sinkbench.errors import ModelNotSupported, UserError
+
+_HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
+
+
+def is_hub_id(spec: str) -> bool:
+    """Whether ``spec`` reads as a hub repository id (ORG/NAME), not a relative or home path such as ``./a/b``."""
+    return bool(_HUB_ID.fullmatch(spec)) and not spec.startswith((".", "~"))
+
 
 #: Remote-code model types -> where transformers-native conversions of them live.
 CONVERTED_TYPES = {

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 import shutil
 import tempfile
 from dataclasses import asdict, dataclass
@@ -19,15 +18,13 @@ from typing import Any
 
 import torch
 
-from sinkbench.checkpoints import check_native
+from sinkbench.checkpoints import check_native, is_hub_id
 from sinkbench.errors import ModelNotSupported, UserError
 from sinkbench.safe_io import file_sha256, install_directory
 from sinkbench.weights import TRANSFORMERS_WEIGHTS, weights_label
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "auto": "auto"}
 _CACHE_MARKER = "sinkbench-cache-complete"
-#: A hub repository id: ORG/NAME.
-_HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
 
 
 @dataclass(frozen=True)
@@ -173,7 +170,7 @@ def resolve_model(spec: str | None) -> tuple[str, str, str | None]:
         return "dir", str(path), None
     if path.exists():
         raise UserError(f"MODEL {name}: neither a model folder nor a .gguf file")
-    if not _HUB_ID.fullmatch(name) or name.startswith((".", "~")):
+    if not is_hub_id(name):
         raise UserError(
             f"MODEL {name}: no such file or folder, and not a hub id (ORG/NAME); pass a local model folder, a "
             f".gguf file, a hub id, or an embedded name ({', '.join(EMBEDDED_MODELS)})"

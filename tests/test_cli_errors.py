@@ -178,6 +178,8 @@ MODEL_ERRORS = {
     "screen, missing folder": (["screen", "./missing-dir", "--against", "none"], "MODEL ./missing-dir: no such file"),
     "heads, missing folder": (["heads", "./missing-dir", "--output", "h.json"], "MODEL ./missing-dir: no such file"),
     "margin, missing folder": (["margin", "./missing-dir", "./missing-dir"], "MODEL ./missing-dir: no such file"),
+    "screen, missing parent folder": (["screen", "../missing-dir", "--against", "none"], "MODEL ../missing-dir: no such"),
+    "extract-lm, missing parent folder": (["extract-lm", "../missing-dir", "out"], "'../missing-dir': not a directory"),
     "screen, no attention": (["screen", "{mamba}", "--against", "none"], "model type 'mamba': it has no softmax"),
     "heads, no attention": (["heads", "{mamba}", "--output", "h.json"], "model type 'mamba': it has no softmax"),
     "screen, remote code": (["screen", "{remote}", "--against", "none"], "{remote}/config.json: model type 'minicpmv'"),

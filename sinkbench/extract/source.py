@@ -9,7 +9,7 @@ from pathlib import Path
 
 from transformers import AutoConfig, PretrainedConfig
 
-from sinkbench.checkpoints import check_native
+from sinkbench.checkpoints import check_native, is_hub_id
 from sinkbench.extract.errors import ExtractError
 from sinkbench.safe_io import file_sha256
 
@@ -17,7 +17,6 @@ INDEX_FILE = "model.safetensors.index.json"
 SINGLE_FILE = "model.safetensors"
 #: What a snapshot download fetches: configs, safetensors weights, tokenizer and chat template files.
 HUB_PATTERNS = ["*.json", "*.safetensors", "*.jinja", "*.model", "*.txt", "*.tiktoken"]
-_REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 _SNAPSHOT = re.compile(r"^[0-9a-f]{40}$")
 
 
@@ -48,7 +47,7 @@ def resolve_source(spec: str, revision: str | None = None) -> Source:
     path = Path(spec).expanduser()
     if path.is_dir():
         return Source(spec, path.absolute(), _snapshot_revision(path.absolute()))
-    if path.exists() or not _REPO_ID.match(spec):
+    if path.exists() or not is_hub_id(spec):
         raise ExtractError(
             f"SOURCE {spec!r}: not a directory and not a hub id (expected ORG/NAME or a VLM dir)"
         )
