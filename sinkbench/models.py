@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from sinkbench.checkpoints import check_native, is_hub_id
+from sinkbench.checkpoints import check_native, is_hub_id, native_refusal
 from sinkbench.errors import ModelNotSupported, UserError
 from sinkbench.safe_io import file_sha256, install_directory
 from sinkbench.weights import TRANSFORMERS_WEIGHTS, weights_label
@@ -196,13 +196,11 @@ def _load(spec: str, location: str, kwargs: dict[str, Any]) -> tuple[torch.nn.Mo
         raise UserError(
             f"MODEL {spec}: cannot be loaded ({_first_line(error)}); check the id or the folder"
         ) from error
-    except ValueError as error:  # a remote-code model type, or a class transformers cannot map
+    except ValueError as error:  # a model type transformers does not run natively, or no causal LM for it
+        refusal = _native_refusal(location, kwargs.get("revision"))
+        if refusal is not None:
+            raise ModelNotSupported(f"MODEL {spec}: {refusal}") from error
         text = _first_line(error)
-        if "trust_remote_code" in text or "does not recognize this architecture" in text:
-            raise ModelNotSupported(
-                f"MODEL {spec}: exists only as remote code, and sinkbench runs transformers' own classes only; "
-                "use a converted checkpoint (often named with -hf)"
-            ) from error
         if "Unrecognized configuration class" in text:
             raise ModelNotSupported(
                 f"MODEL {spec}: transformers has no causal LM for it; for a vision-language model, extract its "
@@ -210,6 +208,22 @@ def _load(spec: str, location: str, kwargs: dict[str, Any]) -> tuple[torch.nn.Mo
             ) from error
         raise UserError(f"MODEL {spec}: cannot be loaded ({text})") from error
     return model, tokenizer
+
+
+def _native_refusal(location: str, revision: str | None) -> str | None:
+    """Why transformers cannot run the checkpoint at ``location`` with its own classes, read from its config as
+    local folders are (:func:`sinkbench.checkpoints.native_refusal`); None when that is not the reason."""
+    from transformers import PretrainedConfig
+
+    try:
+        config, _ = PretrainedConfig.get_config_dict(location, revision=revision)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(config.get("model_type"), str):
+        return None
+    return native_refusal(
+        config["model_type"], config.get("architectures") or [], bool(config.get("auto_map"))
+    )
 
 
 def _first_line(error: Exception) -> str:

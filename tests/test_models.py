@@ -9,6 +9,7 @@ import time
 import pytest
 import torch
 
+from sinkbench import models
 from sinkbench.errors import ModelNotSupported, UserError
 from sinkbench.models import DEFAULT_MODEL, embedded_gguf_path, load_model, resolve_model
 from sinkbench.sink.naive import naive_observations
@@ -64,12 +65,21 @@ def test_resolve_rejects_folders_that_are_not_models(tmp_path):
             {"model_type": "llava", "architectures": ["LlavaQwenForCausalLM"]},
             r"original LLaVA repository's layout.*llava-hf/llava-onevision-qwen2-7b-ov-hf",
         ),
+        (
+            {"model_type": "brand_new_lm"},
+            r"model type 'brand_new_lm' is not one that transformers \S+ runs with its own classes \(it exists only "
+            r"as remote code, or needs a newer transformers\)",
+        ),
     ],
 )
-def test_remote_code_models_are_refused_with_the_converted_checkpoint(tmp_path, config, message):
+def test_remote_code_models_are_refused_with_the_converted_checkpoint(tmp_path, config, message, monkeypatch):
     (tmp_path / "config.json").write_text(json.dumps(config))
     with pytest.raises(ModelNotSupported, match=message):
         resolve_model(str(tmp_path))
+    # a hub id gets the same reason, read from its config when transformers refuses to load it
+    monkeypatch.setattr(models, "resolve_model", lambda spec: ("hub", str(tmp_path), None))
+    with pytest.raises(ModelNotSupported, match="MODEL org/name: .*" + message):
+        models.load_model("org/name")
 
 
 def test_unknown_embedded_name():
