@@ -32,8 +32,9 @@ import torch
 from transformers import TrainerCallback
 
 from sinkbench.numbers import finite_or_none
+from sinkbench.sink.layers import attention_layout
 from sinkbench.sink.metrics import POSITION0_MASS, SHARE_G_ABOVE
-from sinkbench.sink.observe import check_supported, encode_prompts, observe_tokens
+from sinkbench.sink.observe import encode_prompts, observe_tokens
 from sinkbench.sink.options import ProbeOptions
 from sinkbench.sink.prompts import load_prompts
 from sinkbench.sink.strength import SinkStrengthSummary, summarize
@@ -218,7 +219,8 @@ class SinkMonitor:
         tokenizer = getattr(tokenizer, "tokenizer", tokenizer)
         self._tokens = encode_prompts(tokenizer, prompts or load_prompts(), self.options.chat_template)
         with undisturbed(self.model):
-            check_supported(self.model, self._tokens[0])  # refuse a model the probe cannot measure, now
+            # refuse a model the probe cannot measure now, not at the first measurement; its layout is kept
+            self._layout = attention_layout(self.model, self._tokens[0])
         self.history: list[Measurement] = []
         self.should_stop = False
 
@@ -235,7 +237,7 @@ class SinkMonitor:
     def _measure_here(self, step: int) -> Measurement:
         started = time.perf_counter()
         with undisturbed(self.model):
-            summary = summarize(observe_tokens(self.model, self._tokens, self.options))
+            summary = summarize(observe_tokens(self.model, self._tokens, self.options, layout=self._layout))
         baseline = self.history[0].summary.sink_strength if self.history else summary.sink_strength
         alerts, stop = self.thresholds.check(summary.sink_strength, baseline)
         measurement = Measurement(step, summary, time.perf_counter() - started, alerts, stop)

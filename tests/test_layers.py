@@ -16,7 +16,7 @@ from transformers import (
 
 from sinkbench.errors import ModelNotSupported
 from sinkbench.sink.layers import attention_layout
-from sinkbench.sink.observe import check_supported, measure
+from sinkbench.sink.observe import measure
 from sinkbench.sink.options import ProbeOptions
 from sinkbench.sink.report import format_profile
 
@@ -75,7 +75,7 @@ def test_a_hybrid_stack_probes_its_attention_layers_only_and_the_report_names_th
 )
 def test_models_the_probe_cannot_measure_are_refused_in_one_line(config, reason):
     with pytest.raises(ModelNotSupported, match=reason) as refused:
-        check_supported(_model(config), TOKENS)
+        attention_layout(_model(config), TOKENS)
     assert "\n" not in str(refused.value)
 
 
@@ -84,7 +84,7 @@ def test_a_failing_forward_is_a_refusal_naming_the_error():
     with pytest.raises(
         ModelNotSupported, match=r"model type 'llama': its text-only forward failed \(IndexError"
     ):
-        check_supported(model, [5000, 5001, 5002])  # ids beyond the vocabulary
+        attention_layout(model, [5000, 5001, 5002])  # ids beyond the vocabulary
 
 
 def test_a_vlm_is_probed_on_its_language_model():

@@ -143,6 +143,25 @@ def test_measure_restores_modes_gradients_attention_and_random_state():
     assert np.array_equal(after["numpy"], before["numpy"])
 
 
+def test_the_census_runs_once_when_the_monitor_is_made_not_at_every_measurement(monkeypatch):
+    import sinkbench.monitor
+    import sinkbench.sink.observe
+
+    calls = []
+    census = sinkbench.monitor.attention_layout
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return census(*args, **kwargs)
+
+    monkeypatch.setattr(sinkbench.monitor, "attention_layout", counted)
+    monkeypatch.setattr(sinkbench.sink.observe, "attention_layout", counted)
+    monitor = SinkMonitor(tiny_causal_lm("llama"), tiny_tokenizer(), PROMPTS, OPTIONS)
+    first, second = monitor.measure(0), monitor.measure(1)
+    assert len(calls) == 1
+    assert first.summary.sink_strength == second.summary.sink_strength
+
+
 def test_thresholds_warn_on_floor_and_drop_and_stop_on_stop_below():
     thresholds = Thresholds(warn_below=0.5, stop_below=0.2, max_drop=0.3)
     assert thresholds.check(1.0, 1.0) == ([], False)

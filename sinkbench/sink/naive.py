@@ -13,8 +13,8 @@ from typing import Any
 import torch
 
 from sinkbench.sink.attention import LEARNED_SINKS
-from sinkbench.sink.layers import AttentionLayout, decoder_of, input_device
-from sinkbench.sink.observe import check_supported, encode_prompts
+from sinkbench.sink.layers import AttentionLayout, attention_layout, decoder_of, input_device
+from sinkbench.sink.observe import encode_prompts
 from sinkbench.sink.options import ProbeOptions
 from sinkbench.sink.strength import PromptObservations, stack_heads
 
@@ -47,7 +47,7 @@ def naive_observations_tokens(
         sink_positions: optional per-prompt ``(K, H)`` sink positions to measure G at (as the probe's
             ``observe_tokens`` takes them) instead of each head's argmax.
     """
-    layout = check_supported(model, token_ids[0])
+    layout = attention_layout(model, token_ids[0])
     learned_sink = any(name in layout.variants for name in LEARNED_SINKS)
     config = model.config.get_text_config()
     previous = config._attn_implementation

@@ -33,16 +33,6 @@ def encode_prompts(tokenizer: Any, prompts: Sequence[str], chat_template: str = 
     return [tokenizer(text, add_special_tokens=False).input_ids for text in texts]
 
 
-def check_supported(model: torch.nn.Module, token_ids: Sequence[int] = (1, 2, 3, 4)) -> AttentionLayout:
-    """The model's attention layout (:func:`sinkbench.sink.layers.attention_layout`) from a census forward of
-    ``token_ids``.
-
-    Raises:
-        ModelNotSupported: the model cannot be measured; the message names its model type and the reason.
-    """
-    return attention_layout(model, token_ids)
-
-
 @contextmanager
 def probe_mode(model: torch.nn.Module) -> Iterator[None]:
     """Route the model's attention through the probe for the duration of the block."""
@@ -86,8 +76,19 @@ def observe_tokens(
     *,
     sink_positions: Sequence[torch.Tensor] | None = None,
     progress: bool = False,
+    layout: AttentionLayout | None = None,
 ) -> list[PromptObservations]:
-    """``observe`` on already tokenized prompts."""
+    """``observe`` on already tokenized prompts.
+
+    Args:
+        layout: the model's :func:`~sinkbench.sink.layers.attention_layout`, when the caller already took it
+            (a monitor measuring the same model again); else a census forward of the first prompt takes it.
+
+    Raises:
+        ModelNotSupported: the model cannot be measured; the message names its model type and the reason.
+    """
+    if not token_ids:
+        raise ValueError("No prompts to observe.")
     too_long = [i for i, ids in enumerate(token_ids) if len(ids) > options.max_tokens]
     if too_long:
         raise ValueError(
@@ -95,7 +96,7 @@ def observe_tokens(
         )
     if sink_positions is not None and len(sink_positions) != len(token_ids):
         raise ValueError(f"sink_positions has {len(sink_positions)} entries for {len(token_ids)} prompts.")
-    layout = check_supported(model, token_ids[0])
+    layout = layout or attention_layout(model, token_ids[0])
     layers = layout.probed(options.num_layers)
     from tqdm.auto import tqdm
 
