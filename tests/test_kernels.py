@@ -115,3 +115,17 @@ def test_the_report_records_the_kernel_and_the_variants():
     )
     assert report["options"]["attention_kernel"] == "cpu-flash"
     assert report["attention"]["variants"] == ["s_aux"] and report["attention"]["attention_layers"] == 3
+
+
+def test_a_position_bias_shared_by_the_batch_gives_each_prompt_its_logit_at_the_sink():
+    """A ``(1, H, T, S)`` position bias with a batch of two: the logit at a key equals that key's column of the
+    full logits, for every prompt."""
+    from sinkbench.sink.attention import _scores
+
+    torch.manual_seed(0)
+    q, k = torch.randn(2, 4, 5, 8), torch.randn(2, 4, 5, 8)
+    scores = _scores(q, k, None, None, {"position_bias": torch.randn(1, 4, 5, 5)})
+    positions = torch.tensor([[0, 1, 0, 2], [1, 0, 0, 0]])
+    full = scores.logits(0, 5)
+    expected = full.gather(-1, positions[:, :, None, None].expand(-1, -1, 5, 1)).squeeze(-1)
+    assert torch.allclose(scores.logit_at(positions), expected, atol=1e-5)

@@ -122,3 +122,14 @@ def test_layers_with_fewer_heads_give_the_probe_and_the_eager_route_the_same_sha
         assert p.first_token_attention.shape == n.first_token_attention.shape
         assert torch.allclose(p.g, n.g, atol=1e-4, equal_nan=True)
         assert torch.equal(p.sink_position, n.sink_position)
+
+
+def test_a_layer_without_a_finite_median_g_prints_its_value_and_no_bar():
+    import dataclasses
+
+    summary, _ = measure(
+        tiny_causal_lm("llama"), tiny_tokenizer(), ["Say hello."], ProbeOptions(num_layers=2)
+    )
+    odd = dataclasses.replace(summary, layer_median_g=[float("nan"), float("inf")])
+    lines = format_profile(odd).splitlines()[-2:]
+    assert lines == [f"{summary.layers[0]:>5}     +nan  ", f"{summary.layers[1]:>5}     +inf  "]

@@ -198,7 +198,7 @@ class LayerScores:
             queries = torch.arange(self.q.shape[-2], device=logit.device)
             return logit.masked_fill(queries[None, None, :] < positions[:, :, None], float("-inf"))
         column = positions[:, :, None, None].expand(-1, -1, self.q.shape[-2], 1)
-        bias = self.bias.expand(-1, self.q.shape[1], -1, -1).gather(-1, column).squeeze(-1)
+        bias = self.bias.expand(positions.shape[0], self.q.shape[1], -1, -1).gather(-1, column).squeeze(-1)
         return logit + bias
 
     def with_learned_sink(self, lse: torch.Tensor) -> torch.Tensor:

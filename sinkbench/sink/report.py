@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from sinkbench.models import ModelInfo
@@ -92,6 +93,6 @@ def format_profile(
         "layer  median G",
     ]
     for layer, value in zip(summary.layers, summary.layer_median_g, strict=True):
-        bar = "#" * max(0, min(40, round(abs(value) * 4)))
+        bar = "#" * max(0, min(40, round(abs(value) * 4))) if math.isfinite(value) else ""
         lines.append(f"{layer:>5}  {value:+7.3f}  {'-' if value < 0 else ''}{bar}")
     return "\n".join(lines)
