@@ -201,9 +201,18 @@ class LayerScores:
         bias = self.bias.expand(positions.shape[0], self.q.shape[1], -1, -1).gather(-1, column).squeeze(-1)
         return logit + bias
 
-    def with_learned_sink(self, lse: torch.Tensor) -> torch.Tensor:
-        """A token log-sum-exp with the learned sink's logit added to the sum (unchanged without one)."""
-        return lse if self.learned_sink is None else torch.logaddexp(lse, self.learned_sink)
+    def chunks(self) -> Iterator[tuple[int, torch.Tensor]]:
+        """``(start, logits)`` for each chunk of queries, so that no ``T x S`` logits exist at once."""
+        for start in range(0, self.q.shape[-2], QUERY_CHUNK):
+            yield start, self.logits(start, start + QUERY_CHUNK)
+
+    def with_learned_sink(self, lse: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """A token log-sum-exp of queries ``start:`` with the learned sink's logit added to the sum (unchanged
+        without one)."""
+        sink = self.learned_sink
+        if sink is None:
+            return lse
+        return torch.logaddexp(lse, sink[..., start : start + lse.shape[-1]] if sink.shape[-1] > 1 else sink)
 
 
 _ACTIVE: ContextVar[SinkRecorder | AttentionCensus | None] = ContextVar("sinkbench_recorder", default=None)
@@ -333,21 +342,12 @@ def _attend(
 def _chunked_attention(scores: LayerScores, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Exact attention from materialised logits in query chunks (soft-capping and other non-bilinear logits)."""
     outputs, lses = [], []
-    for start in range(0, scores.q.shape[-2], QUERY_CHUNK):
-        logits = scores.logits(start, start + QUERY_CHUNK)
-        lse = _chunk_total(scores, torch.logsumexp(logits, dim=-1), start)
+    for start, logits in scores.chunks():
+        lse = scores.with_learned_sink(torch.logsumexp(logits, dim=-1), start)
         probs = torch.exp(logits - lse.unsqueeze(-1)).nan_to_num_(0.0)
         outputs.append(torch.matmul(probs.to(value.dtype), value))
         lses.append(lse)
     return torch.cat(outputs, dim=-2), torch.cat(lses, dim=-1)
-
-
-def _chunk_total(scores: LayerScores, lse: torch.Tensor, start: int) -> torch.Tensor:
-    """``with_learned_sink`` for one query chunk."""
-    sink = scores.learned_sink
-    if sink is None:
-        return lse
-    return torch.logaddexp(lse, sink[..., start : start + lse.shape[-1]] if sink.shape[-1] > 1 else sink)
 
 
 def _census_entry(
@@ -425,9 +425,9 @@ def _log_received_attention(
     if not scores.bilinear:
         lse = lse.masked_fill(~query_valid[:, None, :], float("inf"))
         received = torch.full(scores.k.shape[:-1], float("-inf"), device=lse.device)
-        for start in range(0, scores.q.shape[-2], QUERY_CHUNK):
-            logits = scores.logits(start, start + QUERY_CHUNK) - lse[..., start : start + QUERY_CHUNK, None]
-            received = torch.logaddexp(received, torch.logsumexp(logits, dim=-2))
+        for start, logits in scores.chunks():
+            shifted = logits - lse[..., start : start + logits.shape[-2], None]
+            received = torch.logaddexp(received, torch.logsumexp(shifted, dim=-2))
         return received
     query_term = (-lse / scores.scale).masked_fill(~query_valid[:, None, :], -_EXCLUDED / scores.scale)
     new_queries = _with_extra_coordinate(scores.k, torch.ones((), device=lse.device)).flip(-2)
@@ -453,8 +453,12 @@ def _logodds_at(
         keys = torch.cat([scores.k, penalty], dim=-1)
         others = kernel(queries, keys, keys, scores.bias, scores.scale)[1]
     else:
+        without_sink = is_sink[:, :, None]
         others = torch.cat(
-            [_others_chunk(scores, is_sink, start) for start in range(0, scores.q.shape[-2], QUERY_CHUNK)],
+            [
+                torch.logsumexp(logits.masked_fill(without_sink, float("-inf")), dim=-1)
+                for _, logits in scores.chunks()
+            ],
             dim=-1,
         )
     visible = torch.isfinite(sink_logit)
@@ -462,12 +466,6 @@ def _logodds_at(
     others = scores.with_learned_sink(others.masked_fill(alone, float("-inf")))
     g = (sink_logit - others).masked_fill(visible & torch.isneginf(others), float("inf"))
     return g, visible
-
-
-def _others_chunk(scores: LayerScores, is_sink: torch.Tensor, start: int) -> torch.Tensor:
-    """Token log-sum-exp of one query chunk without the sink key."""
-    logits = scores.logits(start, start + QUERY_CHUNK)
-    return torch.logsumexp(logits.masked_fill(is_sink[:, :, None], float("-inf")), dim=-1)
 
 
 def _visible_keys(scores: LayerScores) -> torch.Tensor:
@@ -485,11 +483,11 @@ def _with_extra_coordinate(x: torch.Tensor, extra: torch.Tensor) -> torch.Tensor
 def _per_query_sink(scores: LayerScores) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-query argmax key and ``G = l_max - log(sum_{k != argmax} exp(l_k) + exp(s))``, in query chunks."""
     gs, sinks = [], []
-    for start in range(0, scores.q.shape[-2], QUERY_CHUNK):
-        logits = scores.logits(start, start + QUERY_CHUNK)
+    for start, logits in scores.chunks():
         top, position = logits.max(dim=-1, keepdim=True)
-        rest = torch.logsumexp(logits.scatter(-1, position, float("-inf")), dim=-1)
-        rest = _chunk_total(scores, rest, start)
+        rest = scores.with_learned_sink(
+            torch.logsumexp(logits.scatter(-1, position, float("-inf")), dim=-1), start
+        )
         gs.append(top.squeeze(-1) - rest)
         sinks.append(position.squeeze(-1))
     return torch.cat(gs, dim=-1), torch.cat(sinks, dim=-1)
