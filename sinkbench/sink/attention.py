@@ -354,13 +354,13 @@ def _census_entry(
     module: torch.nn.Module, scores: LayerScores, variants: tuple, kwargs: dict
 ) -> AttentionCall:
     """One call as the census notes it: layer index, heads, whether it is causal, variants, unknown kwargs."""
-    causal = bool(kwargs.get("is_causal", getattr(module, "is_causal", True)))
-    if scores.bias is not None:
+    if scores.bias is not None:  # a mask decides, as in SDPA: no finite logit above the diagonal
         length, keys = scores.bias.shape[-2:]
         future = torch.ones(length, keys, dtype=torch.bool, device=scores.bias.device).triu(keys - length + 1)
-        causal = causal and not bool(torch.isfinite(scores.bias[..., future]).any())
-    elif "is_causal" in kwargs or hasattr(module, "is_causal"):
-        causal = causal and bool(getattr(module, "is_causal", True))
+        causal = not bool(torch.isfinite(scores.bias[..., future]).any())
+    else:  # else the call's is_causal, or the module's, as sdpa_attention_forward reads them
+        flag = kwargs.get("is_causal")
+        causal = bool(getattr(module, "is_causal", True) if flag is None else flag)
     known = NEUTRAL_KWARGS.union(VARIANT_KWARGS)
     unknown = tuple(sorted(name for name, value in kwargs.items() if value is not None and name not in known))
     layer_idx = getattr(module, "layer_idx", None)
