@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from tiny_models import tiny_causal_lm, tiny_tokenizer
 
-from sinkbench.sink.observe import encode_prompts, observe, probe_mode
+from sinkbench.sink.attention import probe_mode
+from sinkbench.sink.observe import encode_prompts, observe
 from sinkbench.sink.options import ProbeOptions
 from sinkbench.sink.prompts import PACKAGED_SETS, load_calibration, load_prompts
 

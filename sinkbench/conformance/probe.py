@@ -174,8 +174,7 @@ def _prompts(vocab_size: int) -> list[list[int]]:
 
 def _logits_difference(model: torch.nn.Module, tokens: list[int], labels: list[int]) -> float:
     """Largest |logit| difference between the model's eager attention and the probe's (recording)."""
-    from sinkbench.sink.attention import SinkRecorder, recording
-    from sinkbench.sink.observe import probe_mode
+    from sinkbench.sink.attention import SinkRecorder, probe_mode, recording
 
     ids = torch.tensor([tokens])
     config = model.config.get_text_config()

@@ -239,6 +239,21 @@ def register_probe_attention() -> str:
     return ATTENTION_NAME
 
 
+@contextmanager
+def probe_mode(model: torch.nn.Module) -> Iterator[None]:
+    """Route the model's attention through the probe for the duration of the block."""
+    name = register_probe_attention()
+    configs = {id(c): c for c in (model.config, model.config.get_text_config())}.values()
+    saved = [(config, config._attn_implementation) for config in configs]
+    try:
+        for config, _ in saved:
+            config._attn_implementation = name
+        yield
+    finally:
+        for config, previous in saved:
+            config._attn_implementation = previous
+
+
 def probe_attention(
     module: torch.nn.Module,
     query: torch.Tensor,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from sinkbench.errors import ModelNotSupported
-from sinkbench.sink.attention import AttentionCall, AttentionCensus, recording
+from sinkbench.sink.attention import AttentionCall, AttentionCensus, probe_mode, recording
 
 #: Tokens of the census forward: enough for a causal mask to show.
 CENSUS_TOKENS = 4
@@ -107,7 +107,6 @@ def attention_layout(model: torch.nn.Module, token_ids: Sequence[int]) -> Attent
     Raises:
         ModelNotSupported: the model cannot be measured (see the module docstring); the message is one line.
     """
-    from sinkbench.sink.observe import probe_mode
 
     kind = model_type(model)
     ids = torch.tensor([list(token_ids)[:CENSUS_TOKENS]], device=input_device(model))

@@ -5,13 +5,12 @@ The options and the reasoning behind each default are in :mod:`sinkbench.sink.op
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
-from sinkbench.sink.attention import SinkRecorder, recording, register_probe_attention
+from sinkbench.sink.attention import SinkRecorder, probe_mode, recording
 from sinkbench.sink.layers import AttentionLayout, attention_layout, decoder_of, input_device
 from sinkbench.sink.options import ProbeOptions
 from sinkbench.sink.strength import PromptObservations, SinkStrengthSummary, stack_heads, summarize
@@ -31,21 +30,6 @@ def encode_prompts(tokenizer: Any, prompts: Sequence[str], chat_template: str = 
         for p in prompts
     ]
     return [tokenizer(text, add_special_tokens=False).input_ids for text in texts]
-
-
-@contextmanager
-def probe_mode(model: torch.nn.Module) -> Iterator[None]:
-    """Route the model's attention through the probe for the duration of the block."""
-    name = register_probe_attention()
-    configs = {id(c): c for c in (model.config, model.config.get_text_config())}.values()
-    saved = [(config, config._attn_implementation) for config in configs]
-    try:
-        for config, _ in saved:
-            config._attn_implementation = name
-        yield
-    finally:
-        for config, previous in saved:
-            config._attn_implementation = previous
 
 
 def observe(
