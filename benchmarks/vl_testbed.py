@@ -27,6 +27,7 @@ of about 2 min into ``out/testbed-quick``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shlex
@@ -95,12 +96,13 @@ def _ifeval(count: int) -> tuple[list[dict], dict]:
     except DataUnavailable as error:
         raise SystemExit(str(error)) from None
     docs = [dict(doc) for doc in data[IFEVAL.split]]
-    indices = short_answer_prompts(docs, count)
+    kept = short_answer_prompts(docs)
+    indices = kept[:count]
     local = where.get("files", [{}])[0]
     source = {
         **({"file": local["file"], "sha256": local["sha256"]} if local else {"hub": where.get("dataset")}),
         "documents": len(docs),
-        "short_answer_documents": len(short_answer_prompts(docs)),
+        "short_answer_documents": len(kept),
         "rule": "every instruction satisfiable in a short answer (bounds in sinkbench.testbed.ifeval_short."
         f"SHORT_ANSWER_BOUNDS) and no request of {MAX_WORDS_IN_TEXT}+ words in the text; the first {count} in file order",
     }
@@ -110,7 +112,7 @@ def _ifeval(count: int) -> tuple[list[dict], dict]:
 def _config(args: argparse.Namespace) -> TestbedConfig:
     base = QUICK if args.quick else FULL
     seeds = tuple(args.seeds) if args.seeds else base.seeds
-    return TestbedConfig(**{**base.__dict__, "seeds": seeds})
+    return dataclasses.replace(base, seeds=seeds)
 
 
 def main() -> None:
