@@ -14,7 +14,7 @@ from transformers.utils.hub import convert_file_size_to_int
 from sinkbench.extract.config import causal_lm_config
 from sinkbench.extract.errors import ExtractError, VerificationError
 from sinkbench.extract.families import DEFAULT_MAX_SHARD_SIZE, Family, family_for, meta_vlm
-from sinkbench.extract.keys import NeedsConversion, TensorRef, plan_tensors
+from sinkbench.extract.keys import NeedsConversion, TensorRef, plan_tensors, read_header
 from sinkbench.extract.loaded import write_loaded
 from sinkbench.extract.shards import plan_shards, write_shards
 from sinkbench.extract.source import Source, file_hashes, load_config, resolve_source, weight_files
@@ -136,21 +136,26 @@ def _write(plan: _Plan, staging: Path, tokenizer_from: str | None, max_shard_byt
     """Write config, generation config, tokenizer (first: its checks are cheap) and weight shards.
 
     Returns:
-        The tokenizer's provenance entry and the weights' (how they were written, files, tensors, bytes).
+        The tokenizer's provenance entry and the weights' (how they were written, files, and the tensors and
+        bytes counted from the written files' headers).
     """
     plan.target_config.save_pretrained(staging)
     if (plan.source.path / "generation_config.json").is_file():
         GenerationConfig.from_pretrained(plan.source.path).save_pretrained(staging)
     tokenizer = copy_tokenizer(tokenizer_from or plan.source.path, plan.target_config.vocab_size, staging)
     if plan.refs is None:
-        shards, tensors, size = write_loaded(
-            plan.source.path, plan.family, plan.target_config, staging, max_shard_bytes
-        )
+        shards = write_loaded(plan.source.path, plan.family, plan.target_config, staging, max_shard_bytes)
         method = "loaded whole: transformers converts some of its tensors on load (fused experts, merged embeddings)"
     else:
         shards = write_shards(plan_shards(plan.refs, max_shard_bytes), staging)
-        tensors, size, method = len(plan.refs), sum(ref.nbytes for ref in plan.refs), "streamed by name"
-    return tokenizer, {"method": method, "shards": shards, "tensors": tensors, "bytes": size}
+        method = "streamed by name"
+    written = [entry for shard in shards for entry in read_header(staging / shard)]
+    return tokenizer, {
+        "method": method,
+        "shards": shards,
+        "tensors": len(written),
+        "bytes": sum(nbytes for _, _, nbytes in written),
+    }
 
 
 def _provenance(plan: _Plan, tokenizer: dict, weights: dict, verification: dict | None) -> dict:
