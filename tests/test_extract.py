@@ -6,6 +6,7 @@ import hashlib
 import json
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -662,3 +663,65 @@ def test_the_loaded_route_allocates_no_second_language_model(tmp_path: Path, mon
     result = extract_lm(str(source), tmp_path / "lm", verify=True)
     assert built == [True]
     assert result.provenance["verification"]["passed"] is True
+
+
+def _set_config(source: Path, path: tuple[str, ...], value: object) -> None:
+    config = json.loads((source / "config.json").read_text())
+    *parents, field = path
+    node = config
+    for parent in parents:
+        node = node[parent]
+    node[field] = value
+    (source / "config.json").write_text(json.dumps(config))
+
+
+def _index_names(source: Path, weight_map: dict) -> None:
+    index = json.loads((source / "model.safetensors.index.json").read_text())
+    (source / "model.safetensors.index.json").write_text(json.dumps({**index, "weight_map": weight_map}))
+
+
+def _legacy_template(text: str) -> Callable[[Path], None]:
+    def write(source: Path) -> None:
+        (source / "chat_template.jinja").unlink()
+        (source / "chat_template.json").write_text(text)
+
+    return write
+
+
+#: Malformed source files that must give one line naming the file, not a traceback.
+BAD_FILES = {
+    "text_config a string": (
+        lambda source: _set_config(source, ("text_config",), "abc"),
+        r"vlm/config\.json: cannot be read as a transformers config \(Validation error for field 'text_config'",
+    ),
+    "vocab_size a string": (
+        lambda source: _set_config(source, ("text_config", "vocab_size"), "x"),
+        r"vlm/config\.json: cannot be read .*Field 'vocab_size' expected int, got str",
+    ),
+    "index names a number": (
+        lambda source: _index_names(source, {"a": 5}),
+        r"model\.safetensors\.index\.json: weight_map values must be shard file names \(strings\), got 5$",
+    ),
+    "chat_template.json not JSON": (
+        _legacy_template("{bad"),
+        r"vlm/chat_template\.json: not a processor chat template .*JSONDecodeError.*fix the file, or pass "
+        r"--tokenizer-from",
+    ),
+    "chat_template.json without the key": (
+        _legacy_template('{"x": 1}'),
+        r"vlm/chat_template\.json: not a processor chat template .*KeyError: 'chat_template'.*--tokenizer-from",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_FILES))
+def test_a_malformed_source_file_is_one_line_naming_it(
+    case: str, tmp_path: Path, existing_out, capsys
+) -> None:
+    corrupt, message = BAD_FILES[case]
+    source = save_tiny_vlm(tmp_path / "vlm", "llava_onevision", max_shard_size="40KB")
+    corrupt(source)
+    capsys.readouterr()
+    assert main(["extract-lm", str(source), str(existing_out), "--overwrite"]) == 1
+    assert re.search(message, _error_line(capsys))
+    _assert_untouched(existing_out)
