@@ -725,3 +725,21 @@ def test_a_malformed_source_file_is_one_line_naming_it(
     assert main(["extract-lm", str(source), str(existing_out), "--overwrite"]) == 1
     assert re.search(message, _error_line(capsys))
     _assert_untouched(existing_out)
+
+
+@pytest.mark.parametrize("out", [".", "lm", ".."])
+def test_out_may_not_overlap_the_source(out: str, tmp_path: Path, capsys) -> None:
+    source = save_tiny_vlm(tmp_path / "models" / "vlm", "llava")
+    before = {path.name: path.read_bytes() for path in source.iterdir()}
+    assert main(["extract-lm", str(source), str(source / out), "--overwrite"]) == 1
+    assert "overlaps SOURCE" in capsys.readouterr().err
+    assert {path.name: path.read_bytes() for path in source.iterdir()} == before
+    assert sorted(path.name for path in source.parent.iterdir()) == ["vlm"]
+
+
+def test_overwrite_replaces_a_file_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    source = save_tiny_vlm(tmp_path / "vlm", "llava")
+    (tmp_path / "out").write_text("a file, not a folder")
+    extract_lm(str(source), tmp_path / "out", overwrite=True)
+    assert (tmp_path / "out" / "model.safetensors").is_file()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["out", "vlm"]

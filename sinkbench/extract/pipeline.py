@@ -88,6 +88,7 @@ def extract_lm(
         raise ExtractError(f"OUT {out} already exists; choose a new directory or pass --overwrite")
     shard_bytes = _shard_bytes(max_shard_size)
     plan = _plan(resolve_source(source, revision))
+    _check_apart(plan.source.path, out)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
@@ -104,6 +105,16 @@ def extract_lm(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return ExtractionResult(out, provenance)
+
+
+def _check_apart(source: Path, out: Path) -> None:
+    """Raise ExtractError when OUT is the source folder, inside it, or holds it (``--overwrite`` would replace
+    or change the VLM)."""
+    source, target = source.resolve(), out.resolve()
+    if source.is_relative_to(target) or target.is_relative_to(source):
+        raise ExtractError(
+            f"OUT {out} overlaps SOURCE {source}; choose an OUT outside the VLM's folder (and not above it)"
+        )
 
 
 def _shard_bytes(max_shard_size: str | int) -> int:
