@@ -35,6 +35,7 @@ def compare_logits(source_dir: Path, extracted_dir: Path, tolerance: float = TOL
     """
     input_ids = load_tokenizer(extracted_dir)(PROBE_TEXT, return_tensors="pt").input_ids
     reference, path = _vlm_logits(source_dir, input_ids)
+    gc.collect()  # the VLM, local to _vlm_logits, goes before the extracted LM loads
     if not torch.isfinite(reference).all():
         raise VerificationError(
             f"{source_dir}: the VLM's own text-only logits are not finite; nothing to compare"
@@ -67,9 +68,6 @@ def _vlm_logits(source_dir: Path, input_ids: torch.Tensor) -> tuple[torch.Tensor
 
 
 def _logits(model: torch.nn.Module, input_ids: torch.Tensor) -> torch.Tensor:
-    """float32 logits of ``input_ids`` from ``model``, freeing it afterwards."""
+    """float32 logits of ``input_ids`` from ``model``."""
     with torch.inference_mode():
-        logits = model.eval()(input_ids=input_ids).logits.float()
-    del model
-    gc.collect()
-    return logits
+        return model.eval()(input_ids=input_ids).logits.float()
