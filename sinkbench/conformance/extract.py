@@ -21,7 +21,8 @@ from sinkbench.conformance.tiny import NoTinyModel, checked, tiny_config, tiny_t
 from sinkbench.conformance.verdicts import EQUAL, FAILED, Verdict
 from sinkbench.errors import ModelNotSupported
 from sinkbench.extract import ExtractError, VerificationError, extract_lm, vlm_model_types
-from sinkbench.extract.verify import TOLERANCE
+from sinkbench.extract.pipeline import LOADED
+from sinkbench.extract.verify import TOLERANCE, VLM_FORWARD
 
 #: Spread of the tiny VLM's weights (norm weights around 1).
 WEIGHT_SPREAD = 0.1
@@ -50,9 +51,9 @@ def _check(model_type: str) -> Verdict:
     reason = f"{provenance['family']} -> {lm['architecture']}" + (
         ", tied head" if lm["tied_embeddings"] else ""
     )
-    if lm["method"].startswith("loaded whole"):
+    if lm["method"] == LOADED:
         reason += "; loaded whole (tensors converted on load)"
-    if provenance["verification"]["reference"] != "the VLM's forward":
+    if provenance["verification"]["reference"] != VLM_FORWARD:
         reason += "; verified against its language model and LM head (its own text-only forward fails)"
     return Verdict(model_type, EQUAL, reason, logits_difference=difference)
 

@@ -24,6 +24,12 @@ from sinkbench.provenance import report_header
 from sinkbench.safe_io import install_directory
 
 PROVENANCE_FILE = "provenance.json"
+#: How the weights were written (provenance ``causal_lm.method``), with the note recorded beside it.
+STREAMED, LOADED = "streamed", "loaded"
+METHOD_NOTES = {
+    STREAMED: "copied by name from the safetensors files",
+    LOADED: "loaded whole: transformers converts some of its tensors on load (fused experts, merged embeddings)",
+}
 
 
 @dataclass(frozen=True)
@@ -156,13 +162,14 @@ def _write(plan: _Plan, staging: Path, tokenizer_from: str | None, max_shard_byt
     tokenizer = copy_tokenizer(tokenizer_from or plan.source.path, plan.target_config.vocab_size, staging)
     if plan.refs is None:
         shards = write_loaded(plan.source.path, plan.family, plan.target_config, staging, max_shard_bytes)
-        method = "loaded whole: transformers converts some of its tensors on load (fused experts, merged embeddings)"
+        method = LOADED
     else:
         shards = write_shards(plan_shards(plan.refs, max_shard_bytes), staging)
-        method = "streamed by name"
+        method = STREAMED
     written = [entry for shard in shards for entry in read_header(staging / shard)]
     return tokenizer, {
         "method": method,
+        "method_note": METHOD_NOTES[method],
         "shards": shards,
         "tensors": len(written),
         "bytes": sum(nbytes for _, _, nbytes in written),
