@@ -246,12 +246,20 @@ def install_directory(staged: Path, target: Path, *, replace: bool) -> None:
         os.replace(staged, target)
         return
     if exchange(staged, target):
-        shutil.rmtree(staged, ignore_errors=True)
+        _remove(staged)  # now the old target: a folder, a file or a link
         return
     retired = scratch_folder(target)
     os.replace(target, retired / target.name)
     os.replace(staged, target)
     shutil.rmtree(retired, ignore_errors=True)
+
+
+def _remove(path: Path) -> None:
+    """Delete a folder tree, or a file or link (best effort, as a cleanup)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def file_sha256(path: Path) -> str:

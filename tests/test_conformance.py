@@ -96,3 +96,12 @@ def test_what_cannot_be_re_measured_says_why() -> None:
     original = support("llava", "extract", "LlavaQwenForCausalLM")
     assert original.accepted is False and "llava-hf/llava-onevision-qwen2-7b-ov-hf" in original.text
     assert support(None, "probe").accepted is None
+
+
+def test_write_with_types_is_refused_before_any_sweep(capsys) -> None:
+    from sinkbench.conformance.__main__ import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--write", "--types", "llava"])
+    assert exit_info.value.code == 2
+    assert "argument --types: not allowed with argument --write" in capsys.readouterr().err

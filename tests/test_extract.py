@@ -6,6 +6,7 @@ import hashlib
 import json
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -342,8 +343,7 @@ def _plain_llm(path: Path) -> Path:
 
 
 def _truncate_weights(source: Path) -> None:
-    weights = source / "model.safetensors"
-    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    _truncate(source / "model.safetensors")
 
 
 def _drop_a_shard(source: Path) -> None:
@@ -516,14 +516,31 @@ def test_help_says_which_vlms_are_accepted(capsys) -> None:
 
 def _tiny_molmo2(path: Path, **text: object) -> Path:
     """A tiny Molmo2 with the text layout ``text`` (qk_norm_type, norm_after, rope_scaling_layers), weights spread."""
+    return _tiny_default_vlm(path, "molmo2", seed=3, text=text)
+
+
+def _tiny_default_vlm(
+    path: Path,
+    model_type: str,
+    *,
+    seed: int = 0,
+    tie: bool | None = None,
+    text: dict | None = None,
+    **save_kwargs,
+) -> Path:
+    """A tiny ``model_type`` VLM from transformers' defaults (:mod:`sinkbench.conformance.tiny`), text config
+    fields ``text`` changed, head tied or not as ``tie`` says (None: the default), weights spread, saved with the
+    tiny tokenizer."""
     from sinkbench.conformance.tiny import tiny_config
 
-    config = tiny_config("molmo2")
-    for name, value in text.items():
+    config = tiny_config(model_type)
+    for name, value in (text or {}).items():
         setattr(config.text_config, name, value)
+    if tie is not None:
+        config.tie_word_embeddings = config.text_config.tie_word_embeddings = tie
     model = AutoModelForImageTextToText.from_config(config)
-    _randomize(model, seed=3)
-    model.save_pretrained(path)
+    _randomize(model, seed=seed)
+    model.save_pretrained(path, **save_kwargs)
     tiny_tokenizer().save_pretrained(path)
     return path
 
@@ -537,7 +554,10 @@ def test_molmo2_runs_as_the_causal_lm_of_its_layout(tmp_path: Path, layout: dict
     source = _tiny_molmo2(tmp_path / "molmo2", **layout)
     result = extract_lm(str(source), tmp_path / "lm", verify=True)
     assert result.provenance["causal_lm"]["architecture"] == architecture
-    assert result.provenance["verification"]["passed"] is True
+    verification = result.provenance["verification"]
+    assert verification["passed"] is True
+    assert (verification["reference"], verification["forward_error"]) == ("vlm_forward", None)
+    assert result.provenance["causal_lm"]["method"] == "loaded"
     lm = AutoModelForCausalLM.from_pretrained(tmp_path / "lm")
     assert lm.get_input_embeddings().weight.shape[0] == lm.config.vocab_size  # the image-token rows are gone
 
@@ -549,3 +569,180 @@ def test_molmo2_with_mixed_rope_scaling_is_refused(tmp_path: Path) -> None:
     ):
         extract_lm(str(source), tmp_path / "lm")
     assert not (tmp_path / "lm").exists()
+
+
+def _drop_first_q_proj(source: Path) -> None:
+    tensors = load_file(source / "model.safetensors")
+    del tensors["model.language_model.layers.0.self_attn.q_proj.weight"]
+    save_file(tensors, source / "model.safetensors", metadata={"format": "pt"})
+
+
+def _grow_vocab(source: Path) -> None:
+    config = json.loads((source / "config.json").read_text())
+    config["text_config"]["vocab_size"] += 88
+    (source / "config.json").write_text(json.dumps(config))
+
+
+def _truncate_last_shard(source: Path) -> None:
+    _truncate(sorted(source.glob("model-*.safetensors"))[-1])
+
+
+def _truncate(weights: Path) -> None:
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+
+
+#: Checkpoints that must be loaded whole (Qwen3-VL-MoE's experts are fused on load), damaged.
+LOADED_CORRUPTIONS = {
+    "missing q_proj": (
+        {},
+        _drop_first_q_proj,
+        r"model/vlm: the checkpoint does not hold the language model config\.json describes \(missing: "
+        r"model\.language_model\.layers\.0\.self_attn\.q_proj\.weight\); re-download",
+    ),
+    "vocab_size changed": (
+        {},
+        _grow_vocab,
+        r"wrong shape: lm_head\.weight \(512, \d+\) != \(600, \d+\) \(config\.json\), "
+        r"model\.language_model\.embed_tokens\.weight",
+    ),
+    "truncated later shard": (
+        {"max_shard_size": "100KB"},
+        _truncate_last_shard,
+        r"model-(\d+)-of-\1\.safetensors: not a readable safetensors file",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LOADED_CORRUPTIONS))
+def test_a_damaged_checkpoint_loaded_whole_is_refused_in_one_line(
+    case: str, tmp_path: Path, existing_out, capsys
+) -> None:
+    save_kwargs, corrupt, message = LOADED_CORRUPTIONS[case]
+    source = _tiny_default_vlm(tmp_path / "model" / "vlm", "qwen3_vl_moe", **save_kwargs)
+    corrupt(source)
+    capsys.readouterr()
+    assert main(["extract-lm", str(source), str(existing_out), "--overwrite"]) == 1
+    assert re.search(message, _error_line(capsys))
+    _assert_untouched(existing_out)
+
+
+def _error_line(capsys: pytest.CaptureFixture) -> str:
+    """The one line the CLI wrote to stderr, after any progress bars (no traceback, no multi-line report)."""
+    error = capsys.readouterr().err
+    assert "Traceback" not in error and "LOAD REPORT" not in error, error
+    return error.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("route", ["streamed", "loaded"])
+def test_provenance_counts_the_tensors_and_bytes_written(tmp_path: Path, route: str) -> None:
+    if route == "streamed":
+        source = save_tiny_vlm(tmp_path / "vlm", "qwen2_vl", tie=True, max_shard_size="40KB")
+    else:
+        source = _tiny_default_vlm(tmp_path / "vlm", "qwen3_vl_moe", tie=True, max_shard_size="100KB")
+    weights = extract_lm(str(source), tmp_path / "lm", max_shard_size="20KB").provenance["causal_lm"]
+    assert weights["method"] == route and len(weights["shards"]) > 1
+    written = {}
+    for shard in weights["shards"]:
+        written.update(load_file(tmp_path / "lm" / shard))
+    assert "lm_head.weight" not in written  # tied: the head is the embeddings
+    assert weights["tensors"] == len(written)
+    assert weights["bytes"] == sum(tensor.numel() * tensor.element_size() for tensor in written.values())
+
+
+def test_the_loaded_route_allocates_no_second_language_model(tmp_path: Path, monkeypatch) -> None:
+    from sinkbench.extract import loaded
+
+    built = []
+
+    class Recording:
+        @staticmethod
+        def from_config(*args, **kwargs):
+            model = AutoModelForCausalLM.from_config(*args, **kwargs)
+            built.append(all(parameter.is_meta for parameter in model.parameters()))
+            return model
+
+    monkeypatch.setattr(loaded, "AutoModelForCausalLM", Recording)
+    source = _tiny_default_vlm(tmp_path / "vlm", "qwen3_vl_moe")
+    result = extract_lm(str(source), tmp_path / "lm", verify=True)
+    assert built == [True]
+    assert result.provenance["verification"]["passed"] is True
+
+
+def _set_config(source: Path, path: tuple[str, ...], value: object) -> None:
+    config = json.loads((source / "config.json").read_text())
+    *parents, field = path
+    node = config
+    for parent in parents:
+        node = node[parent]
+    node[field] = value
+    (source / "config.json").write_text(json.dumps(config))
+
+
+def _index_names(source: Path, weight_map: dict) -> None:
+    index = json.loads((source / "model.safetensors.index.json").read_text())
+    (source / "model.safetensors.index.json").write_text(json.dumps({**index, "weight_map": weight_map}))
+
+
+def _legacy_template(text: str) -> Callable[[Path], None]:
+    def write(source: Path) -> None:
+        (source / "chat_template.jinja").unlink()
+        (source / "chat_template.json").write_text(text)
+
+    return write
+
+
+#: Malformed source files that must give one line naming the file, not a traceback.
+BAD_FILES = {
+    "text_config a string": (
+        lambda source: _set_config(source, ("text_config",), "abc"),
+        r"vlm/config\.json: cannot be read as a transformers config \(Validation error for field 'text_config'",
+    ),
+    "vocab_size a string": (
+        lambda source: _set_config(source, ("text_config", "vocab_size"), "x"),
+        r"vlm/config\.json: cannot be read .*Field 'vocab_size' expected int, got str",
+    ),
+    "index names a number": (
+        lambda source: _index_names(source, {"a": 5}),
+        r"model\.safetensors\.index\.json: weight_map values must be shard file names \(strings\), got 5$",
+    ),
+    "chat_template.json not JSON": (
+        _legacy_template("{bad"),
+        r"vlm/chat_template\.json: not a processor chat template .*JSONDecodeError.*fix the file, or pass "
+        r"--tokenizer-from",
+    ),
+    "chat_template.json without the key": (
+        _legacy_template('{"x": 1}'),
+        r"vlm/chat_template\.json: not a processor chat template .*KeyError: 'chat_template'.*--tokenizer-from",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_FILES))
+def test_a_malformed_source_file_is_one_line_naming_it(
+    case: str, tmp_path: Path, existing_out, capsys
+) -> None:
+    corrupt, message = BAD_FILES[case]
+    source = save_tiny_vlm(tmp_path / "vlm", "llava_onevision", max_shard_size="40KB")
+    corrupt(source)
+    capsys.readouterr()
+    assert main(["extract-lm", str(source), str(existing_out), "--overwrite"]) == 1
+    assert re.search(message, _error_line(capsys))
+    _assert_untouched(existing_out)
+
+
+@pytest.mark.parametrize("out", [".", "lm", ".."])
+def test_out_may_not_overlap_the_source(out: str, tmp_path: Path, capsys) -> None:
+    source = save_tiny_vlm(tmp_path / "models" / "vlm", "llava")
+    before = {path.name: path.read_bytes() for path in source.iterdir()}
+    assert main(["extract-lm", str(source), str(source / out), "--overwrite"]) == 1
+    assert "overlaps SOURCE" in capsys.readouterr().err
+    assert {path.name: path.read_bytes() for path in source.iterdir()} == before
+    assert sorted(path.name for path in source.parent.iterdir()) == ["vlm"]
+
+
+def test_overwrite_replaces_a_file_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    source = save_tiny_vlm(tmp_path / "vlm", "llava")
+    (tmp_path / "out").write_text("a file, not a folder")
+    extract_lm(str(source), tmp_path / "out", overwrite=True)
+    assert (tmp_path / "out" / "model.safetensors").is_file()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["out", "vlm"]

@@ -12,17 +12,18 @@ from collections.abc import Sequence
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the sweeps; with ``--write`` replace the committed JSON and page, else print the summary lines."""
     parser = argparse.ArgumentParser(prog="python -m sinkbench.conformance", description=__doc__)
-    parser.add_argument(
+    choice = parser.add_mutually_exclusive_group()  # --write records the full sweep only
+    choice.add_argument(
         "--write",
         action="store_true",
         help="replace sinkbench/conformance/architectures.json and the site's architectures page "
         "(default: print the summary only)",
     )
-    parser.add_argument(
+    choice.add_argument(
         "--types",
         nargs="*",
         metavar="TYPE",
-        help="check only these model types, and print them (default: all)",
+        help="check only these model types, and print them (default: all; not with --write)",
     )
     args = parser.parse_args(argv)
     document, seconds = run(args.types)

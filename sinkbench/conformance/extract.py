@@ -10,8 +10,6 @@ exception, is a failure of the sweep, recorded with its error.
 from __future__ import annotations
 
 import tempfile
-import time
-import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -19,11 +17,12 @@ import torch
 from transformers import AutoModelForImageTextToText
 
 from sinkbench.conformance.probe import build_tiny
-from sinkbench.conformance.tiny import NoTinyModel, tiny_config, tiny_tokenizer
-from sinkbench.conformance.verdicts import EQUAL, FAILED, REFUSED, UNTESTED, Verdict
+from sinkbench.conformance.tiny import NoTinyModel, checked, tiny_config, tiny_tokenizer
+from sinkbench.conformance.verdicts import EQUAL, FAILED, Verdict
 from sinkbench.errors import ModelNotSupported
 from sinkbench.extract import ExtractError, VerificationError, extract_lm, vlm_model_types
-from sinkbench.extract.verify import TOLERANCE
+from sinkbench.extract.pipeline import LOADED
+from sinkbench.extract.verify import TOLERANCE, VLM_FORWARD
 
 #: Spread of the tiny VLM's weights (norm weights around 1).
 WEIGHT_SPREAD = 0.1
@@ -36,34 +35,25 @@ def sweep(types: Iterable[str] | None = None) -> list[Verdict]:
 
 def check(model_type: str) -> Verdict:
     """Build, save and extract a tiny ``model_type`` VLM (see the module docstring)."""
-    started = time.perf_counter()
-    try:
-        with warnings.catch_warnings(), tempfile.TemporaryDirectory(prefix="sinkbench-vlm-") as folder:
-            warnings.simplefilter("ignore")
-            verdict = _check(model_type, Path(folder))
-    except (ExtractError, ModelNotSupported) as refusal:
-        verdict = Verdict(model_type, REFUSED, _reason(str(refusal)))
-    except NoTinyModel as error:
-        verdict = Verdict(model_type, UNTESTED, f"no tiny model from transformers' defaults ({error})")
-    except VerificationError as error:
-        verdict = Verdict(model_type, FAILED, str(error))
-    except Exception as error:  # the table records what broke, for a person to look at
-        verdict = Verdict(model_type, FAILED, f"{type(error).__name__}: {str(error).splitlines()[0][:160]}")
-    return Verdict(**{**verdict.__dict__, "seconds": round(time.perf_counter() - started, 2)})
+    return checked(model_type, lambda: _check(model_type), (ExtractError, ModelNotSupported), _reason)
 
 
-def _check(model_type: str, folder: Path) -> Verdict:
-    source = _save_tiny_vlm(model_type, folder / "vlm")
-    result = extract_lm(str(source), folder / "lm", verify=True, tolerance=TOLERANCE)
+def _check(model_type: str) -> Verdict:
+    with tempfile.TemporaryDirectory(prefix="sinkbench-vlm-") as folder:
+        source = _save_tiny_vlm(model_type, Path(folder) / "vlm")
+        try:
+            result = extract_lm(str(source), Path(folder) / "lm", verify=True, tolerance=TOLERANCE)
+        except VerificationError as error:
+            return Verdict(model_type, FAILED, str(error))
     provenance = result.provenance
     difference = provenance["verification"]["max_abs_logit_diff"]
     lm = provenance["causal_lm"]
     reason = f"{provenance['family']} -> {lm['architecture']}" + (
         ", tied head" if lm["tied_embeddings"] else ""
     )
-    if lm["method"].startswith("loaded whole"):
+    if lm["method"] == LOADED:
         reason += "; loaded whole (tensors converted on load)"
-    if provenance["verification"]["reference"] != "the VLM's forward":
+    if provenance["verification"]["reference"] != VLM_FORWARD:
         reason += "; verified against its language model and LM head (its own text-only forward fails)"
     return Verdict(model_type, EQUAL, reason, logits_difference=difference)
 

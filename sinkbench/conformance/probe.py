@@ -18,8 +18,6 @@ error so the table shows it.
 from __future__ import annotations
 
 import re
-import time
-import warnings
 from collections.abc import Iterable
 
 import numpy as np
@@ -27,8 +25,8 @@ import torch
 from transformers import AutoModelForCausalLM
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
-from sinkbench.conformance.tiny import NoTinyModel, tiny_config
-from sinkbench.conformance.verdicts import EQUAL, EQUAL_LOGITS_ONLY, FAILED, REFUSED, UNTESTED, Verdict
+from sinkbench.conformance.tiny import NoTinyModel, checked, tiny_config
+from sinkbench.conformance.verdicts import EQUAL, EQUAL_LOGITS_ONLY, FAILED, Verdict
 from sinkbench.errors import ModelNotSupported
 
 TOLERANCE = 1e-4
@@ -52,18 +50,12 @@ def sweep(types: Iterable[str] | None = None) -> list[Verdict]:
 
 def check(model_type: str) -> Verdict:
     """Build a tiny ``model_type`` and check the probe on it (see the module docstring)."""
-    started = time.perf_counter()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            verdict = _check(model_type)
-    except ModelNotSupported as refusal:
-        verdict = Verdict(model_type, REFUSED, re.sub(r"^model type '[^']+': ", "", str(refusal)))
-    except NoTinyModel as error:
-        verdict = Verdict(model_type, UNTESTED, f"no tiny model from transformers' defaults ({error})")
-    except Exception as error:  # the table records what broke, for a person to look at
-        verdict = Verdict(model_type, FAILED, f"{type(error).__name__}: {str(error).splitlines()[0][:160]}")
-    return Verdict(**{**verdict.__dict__, "seconds": round(time.perf_counter() - started, 2)})
+    return checked(
+        model_type,
+        lambda: _check(model_type),
+        (ModelNotSupported,),
+        lambda message: re.sub(r"^model type '[^']+': ", "", message),
+    )
 
 
 def _check(model_type: str) -> Verdict:

@@ -10,10 +10,15 @@ transformers itself cannot build a model from get the fields a real checkpoint w
 
 from __future__ import annotations
 
+import time
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import AutoConfig, PretrainedConfig, PreTrainedTokenizerFast
+
+from sinkbench.conformance.verdicts import FAILED, REFUSED, UNTESTED, Verdict
 
 VOCAB = 512
 #: The tiny tokenizer's chat template: one line per turn, then the assistant prompt.
@@ -94,6 +99,31 @@ TYPE_FIXES: dict[str, dict[str, Any]] = {
 
 class NoTinyModel(Exception):
     """transformers cannot build a model from the type's defaults, even shrunk and fixed."""
+
+
+def checked(
+    model_type: str,
+    check: Callable[[], Verdict],
+    refusals: tuple[type[Exception], ...],
+    reason: Callable[[str], str],
+) -> Verdict:
+    """Run one sweep's ``check`` of ``model_type``, warnings silenced, timed, its exceptions made verdicts.
+
+    ``refusals`` (with the one-line ``reason`` made of their message) are refused, :class:`NoTinyModel` untested,
+    any other exception a failure of the sweep recorded with its error, for a person to look at.
+    """
+    started = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            verdict = check()
+    except refusals as refusal:
+        verdict = Verdict(model_type, REFUSED, reason(str(refusal)))
+    except NoTinyModel as error:
+        verdict = Verdict(model_type, UNTESTED, f"no tiny model from transformers' defaults ({error})")
+    except Exception as error:  # the table records what broke
+        verdict = Verdict(model_type, FAILED, f"{type(error).__name__}: {str(error).splitlines()[0][:160]}")
+    return Verdict(**{**verdict.__dict__, "seconds": round(time.perf_counter() - started, 2)})
 
 
 def tiny_config(model_type: str) -> PretrainedConfig:

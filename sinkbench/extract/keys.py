@@ -69,10 +69,11 @@ def plan_tensors(
     Raises:
         ExtractError: a corrupt file, a fused-weight conversion, or keys that do not cover the causal LM.
     """
+    headers = [(file, read_header(file)) for file in files]  # every file checked before any key is named
     canonical = _canonical_namer(vlm, family)
     refs = []
-    for file in files:
-        for key, shape, nbytes in _read_header(file):
+    for file, header in headers:
+        for key, shape, nbytes in header:
             target_key = _target_key(canonical(key, file), family)
             if target_key is not None and not (target_key == LM_HEAD and target_config.tie_word_embeddings):
                 refs.append(_cut(TensorRef(file, key, target_key, shape, nbytes), family))
@@ -80,7 +81,7 @@ def plan_tensors(
     return refs
 
 
-def _read_header(file: Path) -> list[tuple[str, tuple[int, ...], int]]:
+def read_header(file: Path) -> list[tuple[str, tuple[int, ...], int]]:
     """(key, shape, nbytes) of every tensor in a safetensors file, from its header only."""
     try:
         with safe_open(file, framework="pt") as handle:

@@ -9,34 +9,40 @@ import gc
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, PretrainedConfig
+from transformers.utils import logging
 
 from sinkbench.extract.errors import ExtractError
 from sinkbench.extract.families import Family, language_model
 
+_SHOWN = 5
+
 
 def write_loaded(
     source: Path, family: Family, target_config: PretrainedConfig, out_dir: Path, max_shard_bytes: int
-) -> tuple[list[str], int, int]:
-    """Load the VLM, copy its language model and LM head into the causal LM of ``target_config``, save it.
+) -> list[str]:
+    """Load the VLM, move its language model and LM head into the causal LM of ``target_config``, save it.
+
+    The causal LM is built on the meta device and takes the VLM's tensors as they are, so no second copy of
+    the weights is allocated.
 
     Returns:
-        The weight files written, the number of tensors and their bytes.
+        The weight files written.
 
     Raises:
-        ExtractError: the language model's weights do not fit the causal LM.
+        ExtractError: the checkpoint lacks language-model tensors, or they do not fit the causal LM.
     """
-    vlm = AutoModelForImageTextToText.from_pretrained(source, dtype="auto").eval()
-    lm = AutoModelForCausalLM.from_config(
-        target_config, dtype=next(vlm.parameters()).dtype
-    )  # buffers built too
+    vlm = _load_vlm(source, family)
+    with torch.device("meta"):  # non-persistent buffers (rotary tables) stay meta: they are not saved
+        lm = AutoModelForCausalLM.from_config(target_config, dtype=next(vlm.parameters()).dtype)
     try:
         lm.get_decoder().load_state_dict(
             _adapted(language_model(vlm).state_dict(), family), strict=True, assign=True
         )
     except RuntimeError as error:
         raise ExtractError(
-            f"{source}: the language model does not fit {type(lm).__name__} ({error})"
+            f"{source}: the language model does not fit {type(lm).__name__} ({_first_line(error)})"
         ) from error
     if target_config.tie_word_embeddings:
         lm.tie_weights()  # loading with assign=True replaced the embeddings the head was tied to
@@ -45,9 +51,52 @@ def write_loaded(
     del vlm
     gc.collect()
     lm.save_pretrained(out_dir, max_shard_size=max_shard_bytes)
-    state = lm.state_dict()
-    files = sorted(path.name for path in out_dir.glob("model*.safetensors"))
-    return files, len(state), sum(tensor.numel() * tensor.element_size() for tensor in state.values())
+    return sorted(path.name for path in out_dir.glob("model*.safetensors"))
+
+
+def _load_vlm(source: Path, family: Family) -> torch.nn.Module:
+    """The VLM with its weights, refusing a checkpoint whose language model or LM head lacks tensors or has
+    tensors of the wrong shape (``from_pretrained`` would initialise them at random); transformers' own
+    multi-line load report is silenced, as this says what matters in one line."""
+    report = logging.get_logger("transformers.modeling_utils")
+    level = report.level
+    report.setLevel(logging.ERROR)
+    try:
+        vlm, info = AutoModelForImageTextToText.from_pretrained(
+            source, dtype="auto", output_loading_info=True, ignore_mismatched_sizes=True
+        )
+    except (RuntimeError, SafetensorError, OSError) as error:
+        raise ExtractError(
+            f"{source}: the VLM's weights cannot be loaded ({_first_line(error)}); re-download or re-save it"
+        ) from error
+    finally:
+        report.setLevel(level)
+    problems = {
+        "missing": sorted(key for key in info["missing_keys"] if _ours(key, family)),
+        "wrong shape": sorted(
+            f"{key} {tuple(saved)} != {tuple(expected)} (config.json)"
+            for key, saved, expected in info["mismatched_keys"]
+            if _ours(key, family)
+        ),
+    }
+    messages = [f"{kind}: {', '.join(keys[:_SHOWN])}" for kind, keys in problems.items() if keys]
+    if messages:
+        raise ExtractError(
+            f"{source}: the checkpoint does not hold the language model config.json describes ("
+            + "; ".join(messages)
+            + "); re-download the checkpoint or fix config.json"
+        )
+    return vlm.eval()
+
+
+def _ours(key: str, family: Family) -> bool:
+    """Whether a canonical VLM parameter name belongs to the language model or its LM head."""
+    return key == family.lm_head or key.startswith(family.text_prefix)
+
+
+def _first_line(error: Exception) -> str:
+    """An exception's message as one line."""
+    return " ".join(str(error).split())[:300]
 
 
 def _adapted(state: dict[str, torch.Tensor], family: Family) -> dict[str, torch.Tensor]:

@@ -14,7 +14,7 @@ from transformers.utils.hub import convert_file_size_to_int
 from sinkbench.extract.config import causal_lm_config
 from sinkbench.extract.errors import ExtractError, VerificationError
 from sinkbench.extract.families import DEFAULT_MAX_SHARD_SIZE, Family, family_for, meta_vlm
-from sinkbench.extract.keys import NeedsConversion, TensorRef, plan_tensors
+from sinkbench.extract.keys import NeedsConversion, TensorRef, plan_tensors, read_header
 from sinkbench.extract.loaded import write_loaded
 from sinkbench.extract.shards import plan_shards, write_shards
 from sinkbench.extract.source import Source, file_hashes, load_config, resolve_source, weight_files
@@ -24,6 +24,12 @@ from sinkbench.provenance import report_header
 from sinkbench.safe_io import install_directory
 
 PROVENANCE_FILE = "provenance.json"
+#: How the weights were written (provenance ``causal_lm.method``), with the note recorded beside it.
+STREAMED, LOADED = "streamed", "loaded"
+METHOD_NOTES = {
+    STREAMED: "copied by name from the safetensors files",
+    LOADED: "loaded whole: transformers converts some of its tensors on load (fused experts, merged embeddings)",
+}
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,7 @@ def extract_lm(
         raise ExtractError(f"OUT {out} already exists; choose a new directory or pass --overwrite")
     shard_bytes = _shard_bytes(max_shard_size)
     plan = _plan(resolve_source(source, revision))
+    _check_apart(plan.source.path, out)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
@@ -104,6 +111,16 @@ def extract_lm(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return ExtractionResult(out, provenance)
+
+
+def _check_apart(source: Path, out: Path) -> None:
+    """Raise ExtractError when OUT is the source folder, inside it, or holds it (``--overwrite`` would replace
+    or change the VLM)."""
+    source, target = source.resolve(), out.resolve()
+    if source.is_relative_to(target) or target.is_relative_to(source):
+        raise ExtractError(
+            f"OUT {out} overlaps SOURCE {source}; choose an OUT outside the VLM's folder (and not above it)"
+        )
 
 
 def _shard_bytes(max_shard_size: str | int) -> int:
@@ -136,21 +153,27 @@ def _write(plan: _Plan, staging: Path, tokenizer_from: str | None, max_shard_byt
     """Write config, generation config, tokenizer (first: its checks are cheap) and weight shards.
 
     Returns:
-        The tokenizer's provenance entry and the weights' (how they were written, files, tensors, bytes).
+        The tokenizer's provenance entry and the weights' (how they were written, files, and the tensors and
+        bytes counted from the written files' headers).
     """
     plan.target_config.save_pretrained(staging)
     if (plan.source.path / "generation_config.json").is_file():
         GenerationConfig.from_pretrained(plan.source.path).save_pretrained(staging)
     tokenizer = copy_tokenizer(tokenizer_from or plan.source.path, plan.target_config.vocab_size, staging)
     if plan.refs is None:
-        shards, tensors, size = write_loaded(
-            plan.source.path, plan.family, plan.target_config, staging, max_shard_bytes
-        )
-        method = "loaded whole: transformers converts some of its tensors on load (fused experts, merged embeddings)"
+        shards = write_loaded(plan.source.path, plan.family, plan.target_config, staging, max_shard_bytes)
+        method = LOADED
     else:
         shards = write_shards(plan_shards(plan.refs, max_shard_bytes), staging)
-        tensors, size, method = len(plan.refs), sum(ref.nbytes for ref in plan.refs), "streamed by name"
-    return tokenizer, {"method": method, "shards": shards, "tensors": tensors, "bytes": size}
+        method = STREAMED
+    written = [entry for shard in shards for entry in read_header(staging / shard)]
+    return tokenizer, {
+        "method": method,
+        "method_note": METHOD_NOTES[method],
+        "shards": shards,
+        "tensors": len(written),
+        "bytes": sum(nbytes for _, _, nbytes in written),
+    }
 
 
 def _provenance(plan: _Plan, tokenizer: dict, weights: dict, verification: dict | None) -> dict:

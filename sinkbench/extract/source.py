@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from huggingface_hub.errors import StrictDataclassError
 from transformers import AutoConfig, PretrainedConfig
 
 from sinkbench.checkpoints import check_native, is_hub_id
@@ -81,8 +82,15 @@ def load_config(path: Path) -> PretrainedConfig:
     check_native(path)
     try:
         return AutoConfig.from_pretrained(path)
-    except (ValueError, KeyError, OSError, json.JSONDecodeError) as error:
-        raise ExtractError(f"{config_file}: cannot be read as a transformers config ({error})") from error
+    except (
+        ValueError,
+        KeyError,
+        OSError,
+        StrictDataclassError,
+    ) as error:  # wrong-typed fields: StrictDataclass
+        raise ExtractError(
+            f"{config_file}: cannot be read as a transformers config ({' '.join(str(error).split())[:300]})"
+        ) from error
 
 
 def weight_files(path: Path) -> list[Path]:
@@ -94,9 +102,15 @@ def weight_files(path: Path) -> list[Path]:
     index = path / INDEX_FILE
     if index.is_file():
         try:
-            names = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+            values = set(json.loads(index.read_text())["weight_map"].values())
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
             raise ExtractError(f"{index}: not a safetensors index with a 'weight_map' ({error})") from error
+        odd = [repr(value) for value in values if not isinstance(value, str)]
+        if odd:
+            raise ExtractError(
+                f"{index}: weight_map values must be shard file names (strings), got {', '.join(sorted(odd))}"
+            )
+        names = sorted(values)
         nested = [name for name in names if Path(name).name != name]
         if nested:
             raise ExtractError(f"{index}: shard names must be plain file names, got {', '.join(nested)}")

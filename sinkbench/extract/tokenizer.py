@@ -42,7 +42,7 @@ def copy_tokenizer(origin: str | Path, vocab_size: int, out_dir: Path) -> dict:
     template_source = "tokenizer" if tokenizer.chat_template else None
     legacy = Path(origin) / PROCESSOR_TEMPLATE_FILE
     if template_source is None and legacy.is_file():
-        tokenizer.chat_template = json.loads(legacy.read_text())["chat_template"]
+        tokenizer.chat_template = _legacy_template(legacy)
         template_source = PROCESSOR_TEMPLATE_FILE
     if len(tokenizer) > vocab_size:
         raise ExtractError(
@@ -56,6 +56,20 @@ def copy_tokenizer(origin: str | Path, vocab_size: int, out_dir: Path) -> dict:
             "(transformers chooses the tokenizer class by model type); take it from the reference LLM"
         )
     return {"from": str(origin), "chat_template": template_source}
+
+
+def _legacy_template(path: Path) -> str:
+    """The ``chat_template`` string of a processor's ``chat_template.json`` (raises ExtractError)."""
+    try:
+        template = json.loads(path.read_text())["chat_template"]
+        if not isinstance(template, str):
+            raise TypeError(f"chat_template is {type(template).__name__}, not a string")
+    except (ValueError, OSError, KeyError, TypeError) as error:
+        raise ExtractError(
+            f'{path}: not a processor chat template {{"chat_template": "..."}} ({type(error).__name__}: {error}); '
+            "fix the file, or pass --tokenizer-from with the reference LLM's dir or id"
+        ) from error
+    return template
 
 
 def load_tokenizer(origin: str | Path) -> PreTrainedTokenizerBase:

@@ -13,6 +13,8 @@ from sinkbench.extract.families import language_model
 from sinkbench.extract.tokenizer import PROBE_TEXT, load_tokenizer
 
 TOLERANCE = 1e-4
+#: What the extracted LM is compared with (provenance ``verification.reference``).
+VLM_FORWARD, LANGUAGE_MODEL_AND_HEAD = "vlm_forward", "language_model_and_head"
 
 
 def compare_logits(source_dir: Path, extracted_dir: Path, tolerance: float = TOLERANCE) -> dict:
@@ -20,7 +22,7 @@ def compare_logits(source_dir: Path, extracted_dir: Path, tolerance: float = TOL
 
     Both run in float32, one after the other (so peak memory is the larger of the two models). Where the VLM's
     own forward fails on text alone (a bug of that class, e.g. Llama 4 in transformers 5.24), the reference is
-    its language model followed by its LM head, and ``reference`` says so.
+    its language model followed by its LM head: ``reference`` says which, ``forward_error`` why.
 
     Args:
         source_dir: the VLM checkpoint.
@@ -28,13 +30,14 @@ def compare_logits(source_dir: Path, extracted_dir: Path, tolerance: float = TOL
         tolerance: the largest acceptable absolute logit difference.
 
     Returns:
-        ``{"passed", "max_abs_logit_diff", "tolerance", "dtype", "probe_tokens", "reference"}``.
+        ``{"passed", "max_abs_logit_diff", "tolerance", "dtype", "probe_tokens", "reference", "forward_error"}``.
 
     Raises:
         VerificationError: the VLM's logits are not finite, so there is nothing to compare.
     """
     input_ids = load_tokenizer(extracted_dir)(PROBE_TEXT, return_tensors="pt").input_ids
-    reference, path = _vlm_logits(source_dir, input_ids)
+    reference, forward_error = _vlm_logits(source_dir, input_ids)
+    gc.collect()  # the VLM, local to _vlm_logits, goes before the extracted LM loads
     if not torch.isfinite(reference).all():
         raise VerificationError(
             f"{source_dir}: the VLM's own text-only logits are not finite; nothing to compare"
@@ -47,15 +50,16 @@ def compare_logits(source_dir: Path, extracted_dir: Path, tolerance: float = TOL
         "tolerance": tolerance,
         "dtype": "float32",
         "probe_tokens": int(input_ids.shape[1]),
-        "reference": path,
+        "reference": VLM_FORWARD if forward_error is None else LANGUAGE_MODEL_AND_HEAD,
+        "forward_error": forward_error,
     }
 
 
-def _vlm_logits(source_dir: Path, input_ids: torch.Tensor) -> tuple[torch.Tensor, str]:
-    """The VLM's text-only logits and which path gave them."""
+def _vlm_logits(source_dir: Path, input_ids: torch.Tensor) -> tuple[torch.Tensor, str | None]:
+    """The VLM's text-only logits, and why its own forward failed where its language model and head gave them."""
     vlm = AutoModelForImageTextToText.from_pretrained(source_dir, dtype=torch.float32)
     try:
-        return _logits(vlm, input_ids), "the VLM's forward"
+        return _logits(vlm, input_ids), None
     except (
         Exception
     ) as error:  # the class's own text-only forward fails: a transformers bug, not the extraction's
@@ -63,13 +67,10 @@ def _vlm_logits(source_dir: Path, input_ids: torch.Tensor) -> tuple[torch.Tensor
     with torch.inference_mode():
         hidden = language_model(vlm)(input_ids=input_ids).last_hidden_state
         logits = vlm.get_output_embeddings()(hidden).float()
-    return logits, f"the VLM's language model and LM head (its own text-only forward fails: {failure})"
+    return logits, failure
 
 
 def _logits(model: torch.nn.Module, input_ids: torch.Tensor) -> torch.Tensor:
-    """float32 logits of ``input_ids`` from ``model``, freeing it afterwards."""
+    """float32 logits of ``input_ids`` from ``model``."""
     with torch.inference_mode():
-        logits = model.eval()(input_ids=input_ids).logits.float()
-    del model
-    gc.collect()
-    return logits
+        return model.eval()(input_ids=input_ids).logits.float()
