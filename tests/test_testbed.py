@@ -175,7 +175,7 @@ def test_the_page_reads_the_results_and_draws_every_run(testbed_run) -> None:
     page = read_testbed(results, "vl_testbed.json")
     assert page.arms == ["none", "sink", "random"]
     assert page.answer.startswith("This design cannot tell: over 2 seeds, freezing the sink heads changed")
-    charts = {Path(plot.path).name: plot.chart for plot in page.charts()}
+    charts = {Path(plot.path).name: plot.chart for plot in page.charts().values()}
     assert set(charts) == {Path(path).name for path in PLOT_PATHS.values()}
     assert "seed 0: no protection" in charts["testbed-strict-per-seed.svg"].alt
     for chart in charts.values():

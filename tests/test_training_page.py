@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from sinkbench.cli import main
+from sinkbench.leaderboard.pages import PageRenderer, make_environment
 from sinkbench.leaderboard.project import build_site
-from sinkbench.leaderboard.training import PLOT_PATHS, TESTBED_FILE, find_testbed
+from sinkbench.leaderboard.sources import SiteSources
+from sinkbench.leaderboard.training import PLOT_PATHS, TESTBED_FILE, TrainingPage, find_testbed
 from sinkbench.testbed import analysis
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,9 +51,40 @@ def test_the_benchmark_charts_are_the_site_charts(tmp_path: Path) -> None:
     """One drawing of every chart: the committed SVGs are what the site draws from the committed JSON."""
     _committed()
     shutil.copy(COMMITTED, tmp_path / TESTBED_FILE)
-    for plot in find_testbed(tmp_path).charts():
+    for plot in find_testbed(tmp_path).charts().values():
         name = Path(plot.path).name
         assert (RESULTS / name).read_text(encoding="utf-8") == plot.chart.svg(), name
+
+
+def _render(folder: Path) -> str:
+    sources = SiteSources()
+    renderer = PageRenderer(make_environment(sources.templates), sources.docs)
+    return renderer.render("training.md.j2", **TrainingPage(folder, find_testbed(folder)).context())
+
+
+def test_each_chart_sits_under_its_own_caption() -> None:
+    """The image at each chart's path shows what its caption and alt text say (the strict and S charts were
+    swapped)."""
+    _committed()
+    figures = {
+        path: (alt, caption)
+        for path, alt, caption in re.findall(
+            r'<img src="([^"]+)" alt="([^"]*)"[^>]*>\s*<figcaption>([^<]*)</figcaption>', _render(RESULTS)
+        )
+    }
+    expected = {
+        "strict": (
+            "Dot-and-line chart of IFEval prompt-level strict",
+            "IFEval prompt-level strict accuracy of",
+        ),
+        "s_end": ("Dot-and-line chart of S of the VLM-LM", "S of every VLM-LM after stage 2"),
+        "coupling": ("Scatter of change in IFEval prompt-level strict", "Per run: change in S"),
+        "trace": ("Line chart of Sink Strength S", "Sink Strength S of the language model during stage 2"),
+    }
+    assert set(figures) == set(PLOT_PATHS.values())
+    for key, (alt, caption) in expected.items():
+        shown_alt, shown_caption = figures[PLOT_PATHS[key]]
+        assert shown_alt.startswith(alt) and shown_caption.startswith(caption), key
 
 
 def test_site_build_shows_the_testbed_and_refuses_a_broken_file(

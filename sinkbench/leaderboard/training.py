@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import statistics
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -215,8 +216,9 @@ class TestbedResults:
             rows.append((seed.seed, tuple(found.get(arm) for arm in self.arms)))
         return tuple(rows)
 
-    def charts(self) -> list[PlotRef]:
-        """Every chart of the page: the S traces, S and strict score per seed, and S against strict score."""
+    def charts(self) -> dict[str, PlotRef]:
+        """Every chart of the page by its :data:`PLOT_PATHS` key: the S traces, strict score and S per seed, and S
+        against strict score."""
         labels = tuple(self.label(arm) for arm in self.arms)
         trace = TrajectoryChart(
             tuple(
@@ -235,40 +237,32 @@ class TestbedResults:
         )
         base = self.data.base
         points = self.data.analysis.coupling.points if self.data.analysis.coupling else []
-        return [
-            PlotRef(PLOT_PATHS["trace"], trace),
-            PlotRef(
-                PLOT_PATHS["s_end"],
-                PairedChart(
-                    "S of the VLM-LM (nats)", labels, self._by_seed("s"), base.sink.sink_strength, "base LM"
-                ),
+        charts = {
+            "trace": trace,
+            "strict": PairedChart(
+                "IFEval prompt-level strict (%)",
+                labels,
+                self._by_seed("strict"),
+                100 * base.ifeval.prompt_strict,
+                "base LM",
             ),
-            PlotRef(
-                PLOT_PATHS["strict"],
-                PairedChart(
-                    "IFEval prompt-level strict (%)",
-                    labels,
-                    self._by_seed("strict"),
-                    100 * base.ifeval.prompt_strict,
-                    "base LM",
-                ),
+            "s_end": PairedChart(
+                "S of the VLM-LM (nats)", labels, self._by_seed("s"), base.sink.sink_strength, "base LM"
             ),
-            PlotRef(
-                PLOT_PATHS["coupling"],
-                CouplingChart(
-                    tuple(
-                        (
-                            self.label(arm),
-                            tuple((p.delta_s, p.delta_prompt_strict) for p in points if p.arm == arm),
-                        )
-                        for arm in self.arms
-                    ),
-                    "change in S from the base LM (nats)",
-                    "change in IFEval prompt-level strict (points)",
-                    self.coupling_sentence,
+            "coupling": CouplingChart(
+                tuple(
+                    (
+                        self.label(arm),
+                        tuple((p.delta_s, p.delta_prompt_strict) for p in points if p.arm == arm),
+                    )
+                    for arm in self.arms
                 ),
+                "change in S from the base LM (nats)",
+                "change in IFEval prompt-level strict (points)",
+                self.coupling_sentence,
             ),
-        ]
+        }
+        return {key: PlotRef(path, charts[key]) for key, path in PLOT_PATHS.items()}
 
     @property
     def coupling_sentence(self) -> str:
@@ -390,16 +384,21 @@ class TrainingPage:
     folder: Path | None
     run: TestbedResults | None
 
+    @cached_property
+    def charts(self) -> dict[str, PlotRef]:
+        """The page's charts by their :data:`PLOT_PATHS` key (none without results), made once for the page and
+        the drawing."""
+        return self.run.charts() if self.run else {}
+
     def plots(self) -> list[PlotRef]:
         """The page's charts, when there are results."""
-        return self.run.charts() if self.run else []
+        return list(self.charts.values())
 
     def context(self) -> dict[str, object]:
         """What ``training.md.j2`` is given."""
-        plots = {key: plot for key, plot in zip(PLOT_PATHS, self.plots(), strict=False)}
         return {
             "run": self.run,
-            "plots": plots,
+            "plots": self.charts,
             "outcomes": OUTCOME_LABELS,
             "results_file": TESTBED_FILE,
             "experiments_dir": self.folder.as_posix() if self.folder else "(none given)",
