@@ -163,7 +163,9 @@ def test_pipeline_records_every_run_and_resumes(testbed_run) -> None:
     assert arms[0, "random"]["heads"] != arms[1, "random"]["heads"] or SINK  # drawn per seed
     paired = data["analysis"]["paired_vs_none"]["sink"]["prompt_strict"]
     assert (
-        len(paired["differences"]) == 2 and paired["minimum_detectable"] is None
+        len(paired["differences"]) == 2
+        and paired["minimum_detectable"] is None
+        and paired["undetectable"] == "too_few_seeds"
     )  # two seeds detect nothing
     kept = results.parent.parent / "work" / "seed0" / "none"
     assert (kept / "vlm" / "config.json").is_file() and (kept / "lm" / "provenance.json").is_file()
@@ -203,6 +205,7 @@ def _effect(mean: float, ci: tuple[float, float], p: float, mde: float | None) -
         positive=6,
         negative=0,
         minimum_detectable=mde,
+        undetectable=None if mde is not None else "too_few_seeds",
     )
 
 
@@ -220,6 +223,28 @@ def test_the_answer_follows_the_test_and_the_detectable_difference(effect, verdi
     from sinkbench.leaderboard.training import _verdict
 
     assert _verdict(effect) == verdict
+
+
+@pytest.mark.parametrize(
+    ("treated", "why", "text"),
+    [
+        ([1.0, 3.0], "too_few_seeds", "with this few seeds no difference is detectable"),
+        ([2.0, 2.0], "too_few_seeds", "with this few seeds no difference is detectable"),
+        (
+            [1.0] * 6,
+            "no_spread",
+            "the differences have no spread, so the smallest detectable difference cannot",
+        ),
+    ],
+)
+def test_an_undetectable_difference_says_why(treated: list[float], why: str, text: str) -> None:
+    """Too few seeds and differences without spread both leave no detectable size; the page tells them apart."""
+    from sinkbench.leaderboard.training import _Effect, _mde
+
+    effect = analysis.paired_effect(treated, [0.0] * len(treated))
+    assert effect["undetectable"] == why
+    shown = _Effect.model_validate(analysis._json_ready(effect))
+    assert shown.minimum_detectable is None and _mde(shown, "points").startswith(text)
 
 
 def test_visual_accuracy_is_tested_against_chance() -> None:

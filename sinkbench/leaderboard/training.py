@@ -13,6 +13,7 @@ import statistics
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
@@ -49,6 +50,11 @@ PLOT_PATHS = {
 }
 #: The largest results file read, in bytes (the committed one of six seeds is under 0.5 MB).
 TESTBED_SIZE_LIMIT = 20_000_000
+#: Why an effect has no smallest detectable difference, by its ``undetectable`` value.
+UNDETECTABLE = {
+    "too_few_seeds": "with this few seeds no difference is detectable",
+    "no_spread": "the differences have no spread, so the smallest detectable difference cannot be estimated",
+}
 _FIX = "rerun `python benchmarks/vl_testbed.py` to rewrite it"
 
 
@@ -70,6 +76,13 @@ class _Effect(_Record):
     positive: int
     negative: int
     minimum_detectable: float | None
+    undetectable: Literal["too_few_seeds", "no_spread"] | None
+
+    @model_validator(mode="after")
+    def _one_of_size_or_reason(self) -> _Effect:
+        if (self.minimum_detectable is None) == (self.undetectable is None):
+            raise ValueError("exactly one of minimum_detectable and undetectable must be null")
+        return self
 
 
 class _Correlation(_Record):
@@ -432,7 +445,7 @@ def _ci(effect: _Effect, digits: int = 1) -> str:
 def _mde(effect: _Effect, unit: str) -> str:
     value = effect.minimum_detectable
     if value is None:
-        return "with this few seeds no difference is detectable"
+        return UNDETECTABLE[effect.undetectable]
     return f"the smallest difference detectable with 80% power is about {value:.1f} {unit}"
 
 
@@ -484,6 +497,7 @@ class TrainingPage:
             "run": self.run,
             "plots": self.charts,
             "outcomes": OUTCOME_LABELS,
+            "undetectable": UNDETECTABLE,
             "results_file": TESTBED_FILE,
             "experiments_dir": self.folder.as_posix() if self.folder else "(none given)",
         }
