@@ -3,13 +3,16 @@ pipeline on tiny random models (seconds, no real weights or data)."""
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from tiny_models import TINY_SHAPE, TINY_SINK_HEADS, tiny_causal_lm, tiny_tokenizer
+from transformers import TrainerCallback
 
 from sinkbench.leaderboard.sources import SourceInvalid
 from sinkbench.leaderboard.training import PLOT_PATHS, TESTBED_FILE, read_testbed
@@ -18,6 +21,7 @@ from sinkbench.testbed import analysis
 from sinkbench.testbed.controls import band_of, frozen_units, matched_random_heads
 from sinkbench.testbed.ifeval_short import fits_short_answer, short_answer_prompts
 from sinkbench.testbed.scenes import ANSWERS, CELLS, caption, make_scene, qa_conversation, question_items
+from sinkbench.testbed.train import StageSpec, stage_data, train_stage
 from sinkbench.testbed.visual import first_tokens
 from sinkbench.testbed.vlm import IGNORE, VisionSpec, build_vlm, encode, pixel_values, processor_for
 
@@ -66,6 +70,22 @@ def test_the_vlm_keeps_the_lm_and_matches_the_saved_processor() -> None:
     assert torch.allclose(processed.pixel_values, pixel_values([scene.image]), atol=1e-6)
     answers = "".join(m["content"] + "</s>" for m in chat if m["role"] == "assistant")
     assert tokenizer.decode([t for t, label in zip(ids, labels, strict=True) if label != IGNORE]) == answers
+
+
+def test_a_stage_keeps_no_trainer_alive() -> None:
+    """The Trainer (optimizer state, callbacks) is freed when the stage returns; its result holds the log only."""
+    tokenizer, lm = tiny_tokenizer(), tiny_causal_lm("llama")
+    vlm = build_vlm(lm, tokenizer, TINY_VISION)
+    data = stage_data("stage1", 0, 4, tokenizer, TINY_VISION)
+    seen: list[weakref.ref] = []
+
+    def note(trainer: object) -> TrainerCallback:
+        seen.append(weakref.ref(trainer))
+        return TrainerCallback()
+
+    result = train_stage(vlm, tokenizer, data, StageSpec(2, 2, 1e-3, 0.5, False), 0, callbacks=[note])
+    gc.collect()
+    assert len(result.loss) == 2 and seen and seen[0]() is None
 
 
 def test_answer_words_differ_in_their_first_token() -> None:
