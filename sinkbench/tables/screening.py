@@ -128,7 +128,7 @@ class TaskFit:
         method = intervals.METHODS[intervals.PREDICTION_METHOD]
         level = method.level(self.fit.n, intervals.CONFIDENCE)
         low, high = method.interval(self.s, self.delta, new_s, intervals.CONFIDENCE)
-        t_low, t_high = intervals.t_interval(self.s, self.delta, new_s)
+        t_low, t_high = self.fit.prediction_interval(new_s, intervals.CONFIDENCE)
         return {
             "predicted_delta": self.fit.predict(new_s),
             "interval_kind": method.name,
