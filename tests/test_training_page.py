@@ -108,6 +108,10 @@ def _drop(*keys: str | int):
         (_drop("seeds", 0, "arms", 0, "seconds", "total"), "seeds.0.arms.0.seconds.total: Field required"),
         (_drop("base", "sink", "position0_mass"), "base.sink.position0_mass: Field required"),
         (
+            _drop("analysis", "paired_vs_none", "sink", "prompt_strict", "undetectable"),
+            "analysis.paired_vs_none.sink.prompt_strict.undetectable: Field required",
+        ),
+        (
             lambda d: d["analysis"]["arms"].__setitem__("extra", d["analysis"]["arms"]["none"]),
             "<file>: analysis.arms.extra: no seed in seeds has a run of this arm",
         ),

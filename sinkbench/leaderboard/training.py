@@ -85,6 +85,18 @@ class _Effect(_Record):
         return self
 
 
+class _Paired(_Record):
+    """One arm's paired effects against no protection, per outcome of :data:`OUTCOME_LABELS`."""
+
+    seeds: list[int]
+    sink_strength: _Effect
+    prompt_strict: _Effect
+    inst_strict: _Effect
+    prompt_loose: _Effect
+    inst_loose: _Effect
+    visual_accuracy: _Effect
+
+
 class _Correlation(_Record):
     spearman: float | None
     ci95: list[float | None]
@@ -153,7 +165,7 @@ class _Stage1Summary(_Record):
 
 class _Analysis(_Record):
     arms: dict[str, _ArmSummary] = Field(min_length=1)
-    paired_vs_none: dict[str, dict[str, _Effect | list[int]]]
+    paired_vs_none: dict[str, _Paired]
     coupling: _Coupling | None
     stage1: _Stage1Summary | None
 
@@ -395,8 +407,8 @@ class TestbedResults:
 
     def effect(self, arm: str, outcome: str) -> _Effect | None:
         """The paired effect of ``arm`` against no protection on ``outcome``, if on file."""
-        found = self.data.analysis.paired_vs_none.get(arm, {}).get(outcome)
-        return found if isinstance(found, _Effect) else None
+        paired = self.data.analysis.paired_vs_none.get(arm)
+        return None if paired is None else getattr(paired, outcome)
 
     @property
     def answer(self) -> str:
