@@ -158,7 +158,7 @@ def write_charts(results: Path) -> None:
     """The SVG charts of ``results``, drawn beside it by the Training dynamics page's own code."""
     from sinkbench.leaderboard.training import read_testbed
 
-    for plot in read_testbed(results, results.name).charts():
+    for plot in read_testbed(results, results.name).charts().values():
         (results.parent / Path(plot.path).name).write_text(plot.chart.svg(), encoding="utf-8")
 
 

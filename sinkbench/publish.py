@@ -25,6 +25,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from sinkbench.errors import UserError
 from sinkbench.safe_io import install_directory, scratch_folder, staging_prefix
 
 try:
@@ -76,6 +77,21 @@ def _clean_leftovers(out: Path) -> None:
     for leftover in out.parent.iterdir():
         if leftover.name.startswith(prefix) and leftover.is_dir() and not leftover.is_symlink():
             shutil.rmtree(leftover, ignore_errors=True)
+
+
+def refuse_overlap(out: Path, source: Path, source_option: str) -> None:
+    """Refuse to publish ``out`` inside the folder it is made from (``source``, given as ``source_option``), or
+    around it: the output would land in the inputs, or replace them.
+
+    Raises:
+        UserError: one folder, resolved, is the other or inside it.
+    """
+    out_path, source_path = Path(out).resolve(), Path(source).resolve()
+    if out_path.is_relative_to(source_path) or source_path.is_relative_to(out_path):
+        raise UserError(
+            f"--out {out} and {source_option} {source} overlap (one is inside the other), so the output would be "
+            f"written into the inputs or replace them; choose an --out outside {source}"
+        )
 
 
 def _folder_mode(out: Path) -> int:

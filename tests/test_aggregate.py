@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from sinkbench.cli import main
 from sinkbench.publish import MARKER, PublishError
-from sinkbench.submissions import SubmissionsInvalid, load_submissions
-from sinkbench.tables import stats
+from sinkbench.submissions import SubmissionsInvalid, load_submissions, load_valid_entries
+from sinkbench.tables import intervals, stats
 from sinkbench.tables.aggregate import aggregate_submissions
 from sinkbench.tables.build import build_tables
 from sinkbench.tables.correlations import CORRELATION_COLUMNS
@@ -116,6 +118,23 @@ def test_ifeval_fidelity_to_the_paper(seeded) -> None:
     assert round(ifeval["spearman"], 3) == 0.971
     assert ifeval["loo_mae"] == pytest.approx(2.54, abs=0.1)
     assert ifeval["baseline_mae"] == pytest.approx(4.40, abs=0.1)
+
+
+def test_each_task_s_held_out_coverage_is_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The correlations table reports it and the screening table carries it: one computation per task and
+    method serves both."""
+    calls: Counter[tuple[bytes, str]] = Counter()
+    original = intervals.loo_coverage
+
+    def counted(x, y, method: str, *args: object) -> intervals.Coverage:
+        if len(x):  # tasks without pairs all look alike
+            calls[np.asarray(x, dtype=float).tobytes() + np.asarray(y, dtype=float).tobytes(), method] += 1
+        return original(x, y, method, *args)
+
+    monkeypatch.setattr(intervals, "loo_coverage", counted)
+    tables = build_tables(load_valid_entries(REPO_SUBMISSIONS))
+    assert tables.screening["interval_loo_checked"].max() > 0
+    assert set(calls.values()) == {1}
 
 
 def test_table_10_held_out_predictions(seeded) -> None:

@@ -501,3 +501,27 @@ def test_the_published_folder_has_ordinary_permissions(references: References, t
     out.chmod(0o750)
     aggregate_submissions(references["old"], out)
     assert out.stat().st_mode & 0o777 == 0o750
+
+
+@pytest.mark.parametrize("command", [AGGREGATE, SITE], ids=lambda command: command.name)
+@pytest.mark.parametrize("nesting", ["out inside the submissions", "submissions inside out"])
+def test_an_out_overlapping_the_submissions_is_refused_in_one_line(
+    command: Command, nesting: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The output would land in the submissions (and fail the next validate) or replace them: refused before
+    anything is written, a lock file included."""
+    if nesting == "out inside the submissions":
+        submissions = tmp_path / "sub"
+        out = tmp_path / "elsewhere" / ".." / "sub" / "backbones" / "out"
+    else:
+        out = tmp_path / "out"
+        submissions = out / "sub"
+    shutil.copytree(FIXTURES, submissions)
+    (tmp_path / "elsewhere").mkdir()
+    before = snapshot(tmp_path)
+    capsys.readouterr()
+    assert main(command.argv(submissions, out)) == 1
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
+    assert f"--out {out} and --submissions {submissions} overlap" in captured.err
+    assert snapshot(tmp_path) == before

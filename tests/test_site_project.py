@@ -19,6 +19,7 @@ from pathlib import Path
 import adjustText
 import pytest
 
+from sinkbench.cli import main
 from sinkbench.leaderboard.plots import ScatterChart, ScatterPoint
 from sinkbench.leaderboard.project import build_site
 from sinkbench.leaderboard.sources import SOURCES_DIR, SiteSources
@@ -160,3 +161,18 @@ def test_the_preview_rebuilds_after_a_template_and_a_submission_change(project: 
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=30)
+
+
+@pytest.mark.parametrize("epoch", ["abc", "-5", "99999999999999999999"])
+def test_a_bad_source_date_epoch_is_one_line(
+    epoch: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", epoch)
+    argv = ["site", "build", "--submissions", str(FIXTURES), "--out", str(tmp_path / "site")]
+    assert main(argv) == 1
+    printed = capsys.readouterr().err
+    assert printed.count("\n") == 1 and "Traceback" not in printed
+    assert printed.startswith(
+        f"sinkbench site build: SOURCE_DATE_EPOCH is {epoch!r}; set it to a whole number"
+    )
+    assert not (tmp_path / "site").exists()

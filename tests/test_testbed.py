@@ -3,13 +3,16 @@ pipeline on tiny random models (seconds, no real weights or data)."""
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from tiny_models import TINY_SHAPE, TINY_SINK_HEADS, tiny_causal_lm, tiny_tokenizer
+from transformers import TrainerCallback
 
 from sinkbench.leaderboard.sources import SourceInvalid
 from sinkbench.leaderboard.training import PLOT_PATHS, TESTBED_FILE, read_testbed
@@ -18,6 +21,7 @@ from sinkbench.testbed import analysis
 from sinkbench.testbed.controls import band_of, frozen_units, matched_random_heads
 from sinkbench.testbed.ifeval_short import fits_short_answer, short_answer_prompts
 from sinkbench.testbed.scenes import ANSWERS, CELLS, caption, make_scene, qa_conversation, question_items
+from sinkbench.testbed.train import StageSpec, stage_data, train_stage
 from sinkbench.testbed.visual import first_tokens
 from sinkbench.testbed.vlm import IGNORE, VisionSpec, build_vlm, encode, pixel_values, processor_for
 
@@ -66,6 +70,22 @@ def test_the_vlm_keeps_the_lm_and_matches_the_saved_processor() -> None:
     assert torch.allclose(processed.pixel_values, pixel_values([scene.image]), atol=1e-6)
     answers = "".join(m["content"] + "</s>" for m in chat if m["role"] == "assistant")
     assert tokenizer.decode([t for t, label in zip(ids, labels, strict=True) if label != IGNORE]) == answers
+
+
+def test_a_stage_keeps_no_trainer_alive() -> None:
+    """The Trainer (optimizer state, callbacks) is freed when the stage returns; its result holds the log only."""
+    tokenizer, lm = tiny_tokenizer(), tiny_causal_lm("llama")
+    vlm = build_vlm(lm, tokenizer, TINY_VISION)
+    data = stage_data("stage1", 0, 4, tokenizer, TINY_VISION)
+    seen: list[weakref.ref] = []
+
+    def note(trainer: object) -> TrainerCallback:
+        seen.append(weakref.ref(trainer))
+        return TrainerCallback()
+
+    result = train_stage(vlm, tokenizer, data, StageSpec(2, 2, 1e-3, 0.5, False), 0, callbacks=[note])
+    gc.collect()
+    assert len(result.loss) == 2 and seen and seen[0]() is None
 
 
 def test_answer_words_differ_in_their_first_token() -> None:
@@ -163,7 +183,9 @@ def test_pipeline_records_every_run_and_resumes(testbed_run) -> None:
     assert arms[0, "random"]["heads"] != arms[1, "random"]["heads"] or SINK  # drawn per seed
     paired = data["analysis"]["paired_vs_none"]["sink"]["prompt_strict"]
     assert (
-        len(paired["differences"]) == 2 and paired["minimum_detectable"] is None
+        len(paired["differences"]) == 2
+        and paired["minimum_detectable"] is None
+        and paired["undetectable"] == "too_few_seeds"
     )  # two seeds detect nothing
     kept = results.parent.parent / "work" / "seed0" / "none"
     assert (kept / "vlm" / "config.json").is_file() and (kept / "lm" / "provenance.json").is_file()
@@ -175,7 +197,7 @@ def test_the_page_reads_the_results_and_draws_every_run(testbed_run) -> None:
     page = read_testbed(results, "vl_testbed.json")
     assert page.arms == ["none", "sink", "random"]
     assert page.answer.startswith("This design cannot tell: over 2 seeds, freezing the sink heads changed")
-    charts = {Path(plot.path).name: plot.chart for plot in page.charts()}
+    charts = {Path(plot.path).name: plot.chart for plot in page.charts().values()}
     assert set(charts) == {Path(path).name for path in PLOT_PATHS.values()}
     assert "seed 0: no protection" in charts["testbed-strict-per-seed.svg"].alt
     for chart in charts.values():
@@ -203,6 +225,7 @@ def _effect(mean: float, ci: tuple[float, float], p: float, mde: float | None) -
         positive=6,
         negative=0,
         minimum_detectable=mde,
+        undetectable=None if mde is not None else "too_few_seeds",
     )
 
 
@@ -220,6 +243,28 @@ def test_the_answer_follows_the_test_and_the_detectable_difference(effect, verdi
     from sinkbench.leaderboard.training import _verdict
 
     assert _verdict(effect) == verdict
+
+
+@pytest.mark.parametrize(
+    ("treated", "why", "text"),
+    [
+        ([1.0, 3.0], "too_few_seeds", "with this few seeds no difference is detectable"),
+        ([2.0, 2.0], "too_few_seeds", "with this few seeds no difference is detectable"),
+        (
+            [1.0] * 6,
+            "no_spread",
+            "the differences have no spread, so the smallest detectable difference cannot",
+        ),
+    ],
+)
+def test_an_undetectable_difference_says_why(treated: list[float], why: str, text: str) -> None:
+    """Too few seeds and differences without spread both leave no detectable size; the page tells them apart."""
+    from sinkbench.leaderboard.training import _Effect, _mde
+
+    effect = analysis.paired_effect(treated, [0.0] * len(treated))
+    assert effect["undetectable"] == why
+    shown = _Effect.model_validate(analysis._json_ready(effect))
+    assert shown.minimum_detectable is None and _mde(shown, "points").startswith(text)
 
 
 def test_visual_accuracy_is_tested_against_chance() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from sinkbench.errors import UserError
 from sinkbench.leaderboard.content import RawFile
 from sinkbench.leaderboard.pages import PageRenderer
 from sinkbench.leaderboard.training import TrainingPage, find_testbed
@@ -91,11 +93,29 @@ def copy_submitted_file(source: Path, target: Path) -> None:
 
 def data_timestamp(submissions_dir: Path, entries: Sequence[Entry]) -> str:
     """When the data last changed, in UTC: ``SOURCE_DATE_EPOCH`` when set, else the last git commit touching
-    ``submissions_dir``, else the newest modification time of an entry's files."""
+    ``submissions_dir``, else the newest modification time of an entry's files.
+
+    Raises:
+        UserError: ``SOURCE_DATE_EPOCH`` is not a whole number of seconds a date can hold.
+    """
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    seconds = int(epoch) if epoch else _last_commit(submissions_dir)
+    if epoch:
+        try:
+            if not re.fullmatch("[0-9]+", epoch):
+                raise ValueError(epoch)
+            return _utc(int(epoch))
+        except (ValueError, OverflowError, OSError):
+            raise UserError(
+                f"SOURCE_DATE_EPOCH is {epoch[:40]!r}; set it to a whole number of seconds since "
+                "1970-01-01 UTC (e.g. $(git log -1 --format=%ct)), or unset it"
+            ) from None
+    seconds = _last_commit(submissions_dir)
     if seconds is None:
         seconds = max((file.path.lstat().st_mtime for entry in entries for file in entry.files), default=0)
+    return _utc(seconds)
+
+
+def _utc(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 

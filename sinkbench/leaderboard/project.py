@@ -18,7 +18,7 @@ from typing import Any
 from sinkbench.errors import UserError
 from sinkbench.leaderboard.plugin import PLUGIN_NAME, LeaderboardPlugin
 from sinkbench.leaderboard.sources import EXPERIMENTS_DIR, SiteSources
-from sinkbench.publish import publishing
+from sinkbench.publish import publishing, refuse_overlap
 
 
 class SiteBuildFailed(UserError):
@@ -63,6 +63,7 @@ def build_site(
             written.
         SiteBuildFailed: MkDocs reported a warning or an error (strict mode); nothing is written.
         FileNotFoundError: a source is missing.
+        sinkbench.errors.UserError: ``out_dir`` and ``submissions_dir`` overlap; nothing is written.
         sinkbench.publish.PublishError: ``out_dir`` is locked by another run, not a site, or not writable.
     """
     from mkdocs.commands.build import build
@@ -70,6 +71,7 @@ def build_site(
 
     sources = sources or SiteSources()
     sources.check()
+    refuse_overlap(out_dir, submissions_dir, "--submissions")
     with publishing(Path(out_dir)) as site_dir:
         config = load_project(
             sources, submissions_dir, experiments_dir, seed, site_dir=str(site_dir), strict=True

@@ -46,6 +46,8 @@ class PairedChart:
             figure, axes = _new_axes(6.4, 3.6, left=0.75)
             for index, (seed, values) in enumerate(self.seeds):
                 points = [(x, v) for x, v in enumerate(values) if v is not None]
+                if not points:  # a seed with no run of the arms shown
+                    continue
                 xs = [x + 0.03 * (index - len(self.seeds) / 2) for x, _ in points]
                 axes.plot(xs, [v for _, v in points], color="#9e9e9e", linewidth=0.8, zorder=2)
                 for x, (arm_index, v) in zip(xs, points, strict=True):

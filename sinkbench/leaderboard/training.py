@@ -9,17 +9,20 @@ benchmark's ``analysis`` block holds them).
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
 from sinkbench.leaderboard.content import PlotRef
 from sinkbench.leaderboard.plots import TrajectoryChart
 from sinkbench.leaderboard.sources import SourceInvalid
 from sinkbench.leaderboard.testbed_charts import CouplingChart, PairedChart
+from sinkbench.safe_io import UnsafeFileError, read_json
 
 #: The results file of ``benchmarks/vl_testbed.py``.
 TESTBED_FILE = "vl_testbed.json"
@@ -45,6 +48,13 @@ PLOT_PATHS = {
     "s_end": "plots/testbed-s-per-seed.svg",
     "coupling": "plots/testbed-s-vs-strict.svg",
 }
+#: The largest results file read, in bytes (the committed one of six seeds is under 0.5 MB).
+TESTBED_SIZE_LIMIT = 20_000_000
+#: Why an effect has no smallest detectable difference, by its ``undetectable`` value.
+UNDETECTABLE = {
+    "too_few_seeds": "with this few seeds no difference is detectable",
+    "no_spread": "the differences have no spread, so the smallest detectable difference cannot be estimated",
+}
 _FIX = "rerun `python benchmarks/vl_testbed.py` to rewrite it"
 
 
@@ -66,6 +76,25 @@ class _Effect(_Record):
     positive: int
     negative: int
     minimum_detectable: float | None
+    undetectable: Literal["too_few_seeds", "no_spread"] | None
+
+    @model_validator(mode="after")
+    def _one_of_size_or_reason(self) -> _Effect:
+        if (self.minimum_detectable is None) == (self.undetectable is None):
+            raise ValueError("exactly one of minimum_detectable and undetectable must be null")
+        return self
+
+
+class _Paired(_Record):
+    """One arm's paired effects against no protection, per outcome of :data:`OUTCOME_LABELS`."""
+
+    seeds: list[int]
+    sink_strength: _Effect
+    prompt_strict: _Effect
+    inst_strict: _Effect
+    prompt_loose: _Effect
+    inst_loose: _Effect
+    visual_accuracy: _Effect
 
 
 class _Correlation(_Record):
@@ -88,6 +117,31 @@ class _Coupling(_Record):
     within_seed: _Correlation
 
 
+class _Secondary(_Record):
+    share_g_above_2: _Spread
+    position0_mass: _Spread
+
+
+class _RunSeconds(_Record):
+    """Wall times of one run's steps, in seconds."""
+
+    stage2: float
+    monitor: float
+    extract: float
+    screen: float
+    ifeval: float
+    total: float
+
+
+class _SecondsSpread(_Record):
+    stage2: _Spread
+    monitor: _Spread
+    extract: _Spread
+    screen: _Spread
+    ifeval: _Spread
+    total: _Spread
+
+
 class _ArmSummary(_Record):
     seeds: list[int] = Field(min_length=1)
     s_start: _Spread
@@ -98,17 +152,22 @@ class _ArmSummary(_Record):
     prompt_loose: _Spread
     inst_loose: _Spread
     visual_accuracy: _Spread
-    secondary: dict[str, _Spread]
+    secondary: _Secondary
     frozen_weights: _Spread
     visual_above_chance: int
-    seconds: dict[str, _Spread]
+    seconds: _SecondsSpread
+
+
+class _Stage1Summary(_Record):
+    seconds: _Spread
+    visual_accuracy: _Spread
 
 
 class _Analysis(_Record):
     arms: dict[str, _ArmSummary] = Field(min_length=1)
-    paired_vs_none: dict[str, dict[str, _Effect | list[int]]]
+    paired_vs_none: dict[str, _Paired]
     coupling: _Coupling | None
-    stage1: dict[str, _Spread | int] | None
+    stage1: _Stage1Summary | None
 
 
 class _Point(_Record):
@@ -117,9 +176,9 @@ class _Point(_Record):
 
 
 class _Sink(_Record):
-    model_config = ConfigDict(extra="allow", frozen=True)
-
     sink_strength: float
+    share_g_above_2: float | None
+    position0_mass: float | None
 
 
 class _Ifeval(_Record):
@@ -135,15 +194,12 @@ class _Visual(_Record):
     n: int
 
 
-class _Seconds(_Record):
-    seconds: dict[str, float]
-
-
-class _Arm(_Seconds):
+class _Arm(_Record):
     arm: str
     trace: list[_Point] = Field(min_length=1)
     sink: _Sink
     ifeval: _Ifeval
+    seconds: _RunSeconds
 
 
 class _Stage(_Record):
@@ -152,15 +208,21 @@ class _Stage(_Record):
 
 class _Seed(_Record):
     seed: int
-    arms: list[_Arm]
+    arms: list[_Arm] = Field(min_length=1)
     stage0: _Stage
     stage1: _Stage
 
 
-class _Base(_Seconds):
+class _BaseSeconds(_Record):
+    screen: float
+    ifeval: float
+
+
+class _Base(_Record):
     sink: _Sink
     ifeval: _Ifeval
     visual_untrained: _Visual
+    seconds: _BaseSeconds
 
 
 class _Subset(_Record):
@@ -174,17 +236,59 @@ class _Model(_Record):
     id: str
 
 
+class _Vision(_Record):
+    layers: int
+    image_size: int = Field(ge=1)
+    patch_size: int = Field(ge=1)
+
+
+class _StageConfig(_Record):
+    steps: int
+    batch_size: int
+    lr: float
+    warmup: float
+
+
+class _Config(_Record):
+    vision: _Vision
+    stage0_steps: int
+    stage0_batch: int
+    stage1: _StageConfig
+    stage2: _StageConfig
+    seeds: list[int] = Field(min_length=1)
+    bands: int
+    top_frac: float
+    max_new_tokens: int
+    visual_images: int
+
+
+class _Machine(_Record):
+    torch_threads: int
+
+
 class _Testbed(_Record):
     created: str
     command: str
     model: _Model
-    config: dict
-    machine: dict
+    config: _Config
+    machine: _Machine
     ifeval_subset: _Subset
     sink_heads: list[list[int]]
     base: _Base
     seeds: list[_Seed] = Field(min_length=1)
     analysis: _Analysis
+
+    @model_validator(mode="after")
+    def _every_arm_ran(self) -> _Testbed:
+        ran = {run.arm for seed in self.seeds for run in seed.arms}
+        missing = [arm for arm in self.analysis.arms if arm not in ran]
+        if missing:
+            raise PydanticCustomError(
+                "arm_without_runs",
+                "analysis.arms.{arm}: no seed in seeds has a run of this arm",
+                {"arm": missing[0]},
+            )
+        return self
 
 
 @dataclass(frozen=True)
@@ -215,8 +319,9 @@ class TestbedResults:
             rows.append((seed.seed, tuple(found.get(arm) for arm in self.arms)))
         return tuple(rows)
 
-    def charts(self) -> list[PlotRef]:
-        """Every chart of the page: the S traces, S and strict score per seed, and S against strict score."""
+    def charts(self) -> dict[str, PlotRef]:
+        """Every chart of the page by its :data:`PLOT_PATHS` key: the S traces, strict score and S per seed, and S
+        against strict score."""
         labels = tuple(self.label(arm) for arm in self.arms)
         trace = TrajectoryChart(
             tuple(
@@ -235,40 +340,32 @@ class TestbedResults:
         )
         base = self.data.base
         points = self.data.analysis.coupling.points if self.data.analysis.coupling else []
-        return [
-            PlotRef(PLOT_PATHS["trace"], trace),
-            PlotRef(
-                PLOT_PATHS["s_end"],
-                PairedChart(
-                    "S of the VLM-LM (nats)", labels, self._by_seed("s"), base.sink.sink_strength, "base LM"
-                ),
+        charts = {
+            "trace": trace,
+            "strict": PairedChart(
+                "IFEval prompt-level strict (%)",
+                labels,
+                self._by_seed("strict"),
+                100 * base.ifeval.prompt_strict,
+                "base LM",
             ),
-            PlotRef(
-                PLOT_PATHS["strict"],
-                PairedChart(
-                    "IFEval prompt-level strict (%)",
-                    labels,
-                    self._by_seed("strict"),
-                    100 * base.ifeval.prompt_strict,
-                    "base LM",
-                ),
+            "s_end": PairedChart(
+                "S of the VLM-LM (nats)", labels, self._by_seed("s"), base.sink.sink_strength, "base LM"
             ),
-            PlotRef(
-                PLOT_PATHS["coupling"],
-                CouplingChart(
-                    tuple(
-                        (
-                            self.label(arm),
-                            tuple((p.delta_s, p.delta_prompt_strict) for p in points if p.arm == arm),
-                        )
-                        for arm in self.arms
-                    ),
-                    "change in S from the base LM (nats)",
-                    "change in IFEval prompt-level strict (points)",
-                    self.coupling_sentence,
+            "coupling": CouplingChart(
+                tuple(
+                    (
+                        self.label(arm),
+                        tuple((p.delta_s, p.delta_prompt_strict) for p in points if p.arm == arm),
+                    )
+                    for arm in self.arms
                 ),
+                "change in S from the base LM (nats)",
+                "change in IFEval prompt-level strict (points)",
+                self.coupling_sentence,
             ),
-        ]
+        }
+        return {key: PlotRef(path, charts[key]) for key, path in PLOT_PATHS.items()}
 
     @property
     def coupling_sentence(self) -> str:
@@ -286,9 +383,14 @@ class TestbedResults:
     @property
     def recorded_minutes(self) -> float:
         """The wall times the file records (base model, stages 0 and 1 per seed, every run), in minutes."""
-        seconds = sum(self.data.base.seconds.values()) + sum(
-            seed.stage0.seconds + seed.stage1.seconds + sum(run.seconds["total"] for run in seed.arms)
-            for seed in self.data.seeds
+        base = self.data.base.seconds
+        seconds = (
+            base.screen
+            + base.ifeval
+            + sum(
+                seed.stage0.seconds + seed.stage1.seconds + sum(run.seconds.total for run in seed.arms)
+                for seed in self.data.seeds
+            )
         )
         return seconds / 60
 
@@ -305,8 +407,8 @@ class TestbedResults:
 
     def effect(self, arm: str, outcome: str) -> _Effect | None:
         """The paired effect of ``arm`` against no protection on ``outcome``, if on file."""
-        found = self.data.analysis.paired_vs_none.get(arm, {}).get(outcome)
-        return found if isinstance(found, _Effect) else None
+        paired = self.data.analysis.paired_vs_none.get(arm)
+        return None if paired is None else getattr(paired, outcome)
 
     @property
     def answer(self) -> str:
@@ -355,7 +457,7 @@ def _ci(effect: _Effect, digits: int = 1) -> str:
 def _mde(effect: _Effect, unit: str) -> str:
     value = effect.minimum_detectable
     if value is None:
-        return "with this few seeds no difference is detectable"
+        return UNDETECTABLE[effect.undetectable]
     return f"the smallest difference detectable with 80% power is about {value:.1f} {unit}"
 
 
@@ -363,12 +465,13 @@ def read_testbed(path: Path, shown: str) -> TestbedResults:
     """Read a ``vl_testbed.json`` (``shown`` is how messages name it).
 
     Raises:
-        SourceInvalid: the file is not JSON or lacks a field the page shows.
+        SourceInvalid: the file is unsafe to read (a link, too large), not strict JSON, or lacks a field the page
+            shows.
     """
     try:
-        data = _Testbed.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise SourceInvalid(f"{shown}: <file>: is not UTF-8 JSON ({error}). Fix: {_FIX}") from None
+        data = _Testbed.model_validate(read_json(path, TESTBED_SIZE_LIMIT))
+    except UnsafeFileError as error:
+        raise SourceInvalid(f"{shown}: <file>: {error.message} Fix: {error.fix}, or {_FIX}") from None
     except ValidationError as error:
         first = error.errors()[0]
         field = ".".join(str(part) for part in first["loc"]) or "<file>"
@@ -390,17 +493,23 @@ class TrainingPage:
     folder: Path | None
     run: TestbedResults | None
 
+    @cached_property
+    def charts(self) -> dict[str, PlotRef]:
+        """The page's charts by their :data:`PLOT_PATHS` key (none without results), made once for the page and
+        the drawing."""
+        return self.run.charts() if self.run else {}
+
     def plots(self) -> list[PlotRef]:
         """The page's charts, when there are results."""
-        return self.run.charts() if self.run else []
+        return list(self.charts.values())
 
     def context(self) -> dict[str, object]:
         """What ``training.md.j2`` is given."""
-        plots = {key: plot for key, plot in zip(PLOT_PATHS, self.plots(), strict=False)}
         return {
             "run": self.run,
-            "plots": plots,
+            "plots": self.charts,
             "outcomes": OUTCOME_LABELS,
+            "undetectable": UNDETECTABLE,
             "results_file": TESTBED_FILE,
             "experiments_dir": self.folder.as_posix() if self.folder else "(none given)",
         }

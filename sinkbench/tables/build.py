@@ -10,7 +10,7 @@ import pandas as pd
 
 from sinkbench.submissions.entry import Entry
 from sinkbench.tables.correlations import correlations_table
-from sinkbench.tables.pairs import pairs_table
+from sinkbench.tables.pairs import loo_coverages, pairs_table
 from sinkbench.tables.regressions import regressions_table
 from sinkbench.tables.screening import screening_table
 
@@ -33,10 +33,11 @@ def build_tables(entries: Sequence[Entry], *, seed: int = 0) -> AggregateTables:
     """All tables from entries that passed validation (``load_valid_entries``); no I/O."""
     ordered = sorted(entries, key=lambda entry: (entry.kind, entry.name))
     pairs = pairs_table(ordered, seed=seed)
+    coverages = loo_coverages(pairs)
     return AggregateTables(
         pairs=pairs,
-        correlations=correlations_table(pairs, seed=seed),
-        screening=screening_table(ordered, pairs),
+        correlations=correlations_table(pairs, coverages, seed=seed),
+        screening=screening_table(ordered, pairs, coverages),
         regressions=regressions_table(ordered),
         entries=tuple(ordered),
     )

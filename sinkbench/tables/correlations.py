@@ -47,20 +47,19 @@ def _permutation_method(n: int) -> str | None:
     return "exact" if n <= stats.EXACT_PERMUTATION_MAX_N else "monte-carlo"
 
 
-def _coverage(usable: pd.DataFrame) -> dict:
+def _coverage(usable: pd.DataFrame, coverage: dict[str, intervals.Coverage]) -> dict:
     """The interval the predictions carry with its level and guarantee with all pairs, and the leave-one-pair-out
-    coverage of every interval method on ``usable`` (:func:`intervals.loo_coverage`)."""
-    s, delta = usable["sink_strength"].to_numpy(float), usable["delta"].to_numpy(float)
+    ``coverage`` of every interval method on ``usable`` (:func:`sinkbench.tables.pairs.task_coverage`)."""
     entries = usable["entry"].tolist()
     carried = intervals.METHODS[intervals.PREDICTION_METHOD]
-    level = carried.level(len(s), intervals.CONFIDENCE)
+    level = carried.level(len(usable), intervals.CONFIDENCE)
     row: dict = {
         "prediction_interval": carried.name,
         "prediction_interval_level": level,
         "prediction_interval_guarantee": carried.guarantee(level),
     }
     for name, method in intervals.METHODS.items():
-        found = intervals.loo_coverage(s, delta, name)
+        found = coverage[name]
         values = (found.level, found.guarantee, found.covered, found.checked, found.median_width)
         outside = ";".join(entries[i] for i in found.outside)
         row |= dict(
@@ -69,7 +68,7 @@ def _coverage(usable: pd.DataFrame) -> dict:
     return row
 
 
-def _correlation(task: str, usable: pd.DataFrame, seed: int) -> dict:
+def _correlation(task: str, usable: pd.DataFrame, coverage: dict[str, intervals.Coverage], seed: int) -> dict:
     s, delta = usable["sink_strength"].to_numpy(), usable["delta"].to_numpy()
     fit = stats.fit_line(s, delta) if len(s) >= stats.MIN_PAIRS else None
     loo, baseline = stats.loo_mae(s, delta), stats.baseline_mae(delta)
@@ -82,7 +81,7 @@ def _correlation(task: str, usable: pd.DataFrame, seed: int) -> dict:
         "permutation_p": stats.permutation_p_value(s, delta, seed=seed),
         "loo_mae": loo,
         "baseline_mae": baseline,
-        **_coverage(usable),
+        **_coverage(usable, coverage),
         "permutation_method": _permutation_method(len(s)),
         "slope": fit.slope if fit else np.nan,
         "intercept": fit.intercept if fit else np.nan,
@@ -98,10 +97,15 @@ def _beats(loo: float, baseline: float) -> bool | None:
     return None if np.isnan(loo) or np.isnan(baseline) else bool(loo < baseline)
 
 
-def correlations_table(pairs: pd.DataFrame, *, seed: int) -> pd.DataFrame:
+def correlations_table(
+    pairs: pd.DataFrame, coverages: dict[str, dict[str, intervals.Coverage]], *, seed: int
+) -> pd.DataFrame:
     """One row per task with pairs: Spearman, bootstrap CI, Kendall, permutation p, LOO and baseline MAE, and the
-    leave-one-pair-out coverage of each kind of prediction interval."""
+    leave-one-pair-out coverage of each kind of prediction interval (``coverages``:
+    :func:`sinkbench.tables.pairs.loo_coverages`)."""
     rows = [
-        _correlation(task, usable_pairs(pairs, task), seed) for task in TASKS if (pairs["task"] == task).any()
+        _correlation(task, usable_pairs(pairs, task), coverages[task], seed)
+        for task in TASKS
+        if (pairs["task"] == task).any()
     ]
     return pd.DataFrame(rows, columns=CORRELATION_COLUMNS)

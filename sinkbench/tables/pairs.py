@@ -10,7 +10,7 @@ import pandas as pd
 from sinkbench.submissions.catalogue import IFEVAL_TASK, TASKS
 from sinkbench.submissions.entry import Entry, TaskScore
 from sinkbench.submissions.facts import ModelSize, llm_size, s_protocol, vlm_size
-from sinkbench.tables import stats
+from sinkbench.tables import intervals, stats
 
 PAIRS_COLUMNS = [
     "entry",
@@ -119,6 +119,18 @@ def usable_pairs(pairs: pd.DataFrame, task: str) -> pd.DataFrame:
     if "testbed" in rows:
         rows = rows[~rows["testbed"].astype(bool)]
     return rows[rows["sink_strength"].notna() & rows["delta"].notna()]
+
+
+def task_coverage(usable: pd.DataFrame) -> dict[str, intervals.Coverage]:
+    """The leave-one-pair-out coverage of every interval method (:func:`intervals.loo_coverage`) on ``usable``
+    (:func:`usable_pairs` of one task), by method name."""
+    s, delta = usable["sink_strength"].to_numpy(float), usable["delta"].to_numpy(float)
+    return {name: intervals.loo_coverage(s, delta, name) for name in intervals.METHODS}
+
+
+def loo_coverages(pairs: pd.DataFrame) -> dict[str, dict[str, intervals.Coverage]]:
+    """:func:`task_coverage` of every task, made once for the tables that report or carry it."""
+    return {task: task_coverage(usable_pairs(pairs, task)) for task in TASKS}
 
 
 def pairs_table(entries: Sequence[Entry], *, seed: int = 0) -> pd.DataFrame:

@@ -22,7 +22,7 @@ from sinkbench.numbers import finite_or_none
 from sinkbench.submissions import Entry, load_valid_entries
 from sinkbench.submissions.catalogue import TASKS
 from sinkbench.submissions.facts import sinkbench_protocol
-from sinkbench.tables.pairs import pairs_table, usable_pairs
+from sinkbench.tables.pairs import loo_coverages, pairs_table, task_coverage, usable_pairs
 from sinkbench.tables.screening import TaskFit, screening_table
 
 #: The packaged snapshot of the seeded tables (inside this package).
@@ -44,7 +44,9 @@ class PlacementData:
         """The pairs (testbed pairs left out, as from every fit) and ranked backbones of validated entries."""
         pairs = pairs_table(entries)
         llms = (
-            screening_table(entries, pairs).drop_duplicates("model_id")[_LLM_COLUMNS].reset_index(drop=True)
+            screening_table(entries, pairs, loo_coverages(pairs))
+            .drop_duplicates("model_id")[_LLM_COLUMNS]
+            .reset_index(drop=True)
         )
         return cls(
             source, pairs.loc[~pairs["testbed"].astype(bool), _PAIR_COLUMNS].reset_index(drop=True), llms
@@ -92,7 +94,7 @@ def _prediction(
     data: PlacementData, task: str, s: float, size: float | None, protocol: str
 ) -> dict[str, Any] | None:
     usable = usable_pairs(data.pairs, task)
-    fitted = TaskFit.of(usable)
+    fitted = TaskFit.of(usable, task_coverage(usable))
     if fitted is None:
         return None
     columns = fitted.predict([s])

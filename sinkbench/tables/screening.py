@@ -111,14 +111,14 @@ class TaskFit:
     coverage: intervals.Coverage
 
     @classmethod
-    def of(cls, usable: pd.DataFrame) -> TaskFit | None:
-        """The fit of the pairs in ``usable`` (rows of the pairs table), or None below 3 pairs or with one S."""
+    def of(cls, usable: pd.DataFrame, coverage: dict[str, intervals.Coverage]) -> TaskFit | None:
+        """The fit of the pairs in ``usable`` (rows of the pairs table) with their leave-one-pair-out ``coverage``
+        (:func:`sinkbench.tables.pairs.task_coverage`), or None below 3 pairs or with one S."""
         s, delta = usable["sink_strength"].to_numpy(float), usable["delta"].to_numpy(float)
         fit = stats.fit_line(s, delta)
         if fit is None or fit.n < stats.MIN_PAIRS:
             return None
-        coverage = intervals.loo_coverage(s, delta, intervals.PREDICTION_METHOD)
-        return cls(s, delta, fit, FitDomain.of(usable), coverage)
+        return cls(s, delta, fit, FitDomain.of(usable), coverage[intervals.PREDICTION_METHOD])
 
     def predict(self, new_s: ArrayLike) -> dict[str, Any]:
         """The screening columns of a prediction at each of ``new_s``: the predicted delta, the interval it carries
@@ -128,7 +128,7 @@ class TaskFit:
         method = intervals.METHODS[intervals.PREDICTION_METHOD]
         level = method.level(self.fit.n, intervals.CONFIDENCE)
         low, high = method.interval(self.s, self.delta, new_s, intervals.CONFIDENCE)
-        t_low, t_high = intervals.t_interval(self.s, self.delta, new_s)
+        t_low, t_high = self.fit.prediction_interval(new_s, intervals.CONFIDENCE)
         return {
             "predicted_delta": self.fit.predict(new_s),
             "interval_kind": method.name,
@@ -215,9 +215,11 @@ def _llm_rows(entries: Sequence[Entry]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=_LLM_COLUMNS).astype({"params_b": float})
 
 
-def _task_block(llms: pd.DataFrame, usable: pd.DataFrame, task: str) -> pd.DataFrame | None:
+def _task_block(
+    llms: pd.DataFrame, usable: pd.DataFrame, task: str, coverage: dict[str, intervals.Coverage]
+) -> pd.DataFrame | None:
     """Every LLM with the prediction of ``task``'s fit and its extrapolation flags, or None without a fit."""
-    fitted = TaskFit.of(usable)
+    fitted = TaskFit.of(usable, coverage)
     if fitted is None:
         return None
     reasons = [
@@ -234,14 +236,18 @@ def _task_block(llms: pd.DataFrame, usable: pd.DataFrame, task: str) -> pd.DataF
     )
 
 
-def screening_table(entries: Sequence[Entry], pairs: pd.DataFrame) -> pd.DataFrame:
+def screening_table(
+    entries: Sequence[Entry], pairs: pd.DataFrame, coverages: dict[str, dict[str, intervals.Coverage]]
+) -> pd.DataFrame:
     """Every backbone and reference LLM ranked by S (1 = highest S), with per task the delta predicted by the
     linear fit on all pairs, its prediction intervals and their leave-one-pair-out record (see :class:`TaskFit`)
-    and its extrapolation flags (see :class:`FitDomain`)."""
+    and its extrapolation flags (see :class:`FitDomain`); ``coverages``: :func:`sinkbench.tables.pairs.loo_coverages`."""
     llms = _llm_rows(entries)
     llms.insert(0, "rank", llms["sink_strength"].rank(ascending=False, method="min").astype("Int64"))
     blocks = [
-        block for task in TASKS if (block := _task_block(llms, usable_pairs(pairs, task), task)) is not None
+        block
+        for task in TASKS
+        if (block := _task_block(llms, usable_pairs(pairs, task), task, coverages[task])) is not None
     ]
     if not blocks:  # fewer than 3 pairs for every task: rank by S, predict nothing
         blocks.append(llms.assign(**_NO_PREDICTION))

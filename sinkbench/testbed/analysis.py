@@ -107,12 +107,13 @@ def minimum_detectable_difference(sd: float, n: int, *, draws: int = 4000) -> fl
     """Smallest mean difference the exact sign-flip test (alpha 0.05, two-sided) detects with 80% power.
 
     Simulated with normal paired differences of standard deviation ``sd`` over ``n`` seeds, on a grid of 0.05 sd;
-    NaN when ``sd`` is not positive or ``n`` < 2, infinity when even 2^(1-n) > alpha (too few seeds).
+    infinity when even 2^(1-n) > alpha (too few seeds: no difference is detectable), else NaN when ``sd`` is not
+    positive (no spread to simulate from).
     """
-    if not sd > 0 or n < 2:
-        return math.nan
     if 2.0 ** (1 - n) > ALPHA:
         return math.inf
+    if not sd > 0:
+        return math.nan
     noise = np.random.default_rng(SEED).standard_normal((draws, n))
     for multiple in np.arange(0.05, 10.0, 0.05):
         if (_sign_flip_p_rows(multiple + noise) <= ALPHA).mean() >= POWER:
@@ -126,7 +127,8 @@ def paired_effect(
     """Paired differences (treated - control per seed), their mean, interval, p-value and detectable size.
 
     ``resolution`` is the smallest non-zero difference one seed can show (one prompt of an accuracy); the
-    detectable size is never below it, since the sign-flip test needs a non-zero difference in every seed.
+    detectable size is never below it, since the sign-flip test needs a non-zero difference in every seed. When
+    there is no detectable size, ``undetectable`` says why: ``too_few_seeds`` or ``no_spread``.
     """
     d = np.asarray(treated, dtype=float) - np.asarray(control, dtype=float)
     sd = float(d.std(ddof=1)) if len(d) > 1 else math.nan
@@ -143,6 +145,11 @@ def paired_effect(
         "sd": sd,
         "resolution": resolution,
         "minimum_detectable": max(detectable, resolution) if math.isfinite(detectable) else detectable,
+        "undetectable": "too_few_seeds"
+        if math.isinf(detectable)
+        else "no_spread"
+        if math.isnan(detectable)
+        else None,
     }
 
 

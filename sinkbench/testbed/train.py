@@ -118,10 +118,9 @@ class StageResult:
     loss: list[float]
     lr: list[float]
     seconds: float
-    trainer: Any  # the Trainer (its state and callbacks), for the caller to read; not serialised
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready, without the trainer."""
+        """JSON-ready."""
         return {"loss": self.loss, "lr": self.lr, "seconds": round(self.seconds, 1)}
 
 
@@ -177,7 +176,6 @@ def train_stage(
         loss=[round(h["loss"], 5) for h in history if "loss" in h],
         lr=[h["learning_rate"] for h in history if "loss" in h],
         seconds=seconds,
-        trainer=trainer,
     )
 
 
