@@ -142,7 +142,8 @@ def main() -> None:
         "machine": {
             "cpus": os.cpu_count(),
             "torch_threads": torch.get_num_threads(),
-            "shared": "the 2-core machine was shared with other agents' jobs during the run; wall times include that contention",
+            "load_average_at_start": [round(load, 2) for load in os.getloadavg()],
+            "note": args.machine_note,
         },
         "ifeval_subset": subset,
         "shape": shape,
@@ -176,6 +177,13 @@ def _parser() -> argparse.ArgumentParser:
         default=1,
         help="torch threads; on a machine shared with other jobs one thread is faster than two, whose OpenMP "
         "threads wait for each other whenever one is descheduled (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--machine-note",
+        metavar="TEXT",
+        help="what else ran on the machine during the run (e.g. 'shared with other jobs'), recorded with the "
+        "results and printed beside the wall times on the page (default: none; the load average at the start is "
+        "recorded either way)",
     )
     parser.add_argument(
         "--out",

@@ -63,6 +63,14 @@ def _render(folder: Path) -> str:
     return renderer.render("training.md.j2", **TrainingPage(folder, find_testbed(folder)).context())
 
 
+def test_the_wall_times_say_what_else_ran_on_the_machine_as_the_results_file_records_it() -> None:
+    page = re.sub(r"\s+", " ", _render(RESULTS))
+    assert (
+        "on a 2-core CPU machine (<strong>shared with other agents&#39; jobs during the run</strong>; torch threads: 1),"
+        " so these are not quiet-machine figures" in page
+    )
+
+
 def test_each_chart_sits_under_its_own_caption() -> None:
     """The image at each chart's path shows what its caption and alt text say (the strict and S charts were
     swapped)."""
@@ -175,7 +183,8 @@ def test_site_build_shows_the_testbed_and_refuses_a_broken_file(
     assert main(argv) == 0
     page = re.sub(r"\s+", " ", (out / "training.html").read_text(encoding="utf-8"))
     assert "This design cannot tell: over 2 seeds, freezing the sink heads changed" in page
-    assert "board-training-paired" in page and "tiny-llama" in page and "shared with other agents" in page
+    assert "board-training-paired" in page and "tiny-llama" in page
+    assert "2-core CPU machine (torch threads: 1; load average 0.5 at the start)" in page
     for path in PLOT_PATHS.values():
         assert (out / path).is_file(), path
     before = (out / "training.html").read_text(encoding="utf-8")

@@ -97,7 +97,7 @@ def run_tiny_testbed(root: Path, log: Callable[[str], None]) -> Path:
         "created": "2026-12-01T00:00:00+00:00",
         "command": "SINKBENCH_DATA_DIR=../shared/data python benchmarks/vl_testbed.py",
         "model": {"id": "tiny-llama"},
-        "machine": {"torch_threads": 1},
+        "machine": {"cpus": 2, "torch_threads": 1, "load_average_at_start": [0.5, 0.4, 0.3]},
         "ifeval_subset": {"documents": 2, "short_answer_documents": 2, "indices": [0, 1], "rule": "all"},
     }
     results = root / "results" / TESTBED_FILE

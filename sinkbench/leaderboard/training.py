@@ -263,7 +263,10 @@ class _Config(_Record):
 
 
 class _Machine(_Record):
+    cpus: int
     torch_threads: int
+    note: str | None = None  # what else ran during the run, as the person running it said
+    load_average_at_start: list[float] | None = None  # 1, 5 and 15 minutes
 
 
 class _Testbed(_Record):
