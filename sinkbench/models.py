@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from sinkbench.checkpoints import check_native, is_hub_id, native_refusal
-from sinkbench.errors import ModelNotSupported, UserError
+from sinkbench.errors import ModelNotSupported, UserError, one_line
 from sinkbench.safe_io import file_sha256, install_directory
 from sinkbench.weights import TRANSFORMERS_WEIGHTS, weights_label
 
@@ -194,13 +194,13 @@ def _load(spec: str, location: str, kwargs: dict[str, Any]) -> tuple[torch.nn.Mo
         tokenizer = AutoTokenizer.from_pretrained(location, revision=kwargs.get("revision"))
     except OSError as error:  # missing files, an unreachable or unknown hub id
         raise UserError(
-            f"MODEL {spec}: cannot be loaded ({_first_line(error)}); check the id or the folder"
+            f"MODEL {spec}: cannot be loaded ({one_line(error)}); check the id or the folder"
         ) from error
     except ValueError as error:  # a model type transformers does not run natively, or no causal LM for it
         refusal = _native_refusal(location, kwargs.get("revision"))
         if refusal is not None:
             raise ModelNotSupported(f"MODEL {spec}: {refusal}") from error
-        text = _first_line(error)
+        text = one_line(error)
         if "Unrecognized configuration class" in text:
             raise ModelNotSupported(
                 f"MODEL {spec}: transformers has no causal LM for it; for a vision-language model, extract its "
@@ -224,10 +224,6 @@ def _native_refusal(location: str, revision: str | None) -> str | None:
     return native_refusal(
         config["model_type"], config.get("architectures") or [], bool(config.get("auto_map"))
     )
-
-
-def _first_line(error: Exception) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
 
 
 def load_model(

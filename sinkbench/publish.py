@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from sinkbench.errors import UserError
-from sinkbench.safe_io import install_directory, scratch_folder, staging_prefix
+from sinkbench.safe_io import install_directory, overlap, scratch_folder, staging_prefix
 
 try:
     import fcntl
@@ -86,8 +86,7 @@ def refuse_overlap(out: Path, source: Path, source_option: str) -> None:
     Raises:
         UserError: one folder, resolved, is the other or inside it.
     """
-    out_path, source_path = Path(out).resolve(), Path(source).resolve()
-    if out_path.is_relative_to(source_path) or source_path.is_relative_to(out_path):
+    if overlap(out, source):
         raise UserError(
             f"--out {out} and {source_option} {source} overlap (one is inside the other), so the output would be "
             f"written into the inputs or replace them; choose an --out outside {source}"

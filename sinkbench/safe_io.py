@@ -199,6 +199,12 @@ def write_json_atomic(data: Any, path: Path) -> None:
     write_files_atomically(path.parent, {path.name: text})
 
 
+def overlap(first: Path, second: Path) -> bool:
+    """Whether two folders, resolved, are one and the same or one lies inside the other."""
+    first, second = Path(first).resolve(), Path(second).resolve()
+    return first.is_relative_to(second) or second.is_relative_to(first)
+
+
 def staging_prefix(target: Path) -> str:
     """The name prefix of the temporary folders made beside ``target`` (a killed run's leftovers carry it too)."""
     return f".{target.name}.staging-"

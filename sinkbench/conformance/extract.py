@@ -19,7 +19,7 @@ from transformers import AutoModelForImageTextToText
 from sinkbench.conformance.probe import build_tiny
 from sinkbench.conformance.tiny import NoTinyModel, checked, tiny_config, tiny_tokenizer
 from sinkbench.conformance.verdicts import EQUAL, FAILED, Verdict
-from sinkbench.errors import ModelNotSupported
+from sinkbench.errors import ModelNotSupported, one_line
 from sinkbench.extract import ExtractError, VerificationError, extract_lm, vlm_model_types
 from sinkbench.extract.pipeline import LOADED
 from sinkbench.extract.verify import TOLERANCE, VLM_FORWARD
@@ -68,7 +68,7 @@ def _save_tiny_vlm(model_type: str, folder: Path) -> Path:
     try:
         model.save_pretrained(folder)
     except Exception as error:  # transformers' own save of the shrunk defaults
-        raise NoTinyModel(f"{type(error).__name__} on save: {str(error).splitlines()[0][:120]}") from error
+        raise NoTinyModel(f"{type(error).__name__} on save: {one_line(error, 120)}") from error
     tiny_tokenizer().save_pretrained(folder)
     return folder
 

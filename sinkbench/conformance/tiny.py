@@ -19,6 +19,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import AutoConfig, PretrainedConfig, PreTrainedTokenizerFast
 
 from sinkbench.conformance.verdicts import FAILED, REFUSED, UNTESTED, Verdict
+from sinkbench.errors import described
 
 VOCAB = 512
 #: The tiny tokenizer's chat template: one line per turn, then the assistant prompt.
@@ -122,7 +123,7 @@ def checked(
     except NoTinyModel as error:
         verdict = Verdict(model_type, UNTESTED, f"no tiny model from transformers' defaults ({error})")
     except Exception as error:  # the table records what broke
-        verdict = Verdict(model_type, FAILED, f"{type(error).__name__}: {str(error).splitlines()[0][:160]}")
+        verdict = Verdict(model_type, FAILED, described(error, 160))
     return Verdict(**{**verdict.__dict__, "seconds": round(time.perf_counter() - started, 2)})
 
 

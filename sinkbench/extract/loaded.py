@@ -13,6 +13,7 @@ from safetensors import SafetensorError
 from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, PretrainedConfig
 from transformers.utils import logging
 
+from sinkbench.errors import one_line
 from sinkbench.extract.errors import ExtractError
 from sinkbench.extract.families import Family, language_model
 
@@ -42,7 +43,7 @@ def write_loaded(
         )
     except RuntimeError as error:
         raise ExtractError(
-            f"{source}: the language model does not fit {type(lm).__name__} ({_first_line(error)})"
+            f"{source}: the language model does not fit {type(lm).__name__} ({one_line(error, 300)})"
         ) from error
     if target_config.tie_word_embeddings:
         lm.tie_weights()  # loading with assign=True replaced the embeddings the head was tied to
@@ -67,7 +68,7 @@ def _load_vlm(source: Path, family: Family) -> torch.nn.Module:
         )
     except (RuntimeError, SafetensorError, OSError) as error:
         raise ExtractError(
-            f"{source}: the VLM's weights cannot be loaded ({_first_line(error)}); re-download or re-save it"
+            f"{source}: the VLM's weights cannot be loaded ({one_line(error, 300)}); re-download or re-save it"
         ) from error
     finally:
         report.setLevel(level)
@@ -92,11 +93,6 @@ def _load_vlm(source: Path, family: Family) -> torch.nn.Module:
 def _ours(key: str, family: Family) -> bool:
     """Whether a canonical VLM parameter name belongs to the language model or its LM head."""
     return key == family.lm_head or key.startswith(family.text_prefix)
-
-
-def _first_line(error: Exception) -> str:
-    """An exception's message as one line."""
-    return " ".join(str(error).split())[:300]
 
 
 def _adapted(state: dict[str, torch.Tensor], family: Family) -> dict[str, torch.Tensor]:

@@ -21,7 +21,7 @@ from sinkbench.extract.source import Source, file_hashes, load_config, resolve_s
 from sinkbench.extract.tokenizer import copy_tokenizer
 from sinkbench.extract.verify import TOLERANCE, compare_logits
 from sinkbench.provenance import report_header
-from sinkbench.safe_io import install_directory
+from sinkbench.safe_io import install_directory, overlap
 
 PROVENANCE_FILE = "provenance.json"
 #: How the weights were written (provenance ``causal_lm.method``), with the note recorded beside it.
@@ -116,8 +116,7 @@ def extract_lm(
 def _check_apart(source: Path, out: Path) -> None:
     """Raise ExtractError when OUT is the source folder, inside it, or holds it (``--overwrite`` would replace
     or change the VLM)."""
-    source, target = source.resolve(), out.resolve()
-    if source.is_relative_to(target) or target.is_relative_to(source):
+    if overlap(source, out):
         raise ExtractError(
             f"OUT {out} overlaps SOURCE {source}; choose an OUT outside the VLM's folder (and not above it)"
         )

@@ -11,6 +11,7 @@ from huggingface_hub.errors import StrictDataclassError
 from transformers import AutoConfig, PretrainedConfig
 
 from sinkbench.checkpoints import check_native, is_hub_id
+from sinkbench.errors import one_line
 from sinkbench.extract.errors import ExtractError
 from sinkbench.safe_io import file_sha256
 
@@ -89,7 +90,7 @@ def load_config(path: Path) -> PretrainedConfig:
         StrictDataclassError,
     ) as error:  # wrong-typed fields: StrictDataclass
         raise ExtractError(
-            f"{config_file}: cannot be read as a transformers config ({' '.join(str(error).split())[:300]})"
+            f"{config_file}: cannot be read as a transformers config ({one_line(error, 300)})"
         ) from error
 
 

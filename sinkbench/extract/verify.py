@@ -8,6 +8,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
+from sinkbench.errors import described
 from sinkbench.extract.errors import VerificationError
 from sinkbench.extract.families import language_model
 from sinkbench.extract.tokenizer import PROBE_TEXT, load_tokenizer
@@ -63,7 +64,7 @@ def _vlm_logits(source_dir: Path, input_ids: torch.Tensor) -> tuple[torch.Tensor
     except (
         Exception
     ) as error:  # the class's own text-only forward fails: a transformers bug, not the extraction's
-        failure = f"{type(error).__name__}: {str(error).splitlines()[0][:120]}"
+        failure = described(error, 120)
     with torch.inference_mode():
         hidden = language_model(vlm)(input_ids=input_ids).last_hidden_state
         logits = vlm.get_output_embeddings()(hidden).float()

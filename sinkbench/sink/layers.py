@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-from sinkbench.errors import ModelNotSupported
+from sinkbench.errors import ModelNotSupported, described
 from sinkbench.sink.attention import AttentionCall, AttentionCensus, probe_mode, recording
 
 #: Tokens of the census forward: enough for a causal mask to show.
@@ -117,9 +117,8 @@ def attention_layout(model: torch.nn.Module, token_ids: Sequence[int]) -> Attent
     except ModelNotSupported:
         raise
     except Exception as error:  # any failure of the model's own code on a text-only input
-        message = str(error).splitlines()[0][:200] if str(error) else ""
         raise ModelNotSupported(
-            f"model type {kind!r}: its text-only forward failed ({type(error).__name__}: {message})"
+            f"model type {kind!r}: its text-only forward failed ({described(error)})"
         ) from error
     return _layout(kind, census.calls, model, ids)
 
