@@ -75,19 +75,15 @@ def native_refusal(model_type: str, architectures: list[str], auto_map: bool = F
         )
     if model_type in CONFIG_MAPPING_NAMES:
         return None
-    if (
-        not auto_map and model_type not in CONVERTED_TYPES
-    ):  # unknown here: remote code, or a newer transformers
+    if auto_map or model_type in CONVERTED_TYPES:
+        remote = " (its config.json names remote code in auto_map)" if auto_map else ""
+        what = f"exists only as remote code{remote}"
+    else:  # unknown here: remote code, or a newer transformers
         import transformers
 
-        return (
-            f"model type {model_type!r} is not one that transformers {transformers.__version__} runs with its own "
-            "classes (it exists only as remote code, or needs a newer transformers), and sinkbench runs "
-            "transformers' own classes only; look for a converted checkpoint (often named with -hf)"
+        what = (
+            f"is not one that transformers {transformers.__version__} runs with its own classes (it exists only "
+            "as remote code, or needs a newer transformers)"
         )
-    remote = " (its config.json names remote code in auto_map)" if auto_map else ""
     where = CONVERTED_TYPES.get(model_type, "look for a converted checkpoint (often named with -hf)")
-    return (
-        f"model type {model_type!r} exists only as remote code{remote}, and sinkbench runs transformers' own "
-        f"classes only; {where}"
-    )
+    return f"model type {model_type!r} {what}, and sinkbench runs transformers' own classes only; {where}"

@@ -137,7 +137,7 @@ def jackknife_plus_interval(
     if n < stats.MIN_PAIRS or not np.isfinite(slope).all():
         nan = np.full(x_new.shape, np.nan)
         return nan, nan.copy()
-    residuals = np.abs(y - stats.loo_predictions(x, y))
+    residuals = np.abs(y - (intercept + slope * x))  # each pair against the line fitted without it
     lines = intercept[:, None] + slope[:, None] * x_new.reshape(1, -1)
     k = jackknife_plus_rank(n, confidence)
     low = np.sort(lines - residuals[:, None], axis=0)[n - k]

@@ -54,10 +54,9 @@ def fits_short_answer(doc: dict[str, Any]) -> bool:
     return all(count < MAX_WORDS_IN_TEXT for count in counts)
 
 
-def short_answer_prompts(docs: Sequence[dict[str, Any]], limit: int | None = None) -> list[int]:
-    """Indices (in file order) of the ``docs`` that :func:`fits_short_answer`, the first ``limit`` of them."""
-    kept = [index for index, doc in enumerate(docs) if fits_short_answer(doc)]
-    return kept if limit is None else kept[:limit]
+def short_answer_prompts(docs: Sequence[dict[str, Any]]) -> list[int]:
+    """Indices (in file order) of the ``docs`` that :func:`fits_short_answer`."""
+    return [index for index, doc in enumerate(docs) if fits_short_answer(doc)]
 
 
 @dataclass(frozen=True)
