@@ -56,8 +56,9 @@ class Family:
         text_prefix: prefix of the language model's parameters in the VLM's canonical names.
         lm_head: the canonical name of the LM head's weight.
         causal_lm_type: ``model_type`` of the standalone causal LM.
-        renames: parameter-name changes from the VLM's layers to the causal LM's (Molmo2's post-norm layout).
-        embedding_rows: how many embedding rows the causal LM keeps (Molmo2's extra image-token rows go).
+        renames: parameter-name changes from the VLM's layers to the causal LM's (Molmo2's post-norm layout), applied
+            when the VLM is loaded whole (:mod:`sinkbench.extract.loaded`).
+        embedding_rows: how many embedding rows the causal LM keeps (Molmo2's extra image-token rows go), likewise.
     """
 
     name: str

@@ -26,7 +26,6 @@ from sinkbench.extract.errors import ExtractError
 from sinkbench.extract.families import Family
 
 LM_HEAD = "lm_head.weight"
-EMBEDDINGS = "model.embed_tokens.weight"
 _BITS = re.compile(r"\d+")
 _SHOWN = 5
 
@@ -39,9 +38,8 @@ class TensorRef:
         file: source safetensors file.
         source_key: name in the source file.
         target_key: name in the causal LM.
-        shape: tensor shape (after ``rows``).
-        nbytes: size in bytes (after ``rows``).
-        rows: keep only the first rows of the source tensor (None: all of it).
+        shape: tensor shape.
+        nbytes: size in bytes.
     """
 
     file: Path
@@ -49,7 +47,6 @@ class TensorRef:
     target_key: str
     shape: tuple[int, ...]
     nbytes: int
-    rows: int | None = None
 
 
 def plan_tensors(
@@ -76,7 +73,7 @@ def plan_tensors(
         for key, shape, nbytes in header:
             target_key = _target_key(canonical(key, file), family)
             if target_key is not None and not (target_key == LM_HEAD and target_config.tie_word_embeddings):
-                refs.append(_cut(TensorRef(file, key, target_key, shape, nbytes), family))
+                refs.append(TensorRef(file, key, target_key, shape, nbytes))
     _check_coverage(refs, target_config, family)
     return refs
 
@@ -135,20 +132,7 @@ def _target_key(canonical: str, family: Family) -> str | None:
         return LM_HEAD
     if not canonical.startswith(family.text_prefix):
         return None
-    target = "model." + canonical.removeprefix(family.text_prefix)
-    for old, new in family.renames:
-        if old in target:
-            return target.replace(old, new)
-    return target
-
-
-def _cut(ref: TensorRef, family: Family) -> TensorRef:
-    """The embeddings cut to the rows the causal LM keeps (``family.embedding_rows``), other tensors as they are."""
-    rows = family.embedding_rows
-    if ref.target_key != EMBEDDINGS or rows is None or rows >= ref.shape[0]:
-        return ref
-    per_row = ref.nbytes // ref.shape[0]
-    return TensorRef(ref.file, ref.source_key, ref.target_key, (rows, *ref.shape[1:]), rows * per_row, rows)
+    return "model." + canonical.removeprefix(family.text_prefix)
 
 
 def _check_coverage(refs: list[TensorRef], target_config: PretrainedConfig, family: Family) -> None:

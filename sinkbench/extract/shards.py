@@ -58,8 +58,7 @@ def _read(shard: list[TensorRef]) -> dict[str, torch.Tensor]:
     for file, group in itertools.groupby(shard, key=lambda ref: ref.file):
         with safe_open(file, framework="pt") as handle:
             for ref in group:
-                tensor = handle.get_tensor(ref.source_key)
-                tensors[ref.target_key] = tensor if ref.rows is None else tensor[: ref.rows].clone()
+                tensors[ref.target_key] = handle.get_tensor(ref.source_key)
     return tensors
 
 
