@@ -34,6 +34,7 @@ from pathlib import Path
 
 import torch
 
+from sinkbench.leaderboard.training import TESTBED_FILE, read_testbed
 from sinkbench.provenance import report_header
 from sinkbench.tasks._data import DATA_DIR_ENV, DataUnavailable, load_task_data
 from sinkbench.tasks.ifeval_strict.utils import SOURCE as IFEVAL
@@ -228,14 +229,17 @@ def main() -> None:
     }
     inputs = Inputs(base_dir, docs, non_trivial, problems, heads, shape)
     testbed = Testbed(config, inputs, workdir, out, header, log=_log(started))
-    testbed.run()
-    write_charts(out)
+    try:
+        testbed.run(report_only=args.report_only)
+    except ValueError as error:
+        raise SystemExit(f"vl_testbed: {error}") from None
+    if out.name == TESTBED_FILE:  # the Training dynamics page's charts are the main experiment's only
+        write_charts(out)
     print(f"done in {time.perf_counter() - started:.0f} s; wrote {out} and its charts")
 
 
 def write_charts(results: Path) -> None:
     """The SVG charts of ``results``, drawn beside it by the Training dynamics page's own code."""
-    from sinkbench.leaderboard.training import read_testbed
 
     for plot in read_testbed(results, results.name).charts().values():
         (results.parent / Path(plot.path).name).write_text(plot.chart.svg(), encoding="utf-8")
@@ -263,6 +267,11 @@ def _parser() -> argparse.ArgumentParser:
         help="the base LM, as `sinkbench screen` takes it (default: %(default)s; gemma3-270m for Gemma 3 270M)",
     )
     parser.add_argument("--seeds", type=int, nargs="+", help="seeds to run (default: the preset's)")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: write the results and charts from the runs already in --workdir's state (default: off)",
+    )
     parser.add_argument(
         "--threads",
         type=int,

@@ -14,7 +14,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from tiny_models import TINY_DOCS, TINY_PROBLEMS, TINY_SHAPE, TINY_SINK_HEADS, tiny_causal_lm, tiny_tokenizer
+from tiny_models import (
+    TINY_DOCS,
+    TINY_PROBLEMS,
+    TINY_SHAPE,
+    TINY_SINK_HEADS,
+    tiny_causal_lm,
+    tiny_testbed_config,
+    tiny_tokenizer,
+)
 from transformers import TrainerCallback
 
 from sinkbench.leaderboard.sources import SourceInvalid
@@ -370,6 +378,7 @@ def test_pipeline_records_every_run_and_resumes(testbed_run) -> None:
     data = Results.model_validate_json(results.read_text())
     rerun = logged[logged.index("-- rerun --") + 1 :]
     assert len(rerun) == 1 and rerun[0].endswith("state.json: 12 runs on file")  # the rerun trained nothing
+    assert data.machine.resumed_at_load == [[0.5, 0.4, 0.3]]  # the resumption and its load are recorded
     runs = {(r.key.data, r.key.dose, r.key.arm, r.key.seed): r for r in data.runs}
     assert len(runs) == 12 and {seed.seed for seed in data.seeds} == {0, 1}
     for (_, _, arm, _), run in runs.items():
@@ -402,6 +411,19 @@ def test_pipeline_records_every_run_and_resumes(testbed_run) -> None:
     kept = results.parent.parent / "work" / "seed0" / "vl-high-none"
     assert (kept / "vlm" / "config.json").is_file() and (kept / "lm" / "provenance.json").is_file()
     assert not (results.parent.parent / "work" / "seed1" / "vl-high-sink").exists()
+
+
+def test_a_report_of_an_interrupted_run_runs_nothing_and_says_which_seeds_ran(tmp_path: Path) -> None:
+    from tiny_models import run_tiny_testbed
+
+    with pytest.raises(ValueError, match="holds no finished run to report"):
+        run_tiny_testbed(tmp_path, print, report_only=True)
+    logged: list[str] = []
+    run_tiny_testbed(tmp_path, logged.append, seeds=(0,), plan=tiny_testbed_config().plan[:1])
+    results = run_tiny_testbed(tmp_path, logged.append, report_only=True)  # the whole plan, two seeds
+    data = Results.model_validate_json(results.read_text())
+    assert len(data.runs) == 4 and data.analysis.groups["vl/high/none"].seeds == [0]
+    assert data.machine.resumed_at_load == []  # a report is not a resumption
 
 
 def test_the_page_reads_the_results_and_draws_every_run(testbed_run) -> None:

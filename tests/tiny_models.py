@@ -112,7 +112,9 @@ def tiny_testbed_config(**changes: object) -> object:
     return config.model_copy(update=changes)
 
 
-def run_tiny_testbed(root: Path, log: Callable[[str], None], **changes: object) -> Path:
+def run_tiny_testbed(
+    root: Path, log: Callable[[str], None], *, report_only: bool = False, **changes: object
+) -> Path:
     """The VL testbed's whole pipeline on a tiny Llama (two seeds, every arm, two doses, the text-only control, two
     steps per stage) into ``root``; returns its results file. Running it again resumes (and trains nothing)."""
     from sinkbench.leaderboard.training import TESTBED_FILE
@@ -138,5 +140,5 @@ def run_tiny_testbed(root: Path, log: Callable[[str], None], **changes: object) 
     }
     results = root / "results" / TESTBED_FILE
     inputs = experiment.Inputs(base, TINY_DOCS, non_trivial, TINY_PROBLEMS, TINY_SINK_HEADS, TINY_SHAPE)
-    experiment.Testbed(config, inputs, root / "work", results, header, log=log).run()
+    experiment.Testbed(config, inputs, root / "work", results, header, log=log).run(report_only=report_only)
     return results

@@ -109,6 +109,7 @@ class Testbed:
         self.config, self.inputs, self.workdir, self.results, self.log = config, inputs, workdir, results, log
         self.state_file = workdir / STATE_FILE
         self.items = question_items(config.visual_seed, config.visual_images, config.vision.image_size)
+        self.resumed_at_load: list[float] | None = None
         self.state = self._resume(header)
         self.reference: ReferenceAnswers | None = None
 
@@ -128,7 +129,8 @@ class Testbed:
             self.log(f"{self.state_file} was made with another recipe: starting afresh")
             return fresh
         self.log(f"resuming {self.state_file}: {len(previous.runs)} runs on file")
-        return previous.model_copy(update={"config": self.config, "machine": fresh.machine})
+        self.resumed_at_load = fresh.machine.load_average_at_start
+        return previous.model_copy(update={"config": self.config})
 
     def _write(self) -> None:
         write_json_atomic(self.state.model_dump(mode="json", by_alias=True), self.state_file)
@@ -137,13 +139,27 @@ class Testbed:
         self.state = self.state.model_copy(update=fields)
         self._write()
 
-    def run(self) -> Results:
-        """Every run of the plan not yet on file, then the analysis; returns the results."""
+    def run(self, *, report_only: bool = False) -> Results:
+        """Every run of the plan not yet on file, then the analysis; returns the results. ``report_only`` runs
+        nothing and reports the runs on file (a budget cut short: the page shows each group's seeds).
+
+        Raises:
+            ValueError: ``report_only`` with no base model or no run on file.
+        """
+        if report_only and (self.state.base is None or not self.state.runs):
+            raise ValueError(f"{self.state_file} holds no finished run to report; run the experiment first")
+        if self.resumed_at_load is not None and not report_only:
+            machine = self.state.machine
+            self._update(
+                machine=machine.model_copy(
+                    update={"resumed_at_load": [*machine.resumed_at_load, self.resumed_at_load]}
+                )
+            )
         if self.state.base is None:
             self._update(base=self._base())
         planned = self.config.runs()
         for number, key in enumerate(planned, start=1):
-            if self.state.run(key) is not None:
+            if report_only or self.state.run(key) is not None:
                 continue
             self._seed(key.seed)
             self.log(f"run {number} of {len(planned)}: {key.label()}")

@@ -292,12 +292,14 @@ class IfevalSubset(Record):
 
 
 class Machine(Record):
-    """What the run was measured on: CPUs, torch threads, device, the load average at the start, a note."""
+    """What the run was measured on: CPUs, torch threads, device, the load average at the start (and at each
+    resumption of an interrupted run), and a note by the person running it."""
 
     cpus: int
     torch_threads: int
     device: str
     load_average_at_start: list[float]
+    resumed_at_load: list[list[float]] = []
     note: str | None = None
 
 
