@@ -94,7 +94,7 @@ def _ifeval(count: int) -> tuple[list[dict], dict]:
     try:
         data, where = load_task_data(IFEVAL)
     except DataUnavailable as error:
-        raise SystemExit(str(error)) from None
+        raise SystemExit(f"sinkbench: {error}") from None
     docs = [dict(doc) for doc in data[IFEVAL.split]]
     kept = short_answer_prompts(docs)
     indices = kept[:count]
