@@ -34,9 +34,8 @@ def test_a_writer_killed_between_write_and_rename_leaves_the_old_file_whole(tmp_
     status = _write_killed_before_rename(target, json.dumps({"version": "new"}))
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
     assert json.loads(target.read_text(encoding="utf-8")) == {"version": "old"}
-    (partial,) = tmp_path.glob(
-        ".report.json.*.partial"
-    )  # the new text, complete, beside it: never the target
+    # The new text lies complete beside the target, never in it.
+    (partial,) = tmp_path.glob(".report.json.*.partial")
     assert json.loads(partial.read_text(encoding="utf-8")) == {"version": "new"}
     safe_io.write_json_atomic({"version": "new"}, target)
     assert json.loads(target.read_text(encoding="utf-8")) == {"version": "new"}

@@ -360,9 +360,8 @@ def import_reported(
             without ``force``; nothing is written then.
     """
     groups, problems = _group(csv_path, csv_path.name)
-    with tempfile.TemporaryDirectory(
-        prefix="sinkbench-import-"
-    ) as built:  # nothing in out_dir until all pass
+    # Nothing goes into out_dir until every entry passes.
+    with tempfile.TemporaryDirectory(prefix="sinkbench-import-") as built:
         entries, found = _stage(
             groups, Path(built), out_dir, csv_path.name, source=source, url=url, submitter=submitter
         )
