@@ -1,7 +1,8 @@
 """sinkbench's lm-eval adapter: every change sinkbench makes to lm-evaluation-harness at run time, in one module.
 
-sinkbench uses lm-eval's public API elsewhere (``ConfigurableTask``, ``Instance``, ``TaskManager``,
-``simple_evaluate``); what the public API cannot do for the stock command line
+sinkbench uses lm-eval's public API elsewhere (``ConfigurableTask``, ``Instance``, ``TaskManager``, the ``LM`` and
+``CachingLM`` wrappers' attributes, and ``lm_eval.__main__.cli_evaluate`` for ``sinkbench eval``); what that API
+cannot do for the stock command line
 (``lm_eval --model hf --model_args pretrained=DIR --tasks sink_strength,ifeval_strict ...``) is done here, by the
 patches below. ``tests/test_lm_eval_adapter.py`` fails when the shape of a patched symbol changes.
 
