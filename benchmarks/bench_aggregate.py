@@ -26,6 +26,7 @@ from sinkbench.submissions.catalogue import (
     SINK_TASK,
     TASKS,
 )
+from sinkbench.submissions.schema import SCHEMA_VERSION
 from sinkbench.tables.aggregate import aggregate_submissions
 
 GENERATION = {"until": [], "do_sample": False, "temperature": 0.0, "max_gen_toks": 1280}
@@ -64,7 +65,7 @@ def _write(path: Path, data: dict) -> None:
 
 def _metadata(kind: str, provenance: str, index: int, **extra: object) -> dict:
     base = {
-        "schema_version": 1,
+        "schema_version": SCHEMA_VERSION,
         "kind": kind,
         "provenance": provenance,
         "qk_norm": "none",

@@ -202,7 +202,7 @@ def main() -> None:
         docs, non_trivial, subset = _ifeval(config.ifeval_prompts, config.ifeval_rule)
         problems, text_source = _problems(config)
     except DataUnavailable as error:
-        raise SystemExit(str(error)) from None
+        raise SystemExit(f"sinkbench: {error}") from None
     base_dir = Path(resolve_model(config.backbone)[1])
     heads, shape = sink_heads(base_dir, config.top_frac)
     header = {

@@ -7,13 +7,14 @@ the task's original release file from ``DIR`` instead and never touches the netw
 is an error, never a silent fallback to the hub. Either way the task records where its documents came
 from (the local file and its sha256, or the hub dataset) under ``metadata.data`` in the results file.
 
-A task whose documents cannot be loaded ends the run with :class:`DataUnavailable`: one line naming the
-file or dataset and the fix, and no traceback, under ``lm_eval`` and ``sinkbench eval`` alike.
+A task whose documents cannot be loaded raises :class:`DataUnavailable`, an ordinary exception that a caller of
+``lm_eval.simple_evaluate`` catches; its message names the file or dataset and the fix. Under ``lm_eval`` and
+``sinkbench eval`` it ends the run as that one line, without a traceback (the error hook of
+:mod:`sinkbench.harness.plugin`, installed by :class:`DataTask`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,10 +25,19 @@ import datasets
 from lm_eval.api.task import ConfigurableTask
 
 from sinkbench import __version__
-from sinkbench.safe_io import file_sha256
+from sinkbench.errors import UserError, described, one_line
+from sinkbench.harness.plugin import install_error_hook
+from sinkbench.safe_io import UnsafeFileError, file_sha256, read_jsonl
 
 #: Environment variable that switches every strict task to local files.
 DATA_DIR_ENV = "SINKBENCH_DATA_DIR"
+#: Largest local data file read, in bytes (the release files are at most a few megabytes).
+DATA_FILE_LIMIT = 500_000_000
+
+
+class DataUnavailable(UserError):
+    """A task's documents cannot be loaded: the hub cannot serve them, or the local file is missing or malformed.
+    The message names the dataset or file; :attr:`fix` says what to do."""
 
 
 @dataclass(frozen=True)
@@ -49,19 +59,18 @@ class DataSource:
     read_local: Callable[[Path], list[dict]]
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    """Read a JSON Lines file, naming the line of any malformed record."""
-    records = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as error:
-                raise ValueError(
-                    f"{path}:{number}: not valid JSON ({error.msg}); expected one object per line"
-                ) from error
+def read_records(path: Path) -> list[dict]:
+    """The records of a JSON Lines data file (strict JSON, one object per line; a link is followed).
+
+    Raises:
+        ValueError: the file is too large or unreadable, or a line is not a JSON object (naming the line).
+    """
+    try:
+        records = [record for _, record in read_jsonl(path, DATA_FILE_LIMIT, follow_links=True)]
+    except UnsafeFileError as error:
+        raise ValueError(f"{path}: {error.message}") from error
+    if not all(isinstance(record, dict) for record in records):
+        raise ValueError(f"{path}: holds a line that is not a JSON object")
     return records
 
 
@@ -71,23 +80,14 @@ def local_data_dir() -> Path | None:
     return Path(value).expanduser() if value else None
 
 
-class DataUnavailable(SystemExit):
-    """A task's documents cannot be loaded. A ``SystemExit``, so the run ends with the one-line message
-    (prefixed ``sinkbench:``) and exit status 1, without a traceback."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(f"sinkbench: {message}")
-
-
 def _from_hub(source: DataSource) -> datasets.DatasetDict:
     """The hub dataset, or :class:`DataUnavailable` when it cannot be reached or found."""
     try:
         return datasets.load_dataset(source.hub_path, source.hub_name)
     except OSError as error:  # offline, unreachable, not cached, not found (all OSError subclasses)
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise DataUnavailable(
-            f"cannot load {source.hub_path} from the Hugging Face Hub ({type(error).__name__}: {reason}). "
-            f"Fix: set {DATA_DIR_ENV} to a folder holding the original '{source.local_file}', or go online."
+            f"cannot load {source.hub_path} from the Hugging Face Hub ({described(error)}).",
+            f"set {DATA_DIR_ENV} to a folder holding the original '{source.local_file}', or go online.",
         ) from error
 
 
@@ -102,8 +102,8 @@ def load_task_data(source: DataSource) -> tuple[datasets.DatasetDict, dict[str, 
         ``{"source": "local", "files": [{"file", "sha256"}]}`` or ``{"source": "hub", "dataset", "name"}``.
 
     Raises:
-        DataUnavailable: the switch is on but the directory lacks the task's file, or the hub cannot serve it.
-        ValueError: the local file is malformed (naming the file and line).
+        DataUnavailable: the switch is on but the directory lacks the task's file, or the file is empty or
+            malformed (naming the line); or the hub cannot serve the dataset.
     """
     data_dir = local_data_dir()
     if data_dir is None:
@@ -112,12 +112,20 @@ def load_task_data(source: DataSource) -> tuple[datasets.DatasetDict, dict[str, 
     path = data_dir / source.local_file
     if not path.is_file():
         raise DataUnavailable(
-            f"{DATA_DIR_ENV}={data_dir} is set but {path} does not exist. Fix: put the original "
-            f"'{source.local_file}' there, or unset {DATA_DIR_ENV} to load {source.hub_path} from the hub."
+            f"{DATA_DIR_ENV}={data_dir} is set but {path} does not exist.",
+            f"put the original '{source.local_file}' there, or unset {DATA_DIR_ENV} to load {source.hub_path} "
+            "from the hub.",
         )
-    records = source.read_local(path)
+    fix = f"put the original '{source.local_file}' release file there"
+    try:
+        records = source.read_local(path)
+    except (ValueError, OSError) as error:  # malformed or unreadable: JSON, CSV, encoding, permissions
+        shown = one_line(error, 500)
+        raise DataUnavailable(
+            shown if str(path) in shown else f"{path}: {described(error, 500)}", fix
+        ) from error
     if not records:
-        raise ValueError(f"{path} holds no records; expected the original '{source.local_file}' release file")
+        raise DataUnavailable(f"{path} holds no records.", fix)
     record = {"source": "local", "files": [{"file": source.local_file, "sha256": file_sha256(path)}]}
     return datasets.DatasetDict({source.split: datasets.Dataset.from_list(records)}), record
 
@@ -131,6 +139,7 @@ class DataTask(ConfigurableTask):
     SOURCE: ClassVar[DataSource]
 
     def __init__(self, config: dict[str, Any] | None = None) -> None:
+        install_error_hook()  # before super().__init__, which loads the documents
         super().__init__(config={key: value for key, value in (config or {}).items() if key != "class"})
 
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:

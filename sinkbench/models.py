@@ -2,8 +2,13 @@
 
 GGUF weights are dequantized by transformers' GGUF loader (tens of seconds). The result is
 cached as an ordinary transformers directory keyed by the file's sha256, so later runs load
-it in a second or two. A GGUF-loaded model refuses ``save_pretrained``; its state dict loads
-cleanly into a model built from the same config, which is what the cache stores.
+it in a second or two (:func:`model_dir` names that folder, which lm-eval's ``pretrained=`` takes). A GGUF-loaded
+model refuses ``save_pretrained``; its state dict loads cleanly into a model built from the same config, which is
+what the cache stores.
+
+Importing this module imports neither torch nor transformers: :func:`locate_model` checks a model spec (a missing
+path, a file that is not GGUF, a folder without ``config.json``, a weights package not installed) in milliseconds,
+so a command refuses a bad argument before its heavy imports.
 """
 
 from __future__ import annotations
@@ -14,17 +19,21 @@ import shutil
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from sinkbench.checkpoints import check_native, is_hub_id, native_refusal
 from sinkbench.errors import ModelNotSupported, UserError, one_line
 from sinkbench.safe_io import file_sha256, install_directory
 from sinkbench.weights import TRANSFORMERS_WEIGHTS, weights_label
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "auto": "auto"}
+if TYPE_CHECKING:
+    import torch
+
+#: The dtypes a model loads in, by name (``auto``: as the checkpoint stores them).
+DTYPES = ("float32", "bfloat16", "float16", "auto")
 _CACHE_MARKER = "sinkbench-cache-complete"
+#: The first four bytes of every GGUF file.
+GGUF_MAGIC = b"GGUF"
 
 
 @dataclass(frozen=True)
@@ -118,13 +127,19 @@ def dequantized_dir(gguf: Path, cache_dir: Path | None = None, progress: bool = 
     target = (cache_dir or default_cache_dir()) / "gguf" / sha[:24]
     if (target / _CACHE_MARKER).exists():
         return target, sha
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     if not progress:
         hf_logging.disable_progress_bar()
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    quantized = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        quantized = AutoModelForCausalLM.from_pretrained(
+            gguf.parent, gguf_file=gguf.name, dtype=torch.float32
+        )
+    except (OSError, ValueError, KeyError) as error:  # a truncated file, an architecture the loader lacks
+        raise UserError(f"MODEL {gguf}: cannot be read as a GGUF model ({one_line(error)})") from error
     config = quantized.config
     config.quantization_config = None
     del config.quantization_config
@@ -142,32 +157,42 @@ def dequantized_dir(gguf: Path, cache_dir: Path | None = None, progress: bool = 
     return target, sha
 
 
-def resolve_model(spec: str | None) -> tuple[str, str, str | None]:
-    """Classify a model spec as ``(source, location, sha256)``.
+def _check_gguf(path: Path, name: str) -> None:
+    """Refuse a ``.gguf`` path that is no file, or a file that does not start with the GGUF magic bytes."""
+    if not path.is_file():
+        raise UserError(f"MODEL {name}: no such .gguf file; check the path")
+    with path.open("rb") as handle:
+        magic = handle.read(len(GGUF_MAGIC))
+    if magic != GGUF_MAGIC:
+        raise UserError(
+            f"MODEL {name}: not a GGUF file (it does not start with the GGUF magic bytes); pass a .gguf file as "
+            "llama.cpp writes it, a transformers model folder, or a hub id"
+        )
 
-    ``source`` is ``embedded``, ``gguf``, ``dir`` or ``hub``; GGUF sources resolve to their
-    dequantized cache directory.
+
+def locate_model(spec: str | None) -> tuple[str, str]:
+    """Classify a model spec as ``(source, location)`` without loading anything (no torch, no transformers).
+
+    ``source`` is ``embedded`` or ``gguf`` (location: the GGUF file), ``dir`` (the folder) or ``hub`` (the id).
 
     Raises:
-        UserError: a path that does not exist, a folder that is not a transformers model, or a spec that is
-            neither a path, a hub id (``ORG/NAME``) nor an embedded name.
+        UserError: a path that does not exist, a file that is not GGUF, a folder that is not a transformers model,
+            an embedded model whose weights package is missing, or a spec that is neither a path, a hub id
+            (``ORG/NAME``) nor an embedded name.
         ModelNotSupported: a folder whose model type exists only as remote code.
     """
     name = spec or DEFAULT_MODEL
     if name in EMBEDDED_MODELS:
-        directory, sha = dequantized_dir(embedded_gguf_path(name))
-        return "embedded", str(directory), sha
+        return "embedded", str(embedded_gguf_path(name))
     path = Path(name).expanduser()
     if path.suffix == ".gguf":
-        if not path.is_file():
-            raise UserError(f"MODEL {name}: no such .gguf file; check the path")
-        directory, sha = dequantized_dir(path)
-        return "gguf", str(directory), sha
+        _check_gguf(path, name)
+        return "gguf", str(path)
     if path.is_dir():
         if not (path / "config.json").is_file():
             raise UserError(f"MODEL {name}: a folder without config.json; pass a transformers model folder")
         check_native(path)
-        return "dir", str(path), None
+        return "dir", str(path)
     if path.exists():
         raise UserError(f"MODEL {name}: neither a model folder nor a .gguf file")
     if not is_hub_id(name):
@@ -175,7 +200,23 @@ def resolve_model(spec: str | None) -> tuple[str, str, str | None]:
             f"MODEL {name}: no such file or folder, and not a hub id (ORG/NAME); pass a local model folder, a "
             f".gguf file, a hub id, or an embedded name ({', '.join(EMBEDDED_MODELS)})"
         )
-    return "hub", name, None
+    return "hub", name
+
+
+def resolve_model(spec: str | None, *, progress: bool = True) -> tuple[str, str, str | None]:
+    """Classify a model spec as ``(source, location, sha256)`` (:func:`locate_model`), GGUF sources resolved to
+    their dequantized cache directory (built on first use) and the GGUF file's sha256."""
+    source, location = locate_model(spec)
+    if source in ("embedded", "gguf"):
+        directory, sha = dequantized_dir(Path(location), progress=progress)
+        return source, str(directory), sha
+    return source, location, None
+
+
+def model_dir(spec: str | None, *, progress: bool = True) -> str:
+    """What lm-eval's ``--model_args pretrained=`` takes for ``spec``: the transformers folder of an embedded or
+    GGUF model (dequantized once, then cached), the folder itself, or the hub id."""
+    return resolve_model(spec, progress=progress)[1]
 
 
 def _gguf_name(spec: str | None, source: str) -> str | None:
@@ -246,9 +287,13 @@ def load_model(
     """
     if dtype not in DTYPES:
         raise UserError(f"Unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}.")
+    import torch
 
     source, location, sha = resolve_model(spec)
-    kwargs: dict[str, Any] = {"dtype": DTYPES[dtype], "revision": revision}
+    kwargs: dict[str, Any] = {
+        "dtype": dtype if dtype == "auto" else getattr(torch, dtype),
+        "revision": revision,
+    }
     if device_map:
         kwargs["device_map"] = device_map
     model, tokenizer = _load(spec or DEFAULT_MODEL, location, kwargs)

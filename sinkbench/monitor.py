@@ -321,9 +321,8 @@ class SinkStrengthCallback(TrainerCallback):
     def _measure(self, state: Any, control: Any) -> Any:
         measurement = self.monitor.measure(state.global_step)
         if measurement is not None:
-            should_log = (
-                control.should_log
-            )  # Trainer.log clears it; the step's own loss log must still happen
+            # Trainer.log clears should_log; the step's own loss log must still happen.
+            should_log = control.should_log
             self.trainer.log(measurement.logs())
             control.should_log = should_log
         if self.monitor.should_stop:

@@ -2,10 +2,10 @@
 and clean up what an interrupted run left behind.
 
 :func:`publishing` yields an empty staging folder next to ``out``. When the block succeeds, the staging folder
-becomes ``out`` in one atomic step (:func:`sinkbench.safe_io.install_directory`: on Linux the two folders are
-swapped, so ``out`` is always either the complete old output or the complete new one, never missing or mixed;
-elsewhere the old folder is renamed aside first, a short window in which ``out`` is missing). The replaced contents
-are then deleted. Whatever a killed run left (``.<out>.staging-*`` folders) is deleted by the next run, under the lock.
+becomes ``out`` in one atomic, durable step (:func:`sinkbench.safe_io.install_directory`: every file is flushed
+to disk first, and the rename after it; on Linux the two folders are swapped, so ``out`` is always either the
+complete old output or the complete new one, never missing or mixed; elsewhere the old folder is renamed aside
+first, a short window in which ``out`` is missing). The replaced contents are then deleted. Whatever a killed run left (``.<out>.staging-*`` folders) is deleted by the next run, under the lock.
 
 An exclusive lock (``flock`` on ``.<out>.lock`` beside ``out``) keeps a second writer out: it fails at once
 with one line saying that ``out`` is being written by another run. ``out`` is refused when it exists and was
@@ -25,8 +25,8 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from sinkbench.errors import UserError
-from sinkbench.safe_io import install_directory, overlap, scratch_folder, staging_prefix
+from sinkbench.errors import SinkbenchError, UserError
+from sinkbench.safe_io import created_mode, install_directory, overlap, scratch_folder, staging_prefix
 
 try:
     import fcntl
@@ -37,8 +37,10 @@ except ImportError:  # not POSIX: no lock
 MARKER = ".sinkbench-output"
 
 
-class PublishError(OSError):
-    """The output could not be published; the message is one line naming the path, the reason and the fix."""
+class PublishError(SinkbenchError, OSError):
+    """The output could not be published; the message is one line naming the path, the reason and the fix.
+
+    An ``OSError`` too, as the operating-system failures it reports (a full disk, a read-only folder) are."""
 
 
 @contextlib.contextmanager
@@ -99,9 +101,7 @@ def _folder_mode(out: Path) -> int:
     try:
         return stat.S_IMODE(os.stat(out).st_mode)
     except OSError:
-        umask = os.umask(0o022)
-        os.umask(umask)
-        return 0o777 & ~umask
+        return created_mode(0o777)
 
 
 def _check_owned(out: Path) -> None:

@@ -3,12 +3,19 @@
 Reads check the size with ``lstat`` before opening (symbolic links, hard links and special files are refused),
 then parse strict JSON: ``NaN``/``Infinity`` (which Python's ``json`` accepts by default), numbers beyond a
 float's range (``1e309``, an integer of 309 digits) and duplicate keys are errors. An unreadable file is a problem
-to report, never a traceback. Writes go to a temporary file or folder beside the target and are moved into place with
-``os.replace``, so a failure never leaves a half-written output behind.
+to report, never a traceback.
+
+Writes are atomic and durable: each output is written to a temporary file or folder beside the target, flushed to
+disk (``fsync`` of every file written), moved into place in one rename, and the rename itself is flushed (``fsync`` of
+the folder that holds the target). A failure or a kill at any point leaves the old output whole, and once a write
+has returned, a power cut cannot leave the target renamed but empty. One file is one rename
+(:func:`write_text_atomic`); a set of files published together is a folder, installed in one step
+(:func:`install_directory`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import hashlib
@@ -18,38 +25,36 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from sinkbench.errors import SinkbenchError
 
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
 
-class UnsafeFileError(ValueError):
-    """A file that cannot be accepted, with the fix to suggest."""
-
-    def __init__(self, message: str, fix: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.fix = fix
+class UnsafeFileError(SinkbenchError, ValueError):
+    """A file that cannot be accepted: :attr:`message` says why (it follows the file's name), :attr:`fix` what to do."""
 
 
-def check_size(path: Path, limit: int) -> int:
+def check_size(path: Path, limit: int, *, follow_links: bool = False) -> int:
     """Return the size of regular file ``path``, refusing links, special files and files over ``limit``.
 
     A hard link (more than one name for the file) is refused too: it may name a file outside the tree, and
-    a git checkout never creates one.
+    a git checkout never creates one. With ``follow_links`` (a file of the user's own, such as a data file), a
+    link is followed to its file and hard links are allowed.
     """
     try:
-        info = os.lstat(path)
+        info = os.stat(path) if follow_links else os.lstat(path)
     except OSError as error:
         raise UnsafeFileError(f"cannot read the file: {error.strerror}.", "check that it exists") from error
     if stat.S_ISLNK(info.st_mode):
         raise UnsafeFileError("is a symbolic link.", "replace the link by the file itself")
     if not stat.S_ISREG(info.st_mode):
         raise UnsafeFileError("is not a regular file.", "replace it by a plain file")
-    if info.st_nlink > 1:
+    if info.st_nlink > 1 and not follow_links:
         raise UnsafeFileError(
             f"is a hard link ({info.st_nlink} names for one file).", "replace it by a copy of the file"
         )
@@ -89,11 +94,12 @@ def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def parse_json(text: str) -> Any:
+def parse_json(text: str, *, single_line: bool = False) -> Any:
     """Parse strict JSON: no NaN or Infinity, no number beyond a float's range, no duplicate keys.
 
     Raises:
-        UnsafeFileError: the text is not strict JSON; the message gives line and column.
+        UnsafeFileError: the text is not strict JSON; the message gives line and column (only the column for a
+            ``single_line`` text, one record of a JSON-lines file, whose caller names the line).
     """
     try:
         return json.loads(
@@ -104,8 +110,9 @@ def parse_json(text: str) -> Any:
             object_pairs_hook=_refuse_duplicate_keys,
         )
     except json.JSONDecodeError as error:
+        where = f"column {error.pos + 1}" if single_line else f"line {error.lineno}, column {error.colno}"
         raise UnsafeFileError(
-            f"is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}.",
+            f"is not valid JSON: {error.msg.removesuffix(' at')} at {where}.",  # not "starting at at line 8"
             "fix the syntax (an lm-eval or sinkbench output file should be copied unmodified)",
         ) from error
     except ValueError as error:
@@ -138,9 +145,10 @@ def read_json(path: Path, limit: int) -> Any:
     return parse_json(_decode(_read_bytes(path)))
 
 
-def read_jsonl(path: Path, limit: int) -> Iterator[tuple[int, Any]]:
-    """Yield ``(line number, object)`` for each non-blank line of a strict JSON-lines file."""
-    check_size(path, limit)
+def read_jsonl(path: Path, limit: int, *, follow_links: bool = False) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line number, object)`` for each non-blank line of a strict JSON-lines file of at most ``limit``
+    bytes (``follow_links``: see :func:`check_size`)."""
+    check_size(path, limit, follow_links=follow_links)
     try:
         stream = path.open("rb")
     except OSError as error:
@@ -150,7 +158,7 @@ def read_jsonl(path: Path, limit: int) -> Iterator[tuple[int, Any]]:
             if not raw.strip():
                 continue
             try:
-                yield number, parse_json(_decode(raw))
+                yield number, parse_json(_decode(raw), single_line=True)
             except UnsafeFileError as error:
                 raise UnsafeFileError(f"line {number} {error.message}", error.fix) from error
 
@@ -174,29 +182,64 @@ def json_strings(data: Any) -> Iterator[tuple[str, str]]:
             )
 
 
-def write_files_atomically(out_dir: Path, files: Mapping[str, str]) -> list[Path]:
-    """Write every ``name -> text`` into ``out_dir``: all to temporary files first, then rename each.
+def created_mode(mode: int) -> int:
+    """The permissions a new file or folder asked for with ``mode`` gets under this process's umask."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return mode & ~umask
 
-    Other files in ``out_dir`` are left alone. Returns the written paths.
-    """
-    out_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=out_dir))
+
+def sync_folder(folder: Path) -> None:
+    """Flush a folder's entries (names just created, renamed or removed in it) to disk."""
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        for name, text in files.items():
-            (staging / name).write_text(text, encoding="utf-8")
-        written = []
-        for name in files:
-            os.replace(staging / name, out_dir / name)
-            written.append(out_dir / name)
-        return written
+        os.fsync(descriptor)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        os.close(descriptor)
+
+
+def sync_tree(root: Path) -> None:
+    """Flush every file and folder below ``root`` (and ``root`` itself) to disk; links are not followed."""
+    for folder, _, files in os.walk(root):
+        for name in files:
+            path = os.path.join(folder, name)
+            if os.path.islink(path):
+                continue
+            descriptor = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
+        sync_folder(Path(folder))
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` durably: a temporary file beside it, flushed to disk, renamed over
+    ``path``, and the rename flushed. ``path`` is at every instant its old content or the new, whole.
+
+    A run killed before the rename leaves ``path`` as it was and a ``.<name>.*.partial`` file beside it.
+    """
+    path = Path(path)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        os.fchmod(descriptor, created_mode(0o666))  # as open() would create it, not mkstemp's 0600
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    sync_folder(path.parent)
 
 
 def write_json_atomic(data: Any, path: Path) -> None:
-    """Write ``data`` as strict JSON (no NaN) to ``path`` through a sibling temporary file."""
+    """Write ``data`` as strict JSON (no NaN) to ``path``, durably and atomically (:func:`write_text_atomic`)."""
     text = json.dumps(data, indent=2, allow_nan=False) + "\n"
-    write_files_atomically(path.parent, {path.name: text})
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, text)
 
 
 def overlap(first: Path, second: Path) -> bool:
@@ -238,6 +281,8 @@ def install_directory(staged: Path, target: Path, *, replace: bool) -> None:
     """Move the finished folder ``staged`` to ``target`` (same file system) in one atomic step; ``staged`` is gone
     afterwards.
 
+    Every file and folder of ``staged`` is flushed to disk first (:func:`sync_tree`) and the rename after it
+    (:func:`sync_folder` of ``target``'s parent), so a power cut never leaves ``target`` renamed but incomplete.
     An existing ``target`` (only with ``replace``) is swapped with ``staged`` (:func:`exchange`) and its old
     contents deleted, so ``target`` is never missing or mixed; where the swap is not available the old folder is
     moved aside first (into a :func:`scratch_folder`, which a later run may clean up if this one is killed).
@@ -248,15 +293,19 @@ def install_directory(staged: Path, target: Path, *, replace: bool) -> None:
     if os.path.lexists(target) and not replace:
         raise FileExistsError(target)
     target.parent.mkdir(parents=True, exist_ok=True)
+    sync_tree(staged)
     if not os.path.lexists(target):
         os.replace(staged, target)
+        sync_folder(target.parent)
         return
     if exchange(staged, target):
+        sync_folder(target.parent)
         _remove(staged)  # now the old target: a folder, a file or a link
         return
     retired = scratch_folder(target)
     os.replace(target, retired / target.name)
     os.replace(staged, target)
+    sync_folder(target.parent)
     shutil.rmtree(retired, ignore_errors=True)
 
 

@@ -226,15 +226,14 @@ def test_samples_files_match_the_hf_run_line_by_line(runs: dict[str, Path]) -> N
 
 
 def test_sink_strength_refuses_the_backend_before_any_request_runs(
-    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    runs: dict[str, Path], tmp_path: Path
 ) -> None:
     ReplayLM.generated = 0
     args = f"pretrained={runs['model']},replay={runs['hf']}"
-    assert _run(tmp_path / "out", REPLAY, args, "gsm8k_cot_strict,sink_strength") == 1
-    message = capsys.readouterr().err.strip().splitlines()[-1]
-    assert message.startswith(
-        "sinkbench: sink_strength reads the attention inside the model, and the ReplayLM"
-    )
+    with pytest.raises(BackendUnsupported) as raised:
+        _run(tmp_path / "out", REPLAY, args, "gsm8k_cot_strict,sink_strength")
+    message = str(raised.value)
+    assert message.startswith("sink_strength reads the attention inside the model, and the ReplayLM")
     assert "--model hf" in message and "sinkbench screen MODEL" in message and "parallelize=True" in message
     assert ReplayLM.generated == 0, "gsm8k_cot_strict, listed first, ran before the refusal"
     assert not list((tmp_path / "out").rglob("results_*.json"))
@@ -249,4 +248,5 @@ def test_tensor_parallel_weights_are_refused() -> None:
 
     with pytest.raises(BackendUnsupported) as raised:
         probed_model(Wrapper())
-    assert "tensor parallelism (tp_plan)" in str(raised.value.code) and "\n" not in str(raised.value.code)
+    assert "tensor parallelism (tp_plan)" in str(raised.value) and "\n" not in str(raised.value)
+    assert "--model hf" in raised.value.fix

@@ -424,6 +424,40 @@ def test_failed_verification_exits_1_and_leaves_out_untouched(
     assert not (tmp_path / "fresh").exists()
 
 
+#: VLMs that extract, but that transformers itself cannot load or run text-only, so --verify has no reference.
+UNVERIFIABLE = {
+    "saved sizes disagree with the config": (
+        "llava",
+        ("vision_config", "intermediate_size"),
+        80,
+        r"vlm: transformers cannot load this llava VLM to verify against: its saved tensor sizes disagree with "
+        r"config\.json \(model\.vision_tower\.encoder\.layers\.0\.mlp\.fc1\.bias \(32,\) != \(80,\), .*\); fix the "
+        r"checkpoint or its config\.json, or extract without --verify$",
+    ),
+    "rotary sections that do not fit the head size": (
+        "qwen2_vl",
+        ("text_config", "rope_parameters", "mrope_section"),
+        [3, 3, 3],
+        r"vlm: transformers cannot run this qwen2_vl VLM on text alone, neither through its own forward nor through "
+        r"its language model \(RuntimeError: split_with_sizes expects split_sizes to sum exactly to 4 .*\), so there "
+        r"is nothing to verify against; fix its config\.json, or extract without --verify$",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNVERIFIABLE))
+def test_a_vlm_transformers_cannot_run_is_one_line_under_verify(
+    case: str, tmp_path: Path, existing_out, capsys
+) -> None:
+    model_type, field, value, message = UNVERIFIABLE[case]
+    source = save_tiny_vlm(tmp_path / "vlm", model_type)
+    _set_config(source, field, value)
+    capsys.readouterr()
+    assert main(["extract-lm", str(source), str(existing_out), "--verify", "--overwrite"]) == 1
+    assert re.search(message, _error_line(capsys))
+    _assert_untouched(existing_out)
+
+
 def test_existing_out_needs_overwrite(tmp_path: Path, existing_out) -> None:
     source = save_tiny_vlm(tmp_path / "vlm", "llava")
     with pytest.raises(ExtractError, match=r"already exists.*--overwrite"):

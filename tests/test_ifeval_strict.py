@@ -1,4 +1,4 @@
-"""ifeval_strict: lm-eval's IFEval checkers on hand-written responses, offline Punkt, flat_mean."""
+"""ifeval_strict: lm-eval's IFEval checkers on hand-written responses, offline Punkt, lm-eval's aggregation."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from sinkbench.tasks import _punkt
-from sinkbench.tasks._registry import FLAT_MEAN, flat_mean
 
 FIXTURES = Path(__file__).parent / "fixtures" / "strict"
 CASES = json.loads((FIXTURES / "ifeval_cases.json").read_text(encoding="utf-8"))
@@ -90,13 +89,22 @@ def test_empty_response_follows_nothing() -> None:
     assert grade("punctuation:no_comma", {}, "   ")["inst_level_strict_acc"] == [False]
 
 
-def test_flat_mean_weighs_every_instruction_equally() -> None:
-    from lm_eval.api.registry import get_aggregation
+def test_instruction_level_accuracy_is_lm_evals_own_aggregation() -> None:
+    import yaml
 
-    assert get_aggregation(FLAT_MEAN) is flat_mean
-    assert flat_mean([[True, False], [True], [False, False, True]]) == pytest.approx(3 / 6)
-    with pytest.raises(ValueError, match="no per-instruction values"):
-        flat_mean([[], []])
+    from sinkbench.tasks.ifeval_strict import utils
+
+    lm_eval_utils = utils.lm_eval_ifeval()
+    config = yaml.safe_load((FIXTURES.parents[2] / "harness_tasks" / "ifeval_strict" / "ifeval_strict.yaml")
+                            .read_text().replace("!function ", ""))  # fmt: skip
+    aggregations = {metric["metric"]: metric["aggregation"] for metric in config["metric_list"]}
+    assert (
+        aggregations["inst_level_strict_acc"]
+        == aggregations["inst_level_loose_acc"]
+        == "utils.agg_inst_level_acc"
+    )
+    items = [[True, False], [True], [False, False, True]]
+    assert utils.agg_inst_level_acc(items) == lm_eval_utils.agg_inst_level_acc(items) == pytest.approx(3 / 6)
 
 
 def test_punkt_tab_is_materialised_where_nltk_finds_it(

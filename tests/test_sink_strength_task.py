@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import lm_eval
 import pytest
 import transformers
@@ -60,18 +62,30 @@ def _load(directory):
     return transformers.AutoModelForCausalLM.from_pretrained(directory, dtype="float32").eval()
 
 
-def test_metadata_overrides_probe_options_and_limit(tiny_dir):
-    results = _evaluate(tiny_dir, metadata={"probe": {"num_layers": 2, "sink_position": "first"}}, limit=4)
+def test_metadata_overrides_probe_options(tiny_dir):
+    results = _evaluate(tiny_dir, metadata={"probe": {"num_layers": 2, "sink_position": "first"}})
     direct, _ = measure(
-        _load(tiny_dir),
-        tiny_tokenizer(),
-        load_prompts()[:4],
-        ProbeOptions(num_layers=2, sink_position="first"),
+        _load(tiny_dir), tiny_tokenizer(), load_prompts(), ProbeOptions(num_layers=2, sink_position="first")
     )
     assert results["results"]["sink_strength"]["sink_strength,none"] == pytest.approx(
         direct.sink_strength, abs=1e-6
     )
-    assert results["n-samples"]["sink_strength"] == {"original": 15, "effective": 4}
+
+
+def test_limit_never_shortens_the_calibration_set(tiny_dir, caplog):
+    with caplog.at_level(logging.WARNING, logger="sinkbench"):
+        results = _evaluate(tiny_dir, limit=3)
+    direct, _ = measure(_load(tiny_dir), tiny_tokenizer(), load_prompts(), ProbeOptions())
+    assert results["results"]["sink_strength"]["sink_strength,none"] == pytest.approx(
+        direct.sink_strength, abs=1e-6
+    )
+    assert results["n-samples"]["sink_strength"] == {"original": 15, "effective": 15}
+    assert results["results"]["sink_strength"]["observations,none"] == direct.observations
+    (warning,) = [record.getMessage() for record in caplog.records if "--limit" in record.getMessage()]
+    assert warning == (
+        "sinkbench: --limit 3 does not apply to sink_strength: S is measured on all 15 prompts of calibration set "
+        "v1 (S of fewer prompts is another quantity)"
+    )
 
 
 def test_stderr_is_the_bootstrap_over_prompts(tiny_dir):
@@ -89,15 +103,15 @@ def test_stderr_is_the_bootstrap_over_prompts(tiny_dir):
 
 
 def test_zero_bootstrap_iters_leaves_the_stderr_out(tiny_dir):
-    results = _evaluate(tiny_dir, bootstrap_iters=0, limit=3)
+    results = _evaluate(tiny_dir, bootstrap_iters=0)
     assert results["results"]["sink_strength"]["sink_strength_stderr,none"] == "N/A"
     assert isinstance(results["results"]["sink_strength"]["sink_strength,none"], float)
 
 
 def test_second_packaged_set_by_name(tiny_dir):
-    results = _evaluate(tiny_dir, metadata={"calibration": "v2"}, limit=2)
+    results = _evaluate(tiny_dir, metadata={"calibration": "v2"})
     assert results["configs"]["sink_strength"]["metadata"]["calibration"] == load_calibration("v2").to_dict()
-    assert results["n-samples"]["sink_strength"] == {"original": 15, "effective": 2}
+    assert results["n-samples"]["sink_strength"] == {"original": 15, "effective": 15}
 
 
 def test_unknown_probe_option_is_a_clear_error(tiny_dir):
@@ -111,9 +125,10 @@ def test_backend_without_attention_gets_a_clear_error():
         tokenizer = None
 
     with pytest.raises(
-        BackendUnsupported, match=r"the ApiLike backend keeps no local transformers model.*--model hf"
-    ):
+        BackendUnsupported, match=r"the ApiLike backend keeps no local transformers model"
+    ) as raised:
         serve_sink_strength(ApiLike(), [])
+    assert "--model hf" in raised.value.fix
 
 
 def test_eval_adds_include_path_once():

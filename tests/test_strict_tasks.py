@@ -165,7 +165,7 @@ def test_without_the_switch_tasks_load_the_hub_dataset(
 
 
 def test_offline_without_a_data_folder_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No hub and no SINKBENCH_DATA_DIR: a SystemExit naming the dataset and the fix, from lm-eval itself."""
+    """No hub and no SINKBENCH_DATA_DIR: a typed error naming the dataset and the fix, from lm-eval itself."""
     monkeypatch.delenv(_data.DATA_DIR_ENV, raising=False)
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -173,9 +173,12 @@ def test_offline_without_a_data_folder_is_one_line(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-home"))
     with pytest.raises(_data.DataUnavailable) as raised:
         load_tasks("gsm8k_cot_strict")
-    message = str(raised.value.code)
-    assert message.startswith("sinkbench: cannot load openai/gsm8k from the Hugging Face Hub")
-    assert "Fix: set SINKBENCH_DATA_DIR to a folder holding the original 'gsm8k_test.jsonl'" in message
+    message = str(raised.value)
+    assert message.startswith("cannot load openai/gsm8k from the Hugging Face Hub")
+    assert raised.value.fix.startswith(
+        "set SINKBENCH_DATA_DIR to a folder holding the original 'gsm8k_test.jsonl'"
+    )
+    assert f"Fix: {raised.value.fix}" in message
     assert "\n" not in message
 
 
@@ -187,7 +190,7 @@ def test_switch_without_the_file_is_an_error_not_a_download(
     monkeypatch.setenv(_data.DATA_DIR_ENV, str(tmp_path))
     with pytest.raises(_data.DataUnavailable) as raised:
         _data.load_task_data(utils.Task.SOURCE)
-    message = str(raised.value.code)
+    message = str(raised.value)
     assert (
         "gsm8k_test.jsonl does not exist" in message
         and "unset SINKBENCH_DATA_DIR to load openai/gsm8k" in message
@@ -208,7 +211,9 @@ def test_missing_data_ends_sinkbench_eval_without_a_traceback(tmp_path: Path, ar
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("sinkbench: SINKBENCH_DATA_DIR=") and "gsm8k_test.jsonl does not exist" in last
+    assert (
+        last.startswith("sinkbench eval: SINKBENCH_DATA_DIR=") and "gsm8k_test.jsonl does not exist" in last
+    )
 
 
 def test_results_record_the_local_file_and_its_hash(offline: pytest.MonkeyPatch) -> None:
@@ -228,13 +233,17 @@ def test_malformed_local_files_name_the_problem(tmp_path: Path, monkeypatch: pyt
     (tmp_path / "gsm8k_test.jsonl").write_text(
         '{"question": "q", "answer": "#### 1"}\n{oops\n', encoding="utf-8"
     )
-    with pytest.raises(ValueError, match=r"gsm8k_test\.jsonl:2: not valid JSON"):
+    with pytest.raises(
+        _data.DataUnavailable, match=r"gsm8k_test\.jsonl: line 2 is not valid JSON: Expecting"
+    ):
         _data.load_task_data(gsm8k.Task.SOURCE)
     (tmp_path / "gsm8k_test.jsonl").write_text("\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="holds no records"):
+    with pytest.raises(_data.DataUnavailable, match="holds no records"):
         _data.load_task_data(gsm8k.Task.SOURCE)
     (tmp_path / "gpqa_diamond.csv").write_text("Question,Correct Answer\nq,a\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"missing column\(s\) \['Record ID', 'Incorrect Answer 1'"):
+    with pytest.raises(
+        _data.DataUnavailable, match=r"missing column\(s\) \['Record ID', 'Incorrect Answer 1'"
+    ):
         _data.load_task_data(gpqa.Task.SOURCE)
 
 

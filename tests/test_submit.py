@@ -18,6 +18,7 @@ from sinkbench.cli import main
 from sinkbench.leaderboard.views import build_views
 from sinkbench.submissions import load_submissions
 from sinkbench.submissions.local_paths import local_paths
+from sinkbench.submissions.schema import SCHEMA_VERSION, PairMetadata, metadata_json
 from sinkbench.tables.aggregate import aggregate_submissions
 from sinkbench.tables.build import build_tables
 
@@ -303,3 +304,36 @@ def test_the_pair_check_still_needs_the_same_settings(runs, tmp_path, capsys, ch
     printed = capsys.readouterr().out
     assert field in printed and "differs between sides" in printed and "rerun both sides" in printed
     assert not (out / "pairs").exists()
+
+
+def test_the_metadata_is_the_schema_models_serialisation(runs, tmp_path) -> None:
+    out = tmp_path / "submissions"
+    assert main(_pair_args(runs, out, *REFERENCE_ID)) == 0
+    text = (out / "pairs" / "tiny-pair" / "metadata.json").read_text(encoding="utf-8")
+    assert metadata_json(PairMetadata.model_validate_json(text)) == text
+    keys = list(json.loads(text))
+    assert keys[:3] == ["schema_version", "kind", "provenance"] and keys[-1] == "redactions"
+    assert json.loads(text)["schema_version"] == SCHEMA_VERSION
+
+
+def test_a_bad_option_is_refused_by_its_field_before_anything_is_written(runs, tmp_path, capsys) -> None:
+    out = tmp_path / "submissions"
+    argv = [part if part != "tester" else "tes\u202eter" for part in _pair_args(runs, out, *REFERENCE_ID)]
+    assert main(argv) == 1
+    (line, summary) = capsys.readouterr().out.strip().splitlines()[-2:]
+    assert line.startswith(
+        "ERROR submissions/pairs/tiny-pair/metadata.json: submitter: Value error, invisible"
+    )
+    assert summary == "1 problem(s); nothing was written."
+    assert not (out / "pairs").exists() and not [p for p in out.iterdir() if p.name != ".submissions.lock"]
+
+
+def test_the_schema_version_has_one_home() -> None:
+    root = Path(__file__).resolve().parents[1]
+    writers = [
+        path.relative_to(root).as_posix()
+        for folder in ("sinkbench", "benchmarks", "harness_tasks")
+        for path in (root / folder).rglob("*.py")
+        if re.search(r"""["']schema_version["']\s*:\s*\d""", path.read_text(encoding="utf-8"))
+    ]
+    assert writers == [], "write schema_version as sinkbench.submissions.schema.SCHEMA_VERSION"

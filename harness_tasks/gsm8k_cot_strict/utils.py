@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sinkbench.tasks._data import DataSource, data_task, read_jsonl
+from sinkbench.tasks._data import DataSource, data_task, read_records
 
 #: openai/gsm8k (main, test) on the hub; the original release ``test.jsonl`` locally.
 SOURCE = DataSource(
@@ -10,7 +10,7 @@ SOURCE = DataSource(
     hub_name="main",
     split="test",
     local_file="gsm8k_test.jsonl",
-    read_local=read_jsonl,
+    read_local=read_records,
 )
 
 

@@ -1,7 +1,7 @@
 """Hooks for ``ifeval_strict.yaml``, named after the YAML keys they serve.
 
-Grading is lm-eval's own IFEval code (``lm_eval.tasks.ifeval``), imported, not re-written.
-It is imported lazily, after :func:`sinkbench.tasks._punkt.ensure_punkt_tab`, because importing
+Grading and the instruction-level aggregation are lm-eval's own IFEval code (``lm_eval.tasks.ifeval``),
+imported, not re-written. It is imported lazily, after :func:`sinkbench.tasks._punkt.ensure_punkt_tab`, because importing
 it otherwise tries to download NLTK's ``punkt_tab``.
 """
 
@@ -11,8 +11,7 @@ import functools
 import importlib
 from types import ModuleType
 
-from sinkbench.tasks import _registry  # noqa: F401  (registers the flat_mean aggregation)
-from sinkbench.tasks._data import DataSource, data_task, read_jsonl
+from sinkbench.tasks._data import DataSource, data_task, read_records
 from sinkbench.tasks._punkt import ensure_punkt_tab
 
 #: google/IFEval on the hub; the original release ``input_data.jsonl`` locally.
@@ -21,7 +20,7 @@ SOURCE = DataSource(
     hub_name=None,
     split="train",
     local_file="ifeval_input_data.jsonl",
-    read_local=read_jsonl,
+    read_local=read_records,
 )
 
 
@@ -45,3 +44,9 @@ def process_results(doc: dict, results: list[str]) -> dict[str, bool | list[bool
         entry of ``doc["instruction_id_list"]``).
     """
     return lm_eval_ifeval().process_results(doc, results)
+
+
+def agg_inst_level_acc(items: list[list[bool]]) -> float:
+    """lm-eval's IFEval instruction-level accuracy: the share of all instructions followed, every instruction
+    weighing the same whatever prompt it belongs to."""
+    return lm_eval_ifeval().agg_inst_level_acc(items)

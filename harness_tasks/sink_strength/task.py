@@ -6,11 +6,14 @@ holds no local transformers model stops the run with one line before any request
 per-prompt observations are pooled by the aggregation hooks, so S is the median over *all*
 observations, not a mean of per-prompt medians. ``sink_strength_stderr`` is the bootstrap standard
 error over prompts (:mod:`sinkbench.sink.uncertainty`) with lm-eval's ``--bootstrap_iters`` resamples.
-Metric names and thresholds: :mod:`sinkbench.sink.metrics`.
+``--limit`` does not apply: S is always measured on every prompt of its calibration set (S of fewer prompts is
+another quantity), and the run says so in one warning. Metric names and thresholds: :mod:`sinkbench.sink.metrics`.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
 from typing import Any
 
 import datasets
@@ -18,12 +21,8 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
 from sinkbench import __version__
-from sinkbench.harness.request import (
-    REQUEST_TYPE,
-    install_backend_check,
-    install_request_handler,
-    install_stderr,
-)
+from sinkbench.harness.plugin import install_task_patches
+from sinkbench.harness.request import REQUEST_TYPE
 from sinkbench.sink.metrics import SINK_METRICS
 from sinkbench.sink.options import ProbeOptions
 from sinkbench.sink.prompts import load_calibration
@@ -37,29 +36,30 @@ from sinkbench.sink.strength import (
 )
 from sinkbench.sink.uncertainty import sink_strength_stderr
 
+_log = logging.getLogger(__name__)
+
 
 class SinkStrengthTask(ConfigurableTask):
     """A ConfigurableTask whose requests are probe passes instead of generations.
 
-    The results file records every effective probe option (``metadata.probe``) and the calibration set with
-    its content hash (``metadata.calibration``).
+    Its request type is the class's :attr:`OUTPUT_TYPE`. lm-eval's config accepts only lm-eval's own output types,
+    so the config's ``output_type`` is left empty: lm-eval then takes the class's, and asks for no generation
+    settings. The results file records every effective probe option (``metadata.probe``) and the calibration set
+    with its content hash (``metadata.calibration``).
     """
 
+    OUTPUT_TYPE = REQUEST_TYPE
+
     def __init__(self, config: dict[str, Any] | None = None) -> None:
+        install_task_patches()
         config = {key: value for key, value in (config or {}).items() if key != "class"}
-        # Built as a log-likelihood task so that lm-eval does not ask for generation settings; the requests it
-        # sends are of this task's own type.
-        super().__init__(config={**config, "output_type": "loglikelihood"})
-        self.OUTPUT_TYPE = self.config.output_type = REQUEST_TYPE
+        super().__init__(config={**config, "output_type": None})
         metadata = dict(self.config.metadata or {})
         self.probe_options = ProbeOptions.from_mapping(metadata.get("probe"))
         metadata["probe"] = self.probe_options.to_dict()
         metadata["calibration"] = self.calibration.to_dict()
         metadata["sinkbench_version"] = __version__
         self.config.metadata = metadata
-        install_request_handler()
-        install_backend_check()
-        install_stderr()
 
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         """The calibration prompts named by ``metadata.calibration`` (a packaged set or a file)."""
@@ -67,6 +67,23 @@ class SinkStrengthTask(ConfigurableTask):
         self.calibration = load_calibration(spec.get("set") if isinstance(spec, dict) else spec)
         rows = [{"id": i, "prompt": prompt} for i, prompt in enumerate(self.calibration.prompts)]
         self.dataset = {"test": datasets.Dataset.from_list(rows)}
+
+    def build_all_requests(self, *, limit: int | None = None, **kwargs: Any) -> None:
+        """One request per calibration prompt, all of them whatever ``--limit`` says (with one warning if it is set)."""
+        if limit is not None:
+            _log.warning(
+                "sinkbench: --limit %s does not apply to %s: S is measured on all %d prompts of calibration set %s "
+                "(S of fewer prompts is another quantity)",
+                limit,
+                REQUEST_TYPE,
+                len(self.calibration.prompts),
+                self.calibration.name,
+            )
+        super().build_all_requests(limit=None, **kwargs)
+
+    def doc_iterator(self, *, limit: int | None = None, **kwargs: Any) -> Iterator[tuple[int, Any]]:
+        """Every calibration prompt (``limit`` does not apply; see :meth:`build_all_requests`)."""
+        return super().doc_iterator(limit=None, **kwargs)
 
     def construct_requests(self, doc: dict, ctx: Any, **kwargs: Any) -> Instance:
         """One probe request per prompt; lm-eval's chat templating of ``ctx`` is not used."""

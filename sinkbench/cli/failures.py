@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from sinkbench.errors import UserError
+from sinkbench.errors import SinkbenchError
 from sinkbench.submissions import Problem, SubmissionsInvalid
 
 #: Exit status of a command stopped with Ctrl-C (128 + SIGINT, as a shell reports it).
@@ -22,8 +22,8 @@ def run_command(command: str, handler: Callable[[], int]) -> int:
     """Run ``handler`` (a command's body) and return its exit status; report a user's failure instead of raising.
 
     * :class:`~sinkbench.submissions.SubmissionsInvalid`: every problem on its own line (stdout), exit 1;
-    * :class:`~sinkbench.errors.UserError` (bad input, an unsupported model, a failed extraction check, ...):
-      ``sinkbench COMMAND: message`` on one line (stderr), exit 1;
+    * :class:`~sinkbench.errors.SinkbenchError` (bad input, an unsupported model, a failed extraction check, an
+      output that cannot be published, ...): ``sinkbench COMMAND: message`` on one line (stderr), exit 1;
     * ``OSError`` (a missing or unreadable file, a full disk, a folder that cannot be written, a port in use):
       one line naming the path and the reason, exit 1;
     * Ctrl-C: one line, exit 130.
@@ -34,7 +34,7 @@ def run_command(command: str, handler: Callable[[], int]) -> int:
         return handler()
     except SubmissionsInvalid as error:
         print_problems(error.problems, "nothing was written")
-    except UserError as error:
+    except SinkbenchError as error:
         print(printable(f"sinkbench {command}: {error}"), file=sys.stderr)
     except OSError as error:
         print(printable(f"sinkbench {command}: {os_error_line(error)}"), file=sys.stderr)

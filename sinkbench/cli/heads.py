@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from sinkbench.cli.options import add_model_options, add_probe_options, add_quiet, probe_options
+from sinkbench.cli.options import (
+    add_model_options,
+    add_probe_options,
+    add_quiet,
+    check_model_arguments,
+    probe_options,
+)
 from sinkbench.sink.heads import ALL_LAYERS, DEFAULT_TOP_FRAC
 
 
@@ -46,19 +52,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--plot", metavar="FILE.svg", default=None, help="also draw a layer x head heatmap (default: none)"
     )
-    add_probe_options(parser)
-    parser.set_defaults(num_layers=ALL_LAYERS)
+    add_probe_options(parser, all_layers=ALL_LAYERS)
     add_model_options(parser)
     add_quiet(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Handle ``sinkbench heads``."""
+    """Handle ``sinkbench heads``: the arguments are checked first, before the probe's heavy imports."""
     from pathlib import Path
 
     from sinkbench.sink.heads import map_heads
 
+    check_model_arguments([args.model], args.prompts)
     report = map_heads(
         args.model,
         probe_options(args),

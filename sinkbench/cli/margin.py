@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from sinkbench.cli.options import add_model_options, add_probe_options, add_quiet, probe_options
+from sinkbench.cli.options import (
+    add_model_options,
+    add_probe_options,
+    add_quiet,
+    check_model_arguments,
+    probe_options,
+)
 from sinkbench.sink.options import PER_HEAD_SINK_MODES
 
 
@@ -33,9 +39,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Handle ``sinkbench margin``."""
+    """Handle ``sinkbench margin``: the arguments are checked first, before the probe's heavy imports."""
     from pathlib import Path
 
+    check_model_arguments([args.reference, args.vlm_lm], args.prompts)
     from sinkbench.sink.margin import format_margin, pair_margin
 
     result = pair_margin(

@@ -7,15 +7,23 @@ the default, so ``--help`` says what happens when an option is left out.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
 
+from sinkbench.models import DTYPES
 from sinkbench.sink.options import CHAT_TEMPLATE_MODES, PADDING_SIDES, SINK_MODES, ProbeOptions
 from sinkbench.sink.prompts import DEFAULT_SET, PACKAGED_SETS
 
-DTYPE_CHOICES = ("float32", "bfloat16", "float16", "auto")
 _DEFAULTS = {field.name: field.default for field in fields(ProbeOptions)}
+#: What each sink-position mode means, for the help of the commands that offer it.
+_SINK_MODE_HELP = {
+    "head": "the key each head attends to most",
+    "query": "each query's own argmax",
+    "first": "the first token",
+}
 
 
 def add_model_options(parser: argparse.ArgumentParser, *, model: str = "the model") -> None:
@@ -23,7 +31,7 @@ def add_model_options(parser: argparse.ArgumentParser, *, model: str = "the mode
     parser.add_argument(
         "--dtype",
         default="float32",
-        choices=DTYPE_CHOICES,
+        choices=DTYPES,
         help="weight and activation dtype; the paper measured in bfloat16 (default: %(default)s)",
     )
     parser.add_argument(
@@ -42,8 +50,17 @@ def add_model_options(parser: argparse.ArgumentParser, *, model: str = "the mode
     )
 
 
-def add_probe_options(parser: argparse.ArgumentParser, *, sink_modes: Sequence[str] = SINK_MODES) -> None:
-    """The probe options of :class:`~sinkbench.sink.options.ProbeOptions` that a user may want to change."""
+def add_probe_options(
+    parser: argparse.ArgumentParser, *, sink_modes: Sequence[str] = SINK_MODES, all_layers: int | None = None
+) -> None:
+    """The probe options of :class:`~sinkbench.sink.options.ProbeOptions` that a user may want to change.
+
+    Args:
+        parser: the command's parser.
+        sink_modes: the ``--sink-position`` modes the command accepts (its help explains only these).
+        all_layers: the ``--num-layers`` value that means every layer, when that is the command's default (its
+            help then says "all layers", not the number).
+    """
     parser.add_argument(
         "--prompts",
         metavar="SET|FILE",
@@ -54,16 +71,17 @@ def add_probe_options(parser: argparse.ArgumentParser, *, sink_modes: Sequence[s
     parser.add_argument(
         "--num-layers",
         type=int,
-        default=_DEFAULTS["num_layers"],
+        default=_DEFAULTS["num_layers"] if all_layers is None else all_layers,
         metavar="K",
-        help="probe the last K decoder layers, all of them if the model has fewer (default: %(default)s)",
+        help="probe the last K decoder layers, all of them if the model has fewer (default: "
+        + ("%(default)s)" if all_layers is None else "all layers)"),
     )
+    modes = ", ".join(f"{mode} = {_SINK_MODE_HELP[mode]}" for mode in sink_modes)
     parser.add_argument(
         "--sink-position",
         choices=sink_modes,
         default=_DEFAULTS["sink_position"],
-        help="how the sink key is chosen: head = the key each head attends to most, query = each query's "
-        "own argmax, first = the first token (default: %(default)s)",
+        help=f"how the sink key is chosen: {modes} (default: %(default)s)",
     )
     if "query" in sink_modes:
         parser.add_argument(
@@ -106,9 +124,39 @@ def probe_options(args: argparse.Namespace) -> ProbeOptions:
     )
 
 
+def check_model_arguments(models: Sequence[str | None], prompts: str) -> None:
+    """Refuse what the arguments alone show to be wrong, before a command's heavy imports (torch, transformers):
+    the calibration prompts, then each model spec (:func:`sinkbench.models.locate_model`: a missing path, a file
+    that is not GGUF, a missing weights package).
+
+    Raises:
+        UserError: one line naming the argument and the fix.
+    """
+    from sinkbench.models import locate_model
+    from sinkbench.sink.prompts import load_calibration
+
+    load_calibration(prompts)
+    for model in models:
+        locate_model(model)
+
+
 def add_quiet(parser: argparse.ArgumentParser) -> None:
     """``--quiet``: no progress bars."""
     parser.add_argument("--quiet", action="store_true", help="no progress bars (default: shown)")
+
+
+#: What to do when the default submissions folder is not where the command runs.
+FROM_THE_ROOT = "run it from the repository root (where submissions/ is), or pass the folder"
+
+
+def missing_paths(command: str, paths: Sequence[Path], fix: str) -> bool:
+    """Print one line naming the ``paths`` that do not exist, and ``fix``; whether any is missing."""
+    from sinkbench.cli.failures import printable
+
+    missing = [printable(path) for path in paths if not os.path.exists(path)]
+    if missing:
+        print(f"sinkbench {command}: no such file or folder: {', '.join(missing)}; {fix}", file=sys.stderr)
+    return bool(missing)
 
 
 def add_submissions_option(parser: argparse.ArgumentParser) -> None:

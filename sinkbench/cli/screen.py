@@ -6,7 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from sinkbench.cli.options import add_model_options, add_probe_options, add_quiet, probe_options
+from sinkbench.cli.options import (
+    add_model_options,
+    add_probe_options,
+    add_quiet,
+    check_model_arguments,
+    probe_options,
+)
 from sinkbench.sink.options import IntervalOptions
 
 
@@ -17,7 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="Measure Sink Strength S of a base LLM (default: embedded SmolLM2-135M-Instruct).",
         description="Probe the last K decoder layers on the calibration prompts and print S with a "
         "per-layer profile. MODEL is a hub id, a local transformers dir, a .gguf file, or an "
-        "embedded name (smollm2-135m-instruct, gemma3-270m).",
+        "embedded name (smollm2-135m-instruct, gemma3-270m). With --print-model-dir it prints the folder that "
+        "lm-eval's --model_args pretrained= takes for MODEL instead.",
     )
     parser.add_argument(
         "model",
@@ -28,6 +35,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--output", "-o", metavar="FILE.json", help="also write the full report as JSON (default: print only)"
+    )
+    parser.add_argument(
+        "--print-model-dir",
+        action="store_true",
+        help="print the folder (or hub id) of MODEL that lm-eval's --model_args pretrained= takes, and exit without "
+        "screening: for an embedded or .gguf model its dequantized copy, built on first use, e.g. "
+        'lm_eval --model hf --model_args pretrained="$(sinkbench screen --print-model-dir)" (default: screen)',
     )
     add_probe_options(parser)
     parser.add_argument(
@@ -63,7 +77,20 @@ def _against(value: str | None) -> tuple[bool, Path | None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Handle ``sinkbench screen``."""
+    """Handle ``sinkbench screen``: the arguments are checked first, before the probe's heavy imports."""
+    if args.print_model_dir:
+        from sinkbench.models import model_dir
+
+        print(model_dir(args.model, progress=not args.quiet))
+        return 0
+    check_model_arguments([args.model], args.prompts)
+    wanted, against = _against(args.against)
+    if wanted and against is not None and not against.is_dir():
+        print(
+            f"sinkbench screen: --against {against} is not a folder; pass a submissions folder, or none",
+            file=sys.stderr,
+        )
+        return 2
     from sinkbench.screen import screen
 
     options = {
@@ -77,13 +104,6 @@ def run(args: argparse.Namespace) -> int:
         "output": Path(args.output) if args.output else None,
         "progress": not args.quiet,
     }
-    wanted, against = _against(args.against)
-    if wanted and against is not None and not against.is_dir():
-        print(
-            f"sinkbench screen: --against {against} is not a folder; pass a submissions folder, or none",
-            file=sys.stderr,
-        )
-        return 2
     _, text = screen(args.model, place_among=wanted, against=against, **options)
     print(text)
     if args.output:

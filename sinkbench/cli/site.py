@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sinkbench.cli.options import add_submissions_option
+from sinkbench.cli.options import FROM_THE_ROOT, add_submissions_option, missing_paths
 from sinkbench.leaderboard.sources import EXPERIMENTS_DIR
 
 
@@ -62,6 +62,8 @@ def _build(args: argparse.Namespace) -> int:
     from sinkbench.cli.failures import printable
     from sinkbench.leaderboard.project import build_site
 
+    if missing_paths("site build", [args.submissions], f"{FROM_THE_ROOT}: --submissions DIR"):
+        return 2
     report = build_site(args.submissions, args.out, experiments_dir=args.experiments)
     print(
         f"Built {report.pages} pages, {report.plots} charts and {report.raw_files} raw files into "
@@ -74,5 +76,7 @@ def _serve(args: argparse.Namespace) -> int:
     """Serve the site until Ctrl-C."""
     from sinkbench.leaderboard.project import serve_site
 
+    if missing_paths("site serve", [args.submissions], f"{FROM_THE_ROOT}: --submissions DIR"):
+        return 2
     serve_site(args.submissions, experiments_dir=args.experiments, host=args.host, port=args.port)
     return 0

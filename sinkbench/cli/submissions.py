@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
-from sinkbench.cli.options import add_submissions_option
+from sinkbench.cli.options import FROM_THE_ROOT, add_submissions_option, missing_paths
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,7 +21,8 @@ def _add_validate(subparsers: argparse._SubParsersAction) -> None:
         "validate",
         help="Check submission entries; exit 1 and list every problem found.",
         description="Validate submission entries (schemas, required tasks, matched settings, duplicates, "
-        "size caps, safe names). Each problem names the file, the field and the fix.",
+        "size caps, safe names). Each problem names the file, the field and the fix. Exit 1 when an entry has a "
+        "problem, or when the paths hold no entry at all (a check of nothing has not passed).",
     )
     parser.add_argument(
         "paths",
@@ -89,22 +88,21 @@ def _add_import_reported(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=_import_reported)
 
 
-def _missing(paths: Sequence[Path]) -> bool:
-    from sinkbench.cli.failures import printable
-
-    missing = [printable(path) for path in paths if not os.path.exists(path)]
-    if missing:
-        print(f"error: no such file or folder: {', '.join(missing)}", file=sys.stderr)
-    return bool(missing)
-
-
 def _validate(args: argparse.Namespace) -> int:
+    from sinkbench.cli.failures import printable
     from sinkbench.submissions import load_submissions
 
     paths = [Path(path) for path in args.paths]
-    if _missing(paths):
+    if missing_paths("validate", paths, f"{FROM_THE_ROOT}: sinkbench validate DIR"):
         return 2
     loaded = load_submissions(paths)
+    if loaded.checked == 0 and not loaded.problems:
+        print(
+            f"sinkbench validate: no entry in {', '.join(printable(path) for path in paths)} (no pairs/NAME/ or "
+            "backbones/NAME/ folder); pass the submissions root, a kind folder or an entry folder",
+            file=sys.stderr,
+        )
+        return 1
     for problem in loaded.problems:
         print(f"ERROR {problem}")
     print(
@@ -117,7 +115,7 @@ def _aggregate(args: argparse.Namespace) -> int:
     from sinkbench.cli.failures import printable
     from sinkbench.tables.aggregate import aggregate_submissions
 
-    if _missing([args.submissions]):
+    if missing_paths("aggregate", [args.submissions], f"{FROM_THE_ROOT}: --submissions DIR"):
         return 2
     tables = aggregate_submissions(args.submissions, args.out, seed=args.seed)
     for row in tables.correlations.itertuples():
@@ -136,7 +134,7 @@ def _import_reported(args: argparse.Namespace) -> int:
     from sinkbench.cli.failures import printable
     from sinkbench.submissions.import_reported import import_reported
 
-    if _missing([args.csv]):
+    if missing_paths("import-reported", [args.csv], "check the path of the CSV file"):
         return 2
     written = import_reported(
         args.csv,

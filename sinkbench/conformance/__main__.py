@@ -28,7 +28,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     document, seconds = run(args.types)
     from sinkbench.conformance.table import TABLE_JSON, TABLE_PAGE, summary, to_markdown
-    from sinkbench.safe_io import write_files_atomically, write_json_atomic
+    from sinkbench.safe_io import write_json_atomic, write_text_atomic
 
     for section in ("probe", "extract"):
         print(f"{section}: {summary(document[section])}")
@@ -37,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps({s: document[s] for s in ("probe", "extract")}, indent=2))
     elif args.write:
         write_json_atomic(document, TABLE_JSON)
-        write_files_atomically(TABLE_PAGE.parent, {TABLE_PAGE.name: to_markdown(document)})
+        write_text_atomic(TABLE_PAGE, to_markdown(document))
         print(f"wrote {TABLE_JSON} and {TABLE_PAGE}")
     return 0
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import gc
+import json
 from pathlib import Path
 
 import torch
 from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+from transformers.utils import logging
 
 from sinkbench.errors import described
 from sinkbench.extract.errors import VerificationError
@@ -34,7 +36,8 @@ def compare_logits(source_dir: Path, extracted_dir: Path, tolerance: float = TOL
         ``{"passed", "max_abs_logit_diff", "tolerance", "dtype", "probe_tokens", "reference", "forward_error"}``.
 
     Raises:
-        VerificationError: the VLM's logits are not finite, so there is nothing to compare.
+        VerificationError: transformers cannot load the VLM, or run it on text alone (its own forward and its
+            language model both fail), or its logits are not finite: there is nothing to compare.
     """
     input_ids = load_tokenizer(extracted_dir)(PROBE_TEXT, return_tensors="pt").input_ids
     reference, forward_error = _vlm_logits(source_dir, input_ids)
@@ -57,18 +60,67 @@ def compare_logits(source_dir: Path, extracted_dir: Path, tolerance: float = TOL
 
 
 def _vlm_logits(source_dir: Path, input_ids: torch.Tensor) -> tuple[torch.Tensor, str | None]:
-    """The VLM's text-only logits, and why its own forward failed where its language model and head gave them."""
-    vlm = AutoModelForImageTextToText.from_pretrained(source_dir, dtype=torch.float32)
+    """The VLM's text-only logits, and why its own forward failed where its language model and head gave them.
+
+    Raises:
+        VerificationError: transformers cannot load the VLM, or neither route runs (one line with its reason).
+    """
+    vlm = _load_vlm(source_dir)
     try:
         return _logits(vlm, input_ids), None
-    except (
-        Exception
-    ) as error:  # the class's own text-only forward fails: a transformers bug, not the extraction's
-        failure = described(error, 120)
-    with torch.inference_mode():
-        hidden = language_model(vlm)(input_ids=input_ids).last_hidden_state
-        logits = vlm.get_output_embeddings()(hidden).float()
-    return logits, failure
+    except Exception as error:
+        # The class's own text-only forward fails: a transformers bug, not the extraction's.
+        forward_error = error
+    try:
+        with torch.inference_mode():
+            hidden = language_model(vlm)(input_ids=input_ids).last_hidden_state
+            logits = vlm.get_output_embeddings()(hidden).float()
+    except Exception as error:
+        # Each reason once: the two routes often fail in the same layer.
+        reasons = dict.fromkeys(described(failed, 200) for failed in (forward_error, error))
+        raise VerificationError(
+            f"{source_dir}: transformers cannot run this {vlm.config.model_type} VLM on text alone, neither through "
+            f"its own forward nor through its language model ({'; '.join(reasons)}), so there is nothing to verify "
+            "against; fix its config.json, or extract without --verify"
+        ) from error
+    return logits, described(forward_error, 120)
+
+
+def _load_vlm(source_dir: Path) -> torch.nn.Module:
+    """The VLM in float32, transformers' multi-line load report silenced (the refusal says what matters).
+
+    Raises:
+        VerificationError: transformers cannot load it (e.g. saved tensor sizes that disagree with config.json).
+    """
+    report = logging.get_logger("transformers.modeling_utils")
+    level = report.level
+    report.setLevel(logging.ERROR)
+    cannot = f"{source_dir}: transformers cannot load this {_model_type(source_dir)} VLM to verify against"
+    fix = "fix the checkpoint or its config.json, or extract without --verify"
+    try:
+        vlm, info = AutoModelForImageTextToText.from_pretrained(
+            source_dir, dtype=torch.float32, output_loading_info=True, ignore_mismatched_sizes=True
+        )
+    except Exception as error:
+        raise VerificationError(f"{cannot} ({described(error, 200)}); {fix}") from error
+    finally:
+        report.setLevel(level)
+    mismatched = [
+        f"{key} {tuple(saved)} != {tuple(expected)}" for key, saved, expected in info["mismatched_keys"]
+    ]
+    if mismatched:
+        raise VerificationError(
+            f"{cannot}: its saved tensor sizes disagree with config.json ({', '.join(sorted(mismatched)[:3])}); {fix}"
+        )
+    return vlm
+
+
+def _model_type(source_dir: Path) -> str:
+    """The model type config.json names, for messages (``unknown`` when it cannot be read)."""
+    try:
+        return str(json.loads((Path(source_dir) / "config.json").read_text(encoding="utf-8"))["model_type"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "unknown"
 
 
 def _logits(model: torch.nn.Module, input_ids: torch.Tensor) -> torch.Tensor:

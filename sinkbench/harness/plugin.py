@@ -1,7 +1,38 @@
-"""Make the stock ``lm_eval`` find sinkbench's tasks: put their folder (the installed ``sinkbench.tasks``, the
-repository's ``harness_tasks/``) among lm-eval's default task paths.
+"""sinkbench's lm-eval adapter: every change sinkbench makes to lm-evaluation-harness at run time, in one module.
 
-How it is wired, and why it costs nothing until lm-eval loads its tasks:
+sinkbench uses lm-eval's public API elsewhere (``ConfigurableTask``, ``Instance``, ``TaskManager``, the ``LM`` and
+``CachingLM`` wrappers' attributes, and ``lm_eval.__main__.cli_evaluate`` for ``sinkbench eval``); what that API
+cannot do for the stock command line
+(``lm_eval --model hf --model_args pretrained=DIR --tasks sink_strength,ifeval_strict ...``) is done here, by the
+patches below. ``tests/test_lm_eval_adapter.py`` fails when the shape of a patched symbol changes.
+
+1. **Task paths** (``lm_eval.tasks.manager.TaskIndex``, subclassed so that ``build`` indexes sinkbench's task folder
+   right after lm-eval's own, before any ``--include_path``). Why: an installed package has no way to add tasks to
+   the stock ``lm_eval``, which otherwise ends in "Tasks not found". Installed by the start-up hook below.
+   Upstream replacement: the ``lm_eval.tasks`` entry-point group of lm-evaluation-harness pull request 4015, which
+   sinkbench already declares (``pyproject.toml``); an lm-eval that reads it gets no patch (:func:`patch_task_manager`).
+2. **The request type** (``lm_eval.api.model.LM.sink_strength``). Why: lm-eval serves each request with
+   ``getattr(lm, request.request_type)(requests)`` and its wrappers answer only its own types; S is a probe pass
+   on the model lm-eval loaded, neither a log-likelihood nor a generation. Upstream replacement: none yet (a
+   registry of request types, or a task hook handed the loaded model, would do).
+3. **The backend check** (``lm_eval.evaluator.evaluate``, wrapped). Why: a backend that cannot be probed (vLLM,
+   API models, tensor parallelism) must be refused before any request of any task runs, or a generation task listed
+   before ``sink_strength`` runs for hours first. Upstream replacement: none (lm-eval checks a model against its
+   tasks only for multimodal input; a per-task model check would do).
+4. **The standard error** (``lm_eval.evaluator_utils.stderr_for_metric``, wrapped). Why: lm-eval computes a
+   metric's ``_stderr`` only for the aggregations on its own list, and S's standard error must resample whole
+   prompts; an aggregation that carries ``sinkbench_stderr`` computes its own, every other keeps lm-eval's.
+   Upstream replacement: none (a standard-error function declared beside the aggregation would do).
+5. **One-line errors** (Python's ``sys.excepthook``, not lm-eval's). Why: lm-eval's command line lets every
+   exception end in a traceback; a :class:`~sinkbench.errors.SinkbenchError` that nothing caught (missing data, an
+   unsupported backend) prints as ``sinkbench: <message>`` with exit status 1. A caller of
+   ``lm_eval.simple_evaluate`` still catches the error itself. Upstream replacement: none.
+
+Patch 1 is made by the start-up hook, so that the stock command finds the tasks; patches 2 to 5 by the tasks
+themselves when lm-eval builds them (:func:`install_task_patches`, :func:`install_error_hook`), so they hold with the
+hook off (``SINKBENCH_LM_EVAL_AUTOLOAD=0`` and ``--include_path``) as well. Each is idempotent.
+
+How the hook is wired, and why it costs nothing until lm-eval loads its tasks:
 
 1. Installing sinkbench (wheel or ``pip install -e``) puts :data:`PTH_NAME` at the root of site-packages;
    ``setup.py`` writes :data:`PTH_LINE` into it. Python runs that line at every start-up: unless
@@ -13,17 +44,18 @@ How it is wired, and why it costs nothing until lm-eval loads its tasks:
 3. The patch makes every ``TaskManager`` that includes lm-eval's defaults index lm-eval's tasks, then
    sinkbench's, then the caller's ``include_path``, so a user's task of the same name still wins.
 
-Failures never break an import: they end as one logged warning and an unpatched lm-eval. At module level
-this file imports only the standard library: ``setup.py`` runs it at build time to read :data:`PTH_LINE`.
+Failures of the hook never break an import: they end as one logged warning and an unpatched lm-eval. At module
+level this file imports only the standard library: ``setup.py`` runs it at build time to read :data:`PTH_LINE`.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import logging
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from importlib.machinery import ModuleSpec
 from pathlib import Path
 from types import ModuleType
@@ -194,3 +226,90 @@ def _index_with(index: type, defaults: Path, ours: Path) -> type:
             return index.build(task_paths(paths, defaults, ours), **kwargs)
 
     return SinkbenchTaskIndex
+
+
+def install_task_patches() -> None:
+    """Install patches 2 to 5 of the module docstring, which the ``sink_strength`` task needs. Idempotent."""
+    from sinkbench.harness.request import REQUEST_TYPE, probed_model, serve_sink_strength
+
+    _serve_request_type(REQUEST_TYPE, serve_sink_strength)
+    _check_backend_first(REQUEST_TYPE, probed_model)
+    _stderr_from_aggregation()
+    install_error_hook()
+
+
+def _serve_request_type(request_type: str, handler: Callable[[Any, list[Any]], list[Any]]) -> None:
+    """Patch 2: every lm-eval model wrapper answers ``request_type`` requests with ``handler``."""
+    from lm_eval.api.model import LM
+
+    if getattr(LM, request_type, None) is not handler:
+        setattr(LM, request_type, handler)
+
+
+def _tasks_in(task_dict: Any) -> Iterator[Any]:
+    """Every task object of lm-eval's task dictionary (``{"tasks": ...}`` or the older nested form)."""
+    for value in task_dict.values() if isinstance(task_dict, dict) else ():
+        if isinstance(value, dict):
+            yield from _tasks_in(value)
+        else:
+            yield value
+
+
+def _check_backend_first(request_type: str, check: Callable[[Any], Any]) -> None:
+    """Patch 3: ``lm_eval.evaluator.evaluate`` calls ``check(lm)`` before it runs any request, when the run holds a
+    task of ``request_type`` (``check`` raises to refuse the backend)."""
+    import lm_eval.evaluator
+
+    original = lm_eval.evaluator.evaluate
+    if getattr(original, "sinkbench", False):
+        return
+
+    @functools.wraps(original)
+    def evaluate(*args: Any, **kwargs: Any) -> Any:
+        lm = kwargs["lm"] if "lm" in kwargs else args[0]
+        task_dict = kwargs["task_dict"] if "task_dict" in kwargs else args[1]
+        if any(getattr(task, "OUTPUT_TYPE", None) == request_type for task in _tasks_in(task_dict)):
+            check(lm)
+        return original(*args, **kwargs)
+
+    evaluate.sinkbench = True
+    lm_eval.evaluator.evaluate = evaluate
+
+
+def _stderr_from_aggregation() -> None:
+    """Patch 4: an aggregation function that carries ``sinkbench_stderr(items, resamples)`` computes its own
+    ``_stderr`` with lm-eval's ``--bootstrap_iters``; every other aggregation keeps lm-eval's estimator."""
+    import lm_eval.evaluator_utils
+
+    original = lm_eval.evaluator_utils.stderr_for_metric
+    if getattr(original, "sinkbench", False):
+        return
+
+    def stderr_for_metric(metric: Callable, bootstrap_iters: int) -> Callable[[Sequence], float] | None:
+        own = getattr(metric, "sinkbench_stderr", None)
+        if own is None:
+            return original(metric=metric, bootstrap_iters=bootstrap_iters)
+        return None if bootstrap_iters <= 0 else (lambda items: own(items, bootstrap_iters))
+
+    stderr_for_metric.sinkbench = True
+    lm_eval.evaluator_utils.stderr_for_metric = stderr_for_metric
+
+
+def install_error_hook() -> None:
+    """Patch 5: a :class:`~sinkbench.errors.SinkbenchError` that reaches the top of the process uncaught prints as
+    one line, ``sinkbench: <message>``, on stderr (Python then exits with status 1); any other exception goes to the
+    hook that was there before. Idempotent."""
+    previous = sys.excepthook
+    if getattr(previous, "sinkbench", False):
+        return
+
+    def excepthook(kind: type[BaseException], error: BaseException, traceback: Any) -> None:
+        from sinkbench.errors import SinkbenchError
+
+        if isinstance(error, SinkbenchError):
+            print(f"sinkbench: {' '.join(str(error).split())}", file=sys.stderr)
+        else:
+            previous(kind, error, traceback)
+
+    excepthook.sinkbench = True
+    sys.excepthook = excepthook

@@ -1,31 +1,23 @@
-"""What the ``sink_strength`` task adds to lm-eval at run time: its request type, the check that the backend
-can be probed, and its standard error.
+"""The ``sink_strength`` request type: probing the model of an lm-eval wrapper in place.
 
-lm-eval serves each request with ``getattr(lm, request.request_type)(requests)``. The task
-installs ``sink_strength`` on ``lm_eval.api.model.LM`` so any wrapper answers; wrappers that
-hold a local transformers model (``hf``, sharded or not with ``parallelize=True``) are probed in place,
-without loading weights again. Every other backend (vLLM, SGLang, API models) keeps its weights out of
-reach, and tensor parallelism (``tp_plan``) gives each process a slice of the heads: the run stops with one
-line (:class:`BackendUnsupported`) right after lm-eval has built the tasks, before any request of any task
-runs (:func:`install_backend_check`), so a long generation task listed beside ``sink_strength`` is not lost.
-
-lm-eval computes a metric's ``_stderr`` only for aggregations it knows (mean, median, ...). S is a median
-pooled over observations, so its standard error must resample whole prompts: :func:`install_stderr` lets an
-aggregation function carry its own estimator (attribute ``sinkbench_stderr``), called with lm-eval's
-``--bootstrap_iters``; every other aggregation keeps lm-eval's own.
+lm-eval serves each request with ``getattr(lm, request.request_type)(requests)``; the adapter
+(:mod:`sinkbench.harness.plugin`, patch 2) installs :func:`serve_sink_strength` as ``LM.sink_strength``, so any
+wrapper answers. Wrappers that hold a local transformers model (``hf``, sharded or not with ``parallelize=True``)
+are probed in place, without loading weights again. Every other backend (vLLM, SGLang, API models) keeps its
+weights out of reach, and tensor parallelism (``tp_plan``) gives each process a slice of the heads:
+:func:`probed_model` refuses them with :class:`BackendUnsupported`, which the adapter raises right after lm-eval has
+built the tasks, before any request of any task runs (patch 3), so a long generation task listed beside
+``sink_strength`` is not lost.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-import lm_eval.evaluator
-import lm_eval.evaluator_utils
 import torch
 from lm_eval.api.model import LM, CachingLM
 
+from sinkbench.errors import UserError
 from sinkbench.sink.metrics import SINK_TASK
 from sinkbench.sink.observe import observe
 from sinkbench.sink.options import ProbeOptions
@@ -39,18 +31,9 @@ _INSTEAD = (
 )
 
 
-class BackendUnsupported(SystemExit):
-    """The lm-eval backend cannot be probed. A ``SystemExit``, so ``lm_eval`` and ``sinkbench eval`` end with
-    the one-line message (prefixed ``sinkbench:``) and exit status 1, without a traceback."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(f"sinkbench: {message}")
-
-
-def install_request_handler() -> None:
-    """Make every lm-eval model wrapper answer ``sink_strength`` requests. Idempotent."""
-    if getattr(LM, REQUEST_TYPE, None) is not serve_sink_strength:
-        setattr(LM, REQUEST_TYPE, serve_sink_strength)
+class BackendUnsupported(UserError):
+    """The lm-eval backend cannot be probed: the message says why, :attr:`fix` what to run instead. A caller of
+    ``lm_eval.simple_evaluate`` catches it; ``lm_eval`` and ``sinkbench eval`` end with it as one line, exit 1."""
 
 
 def probed_model(lm: Any) -> tuple[torch.nn.Module, Any]:
@@ -65,13 +48,14 @@ def probed_model(lm: Any) -> tuple[torch.nn.Module, Any]:
         backend = type(lm.lm if isinstance(lm, CachingLM) else lm).__name__
         raise BackendUnsupported(
             f"{REQUEST_TYPE} reads the attention inside the model, and the {backend} backend keeps "
-            f"no local transformers model to read it from (vLLM, SGLang and API backends cannot be probed); "
-            f"{_INSTEAD}"
+            f"no local transformers model to read it from (vLLM, SGLang and API backends cannot be probed).",
+            _INSTEAD,
         )
     if getattr(model, "tp_size", None) or _has_dtensor(model):
         raise BackendUnsupported(
             f"{REQUEST_TYPE} reads the attention of every head, and tensor parallelism (tp_plan) leaves each "
-            f"process a slice of the heads; {_INSTEAD}"
+            f"process a slice of the heads.",
+            _INSTEAD,
         )
     return model, tokenizer
 
@@ -94,47 +78,3 @@ def serve_sink_strength(lm: LM, requests: list[Any]) -> list[PromptObservations]
         raise ValueError("sink_strength requests in one run must share one set of probe options.")
     prompts = [request.args[0] for request in requests]
     return observe(model, tokenizer, prompts, ProbeOptions.from_mapping(requests[0].args[1]), progress=True)
-
-
-def _tasks_in(task_dict: Any) -> Iterator[Any]:
-    """Every task object of lm-eval's task dictionary (``{"tasks": ...}`` or the older nested form)."""
-    for value in task_dict.values() if isinstance(task_dict, dict) else ():
-        if isinstance(value, dict):
-            yield from _tasks_in(value)
-        else:
-            yield value
-
-
-def install_backend_check() -> None:
-    """Make ``lm_eval.evaluator.evaluate`` refuse a backend that cannot be probed before it runs any request,
-    when the run holds ``sink_strength``. Idempotent."""
-    original = lm_eval.evaluator.evaluate
-    if getattr(original, "sinkbench", False):
-        return
-
-    @functools.wraps(original)
-    def evaluate(*args: Any, **kwargs: Any) -> Any:
-        lm = kwargs["lm"] if "lm" in kwargs else args[0]
-        task_dict = kwargs["task_dict"] if "task_dict" in kwargs else args[1]
-        if any(getattr(task, "OUTPUT_TYPE", None) == REQUEST_TYPE for task in _tasks_in(task_dict)):
-            probed_model(lm)
-        return original(*args, **kwargs)
-
-    evaluate.sinkbench = True
-    lm_eval.evaluator.evaluate = evaluate
-
-
-def install_stderr() -> None:
-    """Let aggregations that carry ``sinkbench_stderr`` compute their own ``_stderr``. Idempotent."""
-    original = lm_eval.evaluator_utils.stderr_for_metric
-    if getattr(original, "sinkbench", False):
-        return
-
-    def stderr_for_metric(metric: Callable, bootstrap_iters: int) -> Callable[[Sequence], float] | None:
-        own = getattr(metric, "sinkbench_stderr", None)
-        if own is None:
-            return original(metric=metric, bootstrap_iters=bootstrap_iters)
-        return None if bootstrap_iters <= 0 else (lambda items: own(items, bootstrap_iters))
-
-    stderr_for_metric.sinkbench = True
-    lm_eval.evaluator_utils.stderr_for_metric = stderr_for_metric

@@ -6,7 +6,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from sinkbench.errors import UserError
+from sinkbench.errors import SinkbenchError, UserError
 
 
 def tasks_path() -> Path:
@@ -36,6 +36,7 @@ def run_lm_eval(args: Sequence[str]) -> int:
     """Run ``lm_eval ARGS --include_path <harness_tasks>`` in this process; returns its exit status.
 
     Raises:
+        SinkbenchError: a task refused the run (missing data, a backend that cannot be probed), as raised.
         UserError: lm-eval refused its arguments with a ``ValueError`` (an unknown task, a malformed
             ``--model_args``): one line instead of lm-eval's traceback, which plain ``lm_eval`` still prints.
     """
@@ -49,10 +50,12 @@ def run_lm_eval(args: Sequence[str]) -> int:
     saved, sys.argv = sys.argv, ["lm_eval", *argv]
     try:
         cli_evaluate()
+    except SinkbenchError:
+        raise
     except ValueError as error:
         raise UserError(f"lm_eval: {error} (run lm_eval itself for its traceback)") from error
     except SystemExit as exit_:
-        if isinstance(exit_.code, str):  # a message (e.g. a task's missing data): print it, as Python would
+        if isinstance(exit_.code, str):  # a message: print it, as Python would
             print(exit_.code, file=sys.stderr)
         return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
     finally:

@@ -3,8 +3,10 @@
 One CSV row per pair and task, columns ``vlm,reference_llm,qk_norm,sink_strength,task,delta`` and
 optionally ``reference_score,vlm_score`` (points), ``table`` (where the row's numbers are printed),
 ``sink_strength_table`` and ``derived`` (``;``-separated names of values computed from published ones).
-Every entry is built and validated in a staging folder first; only if all of them pass are they moved
-into place, and an existing entry is replaced only with ``force``.
+Every entry's metadata is built as the schema's :class:`~sinkbench.submissions.schema.PairMetadata` (a value that
+does not fit is a problem naming its CSV line and column) and written from it into a staging folder, where the
+gate checks the entry; only if all of them pass are they moved into place, and an existing entry is replaced only
+with ``force``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import csv
 import io
 import itertools
-import json
 import math
 import os
 import re
@@ -23,13 +24,16 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from sinkbench.publish import exclusive
 from sinkbench.safe_io import UnsafeFileError, check_size, install_directory, scratch_folder
 from sinkbench.submissions import SubmissionsInvalid, load_entry, load_submissions
 from sinkbench.submissions.entry import Entry, Problem
 from sinkbench.submissions.gate import run_rules
 from sinkbench.submissions.metadata_rules import rule_no_duplicates
-from sinkbench.submissions.schema import ENTRY_NAME_PATTERN
+from sinkbench.submissions.read_entry import validation_problems
+from sinkbench.submissions.schema import ENTRY_NAME_PATTERN, SCHEMA_VERSION, PairMetadata, metadata_json
 
 REQUIRED_COLUMNS = ("vlm", "reference_llm", "qk_norm", "sink_strength", "task", "delta")
 OPTIONAL_COLUMNS = ("reference_score", "vlm_score", "table", "sink_strength_table", "derived")
@@ -199,12 +203,18 @@ def _task_item(row: dict[str, Any]) -> dict[str, Any]:
     return item
 
 
-def build_metadata(rows: Sequence[dict[str, Any]], *, source: str, url: str | None, submitter: str) -> dict:
-    """The ``metadata.json`` content of one reported pair from its CSV rows (one per task)."""
+def build_metadata(
+    rows: Sequence[dict[str, Any]], *, source: str, url: str | None, submitter: str
+) -> PairMetadata:
+    """The metadata of one reported pair from its CSV rows (one per task).
+
+    Raises:
+        ValidationError: a value does not fit the schema (the errors name the fields).
+    """
     first = rows[0]
     citation = {"source": source, **({"url": url} if url else {})}
-    return {
-        "schema_version": 1,
+    return PairMetadata.model_validate({
+        "schema_version": SCHEMA_VERSION,
         "kind": "pair",
         "provenance": "reported",
         "vlm": {"id": first["vlm"], "revision": None},
@@ -220,7 +230,7 @@ def build_metadata(rows: Sequence[dict[str, Any]], *, source: str, url: str | No
             },
             "tasks": [_task_item(row) for row in rows],
         },
-    }
+    })  # fmt: skip
 
 
 def _group(path: Path, shown: str) -> tuple[dict[str, list[dict[str, Any]]], list[Problem]]:
@@ -281,7 +291,8 @@ def _as_csv_problem(problem: Problem, rows: Sequence[dict[str, Any]], shown: str
 def _stage(
     groups: dict[str, list[dict]], staging: Path, out_dir: Path, shown: str, **meta: Any
 ) -> tuple[list[Entry], list[Problem]]:
-    """Write each entry into ``staging/pairs/<name>`` and load it back; return (entries, problems).
+    """Build each entry's metadata, write it into ``staging/pairs/<name>`` and load the entry through the gate;
+    return (entries, problems).
 
     Problems name the CSV file (``shown``), line and column that caused them.
     """
@@ -300,10 +311,15 @@ def _stage(
             )
             continue
         names[name] = vlm
+        try:
+            metadata = build_metadata(rows, **meta)
+        except ValidationError as error:
+            found = validation_problems(f"{out_dir.name}/pairs/{name}/metadata.json", error)
+            problems.extend(_as_csv_problem(problem, rows, shown) for problem in found)
+            continue
         folder = staging / "pairs" / name
         folder.mkdir(parents=True)
-        content = json.dumps(build_metadata(rows, **meta), indent=2, ensure_ascii=False, allow_nan=False)
-        (folder / "metadata.json").write_text(content + "\n", encoding="utf-8")
+        (folder / "metadata.json").write_text(metadata_json(metadata), encoding="utf-8")
         entry, found = load_entry(folder, f"{out_dir.name}/pairs/{name}")
         problems.extend(_as_csv_problem(problem, rows, shown) for problem in found)
         if entry is not None:
@@ -344,9 +360,8 @@ def import_reported(
             without ``force``; nothing is written then.
     """
     groups, problems = _group(csv_path, csv_path.name)
-    with tempfile.TemporaryDirectory(
-        prefix="sinkbench-import-"
-    ) as built:  # nothing in out_dir until all pass
+    # Nothing goes into out_dir until every entry passes.
+    with tempfile.TemporaryDirectory(prefix="sinkbench-import-") as built:
         entries, found = _stage(
             groups, Path(built), out_dir, csv_path.name, source=source, url=url, submitter=submitter
         )

@@ -85,6 +85,14 @@ class _Collector:
             self.add(file, prefix + ".".join(loc), f"{item['msg']} (got {got}).", fix)
 
 
+def validation_problems(file: str, error: ValidationError) -> list[Problem]:
+    """The problems of a pydantic validation error, each naming ``file``, the field, the value and the fix (as the gate
+    reports them), capped per file like every other report."""
+    out = _Collector()
+    out.add_validation_error(file, error)
+    return out.problems
+
+
 #: In ``json.dumps`` output: an escaped C0 control other than newline, tab and carriage return, or DEL. A literal
 #: backslash before such letters matches too; that only costs the exact walk below.
 _ESCAPED_CONTROL = re.compile(r"\\u00[01][0-9a-fA-F]|\\[bf]|\x7f")

@@ -13,6 +13,7 @@ expensive.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from typing import Annotated, Any, Literal
@@ -29,6 +30,8 @@ from pydantic import (
 
 from sinkbench.submissions.catalogue import known_task
 
+#: The version of ``metadata.json``'s schema: what every writer of an entry records and the gate accepts.
+SCHEMA_VERSION = 1
 #: Size caps in bytes per file kind, checked with ``stat`` before a file is read.
 SIZE_LIMITS: dict[str, int] = {
     "metadata": 1_000_000,
@@ -255,7 +258,9 @@ class RedactionRecord(_Strict):
 
 
 class _MetadataBase(_Strict):
-    schema_version: Annotated[int, Field(ge=1, le=1)]  # strict: neither true nor 1.0
+    schema_version: Annotated[
+        int, Field(ge=SCHEMA_VERSION, le=SCHEMA_VERSION)
+    ]  # strict: neither true nor 1.0
     provenance: Provenance
     qk_norm: QkNorm
     submitter: ShortText
@@ -288,6 +293,17 @@ class BackboneMetadata(_MetadataBase):
 
 EntryMetadata = Annotated[PairMetadata | BackboneMetadata, Field(discriminator="kind")]
 METADATA_ADAPTER: TypeAdapter[PairMetadata | BackboneMetadata] = TypeAdapter(EntryMetadata)
+#: Where a written ``metadata.json`` puts these keys: first what the entry is, last the redaction records.
+_FIRST_KEYS, _LAST_KEYS = ("schema_version", "kind", "provenance"), ("redactions",)
+
+
+def metadata_json(metadata: PairMetadata | BackboneMetadata) -> str:
+    """The text of ``metadata.json`` for validated ``metadata``: the fields that were set, as JSON (UTF-8, two-space
+    indents), what the entry is first and its redaction records last."""
+    fields = metadata.model_dump(mode="json", exclude_unset=True)
+    first = {key: fields.pop(key) for key in _FIRST_KEYS if key in fields}
+    last = {key: fields.pop(key) for key in _LAST_KEYS if key in fields}
+    return json.dumps({**first, **fields, **last}, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 class SampleCount(_Open):

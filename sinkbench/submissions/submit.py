@@ -3,9 +3,11 @@
 It reads the ``results_*.json`` and ``samples_*.jsonl`` that ``lm_eval --output_path RUN --log_samples`` wrote
 (any depth below RUN), fills ``metadata.json`` from what they say (model ids and revisions, the QK-norm class
 from the model's ``config.json`` or GGUF header where the run used a local folder, the model of an extracted
-VLM-LM from its ``provenance.json``), and asks only for what they cannot say. Local paths are replaced by the
-model id or ``<local>`` and every change is recorded (:mod:`sinkbench.submissions.local_paths`). Nothing is
-written unless the new entry passes every rule of the gate; an existing entry is replaced only when asked.
+VLM-LM from its ``provenance.json``), and asks only for what they cannot say. The metadata is built as the
+schema's own model (:class:`~sinkbench.submissions.schema.PairMetadata` or ``BackboneMetadata``) and serialised from
+it, so a bad option is refused by field before anything is written. Local paths are replaced by the model id or
+``<local>`` and every change is recorded (:mod:`sinkbench.submissions.local_paths`). Nothing is written unless the
+new entry passes every rule of the gate; an existing entry is replaced only when asked.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from sinkbench.errors import UserError
 from sinkbench.safe_io import UnsafeFileError, file_sha256, install_directory, read_json
 from sinkbench.submissions.catalogue import FOLDER_OF_KIND, FORMAT_TASKS, IFEVAL_TASK, SINK_TASK
@@ -26,7 +30,16 @@ from sinkbench.submissions.gate import SubmissionsInvalid, load_entry, load_subm
 from sinkbench.submissions.lm_eval_rules import detect_qk_norm
 from sinkbench.submissions.local_paths import redact
 from sinkbench.submissions.metadata_rules import rule_no_duplicates
-from sinkbench.submissions.schema import ENTRY_NAME_PATTERN, MODEL_ID_PATTERN, SIZE_LIMITS
+from sinkbench.submissions.read_entry import validation_problems
+from sinkbench.submissions.schema import (
+    ENTRY_NAME_PATTERN,
+    MODEL_ID_PATTERN,
+    SCHEMA_VERSION,
+    SIZE_LIMITS,
+    BackboneMetadata,
+    PairMetadata,
+    metadata_json,
+)
 
 _HUB_ID = re.compile(MODEL_ID_PATTERN)
 _ENTRY_NAME = re.compile(ENTRY_NAME_PATTERN)
@@ -269,7 +282,12 @@ def _install(staging: Path, entry: Entry, out: Path, kind: str, *, force: bool) 
 
 
 def _stage_and_install(out: Path, name: str, kind: str, fill: Any, *, force: bool) -> Submitted:
-    """Make the entry in a staging folder beside ``out`` with ``fill(folder)``, load it, check it, install it."""
+    """Make the entry in a staging folder beside ``out`` with ``fill(folder)``, load it, check it, install it.
+
+    Raises:
+        SubmissionsInvalid: the metadata ``fill`` builds does not validate (each problem names the field), or the
+            entry breaks a rule of the gate.
+    """
     if not _ENTRY_NAME.fullmatch(name) or ".." in name:
         raise SubmitError(
             f"--name {name!r} is not an entry name: use a-z, 0-9, '.', '_', '-' (e.g. qwen3-vl-8b)"
@@ -279,9 +297,13 @@ def _stage_and_install(out: Path, name: str, kind: str, fill: Any, *, force: boo
     try:
         folder = staging_root / FOLDER_OF_KIND[kind] / name
         folder.mkdir(parents=True)
-        redactions = fill(folder)
+        shown = f"{out.name}/{FOLDER_OF_KIND[kind]}/{name}"
+        try:
+            redactions = fill(folder)
+        except ValidationError as error:
+            raise SubmissionsInvalid(validation_problems(f"{shown}/metadata.json", error)) from None
         files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
-        entry, problems = load_entry(folder, f"{out.name}/{FOLDER_OF_KIND[kind]}/{name}")
+        entry, problems = load_entry(folder, shown)
         if entry is None:
             raise SubmissionsInvalid(problems)
         return Submitted(_install(folder, entry, out, kind, force=force), files, redactions)
@@ -289,12 +311,20 @@ def _stage_and_install(out: Path, name: str, kind: str, fill: Any, *, force: boo
         shutil.rmtree(staging_root, ignore_errors=True)
 
 
-def _write_metadata(folder: Path, metadata: dict[str, Any], redactions: list[dict[str, str]]) -> int:
-    if redactions:
-        metadata["redactions"] = redactions
-    (folder / "metadata.json").write_text(
-        json.dumps(metadata, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
+def _write_metadata(
+    folder: Path,
+    schema: type[PairMetadata | BackboneMetadata],
+    fields: dict[str, Any],
+    redactions: list[dict[str, str]],
+) -> int:
+    """Build the entry's metadata as ``schema`` (with the redaction records, if any) and write it; the count of
+    redactions.
+
+    Raises:
+        ValidationError: a field does not fit the schema.
+    """
+    metadata = schema.model_validate({**fields, **({"redactions": redactions} if redactions else {})})
+    (folder / "metadata.json").write_text(metadata_json(metadata), encoding="utf-8")
     return len(redactions)
 
 
@@ -307,14 +337,14 @@ def submit_backbone(
     run = read_run(Path(run_dir), "backbone")
     require_tasks(run, (SINK_TASK,), "backbone")
     model = model_of(run, model_id=model_id, revision=revision, option="model")
-    metadata = {
-        "schema_version": 1, "kind": "backbone", "provenance": "measured",
+    fields = {
+        "schema_version": SCHEMA_VERSION, "kind": "backbone", "provenance": "measured",
         "model": _model_ref(model, display_name), "qk_norm": qk_norm_of(model, run, qk_norm), "submitter": submitter,
     }  # fmt: skip
 
     def fill(folder: Path) -> int:
         records = _copy_run(run, model, folder, "") + _copy_profile(profile, model, folder)
-        return _write_metadata(folder, metadata, records)
+        return _write_metadata(folder, BackboneMetadata, fields, records)
 
     return _stage_and_install(Path(out), name, "backbone", fill, force=force)
 
@@ -338,18 +368,17 @@ def submit_pair(
         reference, model_id=reference_id, revision=reference_revision, option="reference"
     )
     vlm_model = model_of(vlm, model_id=vlm_id, revision=vlm_revision, option="vlm")
-    metadata = {
-        "schema_version": 1, "kind": "pair", "provenance": "measured",
+    fields = {
+        "schema_version": SCHEMA_VERSION, "kind": "pair", "provenance": "measured",
         "vlm": _model_ref(vlm_model, None), "reference_llm": _model_ref(reference_model, None),
         "qk_norm": qk_norm_of(reference_model, reference, qk_norm), "vl_recipe": vl_recipe, "submitter": submitter,
+        **({"testbed": True} if testbed else {}),
     }  # fmt: skip
-    if testbed:
-        metadata["testbed"] = True
 
     def fill(folder: Path) -> int:
         records = _copy_run(reference, reference_model, folder / "reference", "reference/")
         records += _copy_run(vlm, vlm_model, folder / "vlm", "vlm/")
         records += _copy_profile(profile, reference_model, folder)
-        return _write_metadata(folder, metadata, records)
+        return _write_metadata(folder, PairMetadata, fields, records)
 
     return _stage_and_install(Path(out), name, "pair", fill, force=force)

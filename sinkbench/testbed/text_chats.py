@@ -21,14 +21,14 @@ _FINAL = re.compile(r"\n?####\s*(.+)\s*$")
 
 def gsm8k_train_source() -> Any:
     """The :class:`~sinkbench.tasks._data.DataSource` of GSM8K's training split."""
-    from sinkbench.tasks._data import DataSource, read_jsonl
+    from sinkbench.tasks._data import DataSource, read_records
 
     return DataSource(
         hub_path="openai/gsm8k",
         hub_name="main",
         split="train",
         local_file="gsm8k_train.jsonl",
-        read_local=read_jsonl,
+        read_local=read_records,
     )
 
 
