@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import re
 import shutil
 from html.parser import HTMLParser
 from pathlib import Path
-from types import SimpleNamespace
 from urllib.parse import unquote, urlsplit
 
 import pytest
 from markupsafe import Markup
 
 from sinkbench.cli import build_parser, main
+from sinkbench.leaderboard import charts, raw_blocks
 from sinkbench.leaderboard.content import Prediction
 from sinkbench.leaderboard.entry_details import slugify
 from sinkbench.leaderboard.formatting import (
@@ -477,17 +476,27 @@ def test_format_number(value: float | None, digits: int, signed: bool, expected:
     assert format_number(value, digits, signed) == expected
 
 
-def test_mkdocs_hook_passes_raw_blocks_around_markdown() -> None:
-    spec = importlib.util.spec_from_file_location("mkdocs_hooks", SOURCES_DIR / "site" / "mkdocs_hooks.py")
-    hooks = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hooks)
-    page = SimpleNamespace(file=SimpleNamespace(src_uri="pairs/x.md"))
+def test_raw_blocks_pass_around_markdown() -> None:
     block = "<table>\n<tr><td>*not emphasis*</td></tr>\n</table>"
     markdown = f"# T\n\n<!--sb:raw-->\n{block}\n<!--/sb:raw-->\n\ntext *em*\n"
-    lifted = hooks.on_page_markdown(markdown, page)
-    assert lifted == "# T\n\n<!--sb:raw:0-->\n\ntext *em*\n"
+    lifted, blocks = raw_blocks.lift(markdown)
+    assert lifted == "# T\n\n<!--sb:raw:0-->\n\ntext *em*\n" and blocks == [block]
     html = "<h1>T</h1>\n<!--sb:raw:0-->\n<p>text <em>em</em></p>"
-    assert hooks.on_page_content(html, page) == f"<h1>T</h1>\n{block}\n<p>text <em>em</em></p>"
+    assert raw_blocks.restore(html, blocks) == f"<h1>T</h1>\n{block}\n<p>text <em>em</em></p>"
+
+
+def test_the_plugin_keeps_no_module_state() -> None:
+    """Everything a build remembers between events lives on the plugin instance (one per build): no mutable
+    module-level value in the plugin's modules."""
+    from sinkbench.leaderboard import consistency, plugin
+
+    for module in (plugin, raw_blocks, consistency, charts):
+        mutable = [
+            name
+            for name, value in vars(module).items()
+            if not name.startswith("__") and isinstance(value, (list, dict, set)) and name.isupper() is False
+        ]
+        assert mutable == [], (module.__name__, mutable)
 
 
 def test_small_formatters() -> None:

@@ -9,9 +9,13 @@ the templates escape it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
 
+from markupsafe import Markup
+
+from sinkbench.leaderboard.charts import spec_json
 from sinkbench.leaderboard.plots import Chart
 
 #: Decimals of measured numbers (more than any source prints, fewer than the files hold).
@@ -48,6 +52,11 @@ class PlotRef:
     def alt(self) -> str:
         """The chart's description, used as the image's alt text."""
         return self.chart.alt
+
+    @cached_property
+    def spec(self) -> Markup:
+        """The chart's interactive figure, as JSON for the page (:func:`sinkbench.leaderboard.charts.spec_json`)."""
+        return spec_json(self.chart.figure())
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sinkbench.errors import UserError
+from sinkbench.leaderboard.consistency import Fact
 from sinkbench.leaderboard.content import RawFile
 from sinkbench.leaderboard.pages import PageRenderer
 from sinkbench.leaderboard.training import TrainingPage, find_testbed
@@ -39,6 +40,7 @@ class GeneratedSite:
     downloads: dict[str, str]
     raw_files: list[RawFile]
     timings: dict[str, float] = field(default_factory=dict)
+    facts: list[Fact] = field(default_factory=list)  # figures of generated data files, for the consistency check
 
     def texts(self) -> Iterator[tuple[str, str]]:
         """``(path, text)`` of every generated page, chart and download."""

@@ -2,7 +2,7 @@
 ``site/templates/``, one page per table view and one per pair and per backbone.
 
 Templates render with autoescaping on, so every user-supplied string lands in the page as text. Pages put user
-strings only inside HTML blocks, which the project's MkDocs hook (``site/mkdocs_hooks.py``) keeps away from
+strings only inside HTML blocks, which the ``sinkbench`` MkDocs plugin (:mod:`sinkbench.leaderboard.plugin`) keeps away from
 Markdown; the entry pages are such a block whole, under a title that is escaped too. Trusted project prose
 (``site/docs/home.md``, ``site/docs/methodology/*.md``) is inserted as Markdown. Nothing here writes a file:
 :mod:`sinkbench.leaderboard.generate` hands the pages to MkDocs as virtual files.

@@ -3,16 +3,19 @@
 * :class:`PairedChart`: one outcome per arm, each seed a line joining its arms (the pairing the statistics use);
 * :class:`CouplingChart`: per run, the change in S from the base model against the change in the strict score.
 
-Built like the other charts of :mod:`sinkbench.leaderboard.plots` (its style, margins and SVG writer).
+Built like the other charts of :mod:`sinkbench.leaderboard.plots` (its style, margins and SVG writer), each
+with its interactive figure too (:mod:`sinkbench.leaderboard.charts`).
 """
 
 from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass
+from html import escape
 
 import matplotlib
 
+from sinkbench.leaderboard import charts
 from sinkbench.leaderboard.plots import _ARM_COLOURS, _STYLE, _new_axes, _plain, _to_svg
 
 
@@ -78,6 +81,32 @@ class PairedChart:
             )
         return _to_svg(figure, f"{self.outcome} per arm and seed", self.alt)
 
+    def figure(self) -> dict:
+        """The interactive figure: one series per seed (toggled from the legend), its points coloured by arm."""
+        data = [
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": f"seed {seed}",
+                "x": [escape(arm) for arm, value in zip(self.arms, values, strict=True) if value is not None],
+                "y": [value for value in values if value is not None],
+                "line": {"color": "#9e9e9e", "width": 1},
+                "marker": {
+                    "size": 9,
+                    "color": [_ARM_COLOURS[i % len(_ARM_COLOURS)] for i, v in enumerate(values) if v is not None],
+                },
+                "hovertemplate": f"seed {seed}, %{{x}}: %{{y:.2f}}<extra></extra>",
+            }
+            for seed, values in self.seeds
+        ]
+        shapes = [] if self.reference is None else [charts.horizontal_line(self.reference, "#616161", "dash")]
+        return {
+            "data": data,
+            "layout": charts.layout(
+                "", self.outcome, shapes=shapes, xaxis={"type": "category", "automargin": True}
+            ),
+        }
+
 
 @dataclass(frozen=True)
 class CouplingChart:
@@ -120,6 +149,27 @@ class CouplingChart:
             if self.arms:
                 axes.legend(frameon=False, fontsize=7.5, loc="best")
         return _to_svg(figure, f"{self.y_label} against {self.x_label}", self.alt)
+
+    def figure(self) -> dict:
+        """The interactive figure: one series per arm (toggled from the legend), hover per run."""
+        data = [
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": escape(label),
+                "x": [x for x, _ in points],
+                "y": [y for _, y in points],
+                "marker": {"size": 9, "color": _ARM_COLOURS[index % len(_ARM_COLOURS)]},
+                "hovertemplate": f"{escape(label)}: ΔS %{{x:+.2f}}, Δ strict %{{y:+.1f}}<extra></extra>",
+            }
+            for index, (label, points) in enumerate(self.arms)
+        ]
+        return {
+            "data": data,
+            "layout": charts.layout(
+                self.x_label, self.y_label, shapes=[charts.horizontal_line(0.0)], xaxis={"zeroline": True}
+            ),
+        }
 
 
 def _fmt(value: float | None) -> str:
