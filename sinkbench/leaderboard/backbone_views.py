@@ -21,14 +21,9 @@ Row = dict[str, Any]
 LlmKey = tuple[str, str | None]
 
 
-def llm_key(entry: Entry) -> LlmKey:
-    """The LLM an entry is about: (Hub id, revision)."""
-    return entry.llm.id, entry.llm.revision
-
-
-def backbone_slugs(entries: Sequence[Entry]) -> dict[LlmKey, str]:
+def backbone_slugs(llms: Iterable[LlmKey]) -> dict[LlmKey, str]:
     """A unique page name per LLM; the revision is added only when one id has several."""
-    keys = sorted({llm_key(entry) for entry in entries}, key=lambda key: (key[0], key[1] or ""))
+    keys = sorted(set(llms), key=lambda key: (key[0], key[1] or ""))
     revisions_of: dict[str, int] = {}
     for model_id, _ in keys:
         revisions_of[model_id] = revisions_of.get(model_id, 0) + 1

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from sinkbench.leaderboard.backbone_views import LlmKey, backbone_slugs, backbone_view, llm_key, rank_order
+from sinkbench.leaderboard.backbone_views import LlmKey, backbone_slugs, backbone_view, rank_order
 from sinkbench.leaderboard.content import (
     BackboneView,
     CorrelationRow,
@@ -32,6 +32,7 @@ from sinkbench.submissions.catalogue import IFEVAL_TASK, TASKS
 from sinkbench.submissions.entry import Entry
 from sinkbench.tables.build import AggregateTables
 from sinkbench.tables.intervals import METHODS
+from sinkbench.tables.pairs import llm_keys
 
 #: The task the home page and the leaderboard's prediction column are about.
 HEADLINE_TASK = IFEVAL_TASK
@@ -111,7 +112,7 @@ def _scatter(correlation: CorrelationRow, pairs: Sequence[PairView]) -> PlotRef:
 
 
 def _pair_views(
-    tables: AggregateTables, slugs: dict[LlmKey, str], precision: SourcePrecision
+    tables: AggregateTables, keys: dict[str, LlmKey], slugs: dict[LlmKey, str], precision: SourcePrecision
 ) -> list[PairView]:
     pair_rows = _group_rows(tables.pairs, "entry")
     regression_rows = _group_rows(tables.regressions, "entry")
@@ -120,7 +121,7 @@ def _pair_views(
             entry,
             pair_rows.get(entry.name, []),
             next(iter(regression_rows.get(entry.name, [])), None),
-            slugs[llm_key(entry)],
+            slugs[keys[entry.name]],
             precision,
         )
         for entry in tables.entries
@@ -130,12 +131,16 @@ def _pair_views(
 
 
 def _backbone_views(
-    tables: AggregateTables, pairs: list[PairView], slugs: dict[LlmKey, str], precision: SourcePrecision
+    tables: AggregateTables,
+    pairs: list[PairView],
+    keys: dict[str, LlmKey],
+    slugs: dict[LlmKey, str],
+    precision: SourcePrecision,
 ) -> list[BackboneView]:
     """Every LLM of the entries, in screening order (rank by S; unranked last)."""
     by_llm: dict[LlmKey, list[Entry]] = {}
     for entry in tables.entries:
-        by_llm.setdefault(llm_key(entry), []).append(entry)
+        by_llm.setdefault(keys[entry.name], []).append(entry)
     screening: dict[LlmKey, list[Row]] = {}
     for row in tables.screening.to_dict("records"):
         key = (row["model_id"], None if pd.isna(row["model_revision"]) else row["model_revision"])
@@ -160,10 +165,11 @@ def _backbone_views(
 
 def build_views(tables: AggregateTables) -> SiteViews:
     """Shape the aggregated tables and the entries they were built from into the contents of every page."""
-    slugs = backbone_slugs(tables.entries)
+    keys = llm_keys(tables.entries)
+    slugs = backbone_slugs(keys.values())
     precision = SourcePrecision(tables.entries)
-    pairs = _pair_views(tables, slugs, precision)
-    backbones = _backbone_views(tables, pairs, slugs, precision)
+    pairs = _pair_views(tables, keys, slugs, precision)
+    backbones = _backbone_views(tables, pairs, keys, slugs, precision)
     labels = {pair.slug: pair.vlm.label for pair in pairs}
     correlations = [_correlation_row(row, labels) for row in tables.correlations.to_dict("records")]
     present = set(tables.pairs["task"])
