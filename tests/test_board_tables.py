@@ -57,7 +57,10 @@ def test_a_prediction_wider_than_every_observed_delta_is_uninformative(board) ->
     width = eq_bench["interval_high"] - eq_bench["interval_low"]
     assert width > eq_bench["observed_delta_range"] and not eq_bench["informative"]
     ifeval = screening.loc[("Qwen/Qwen3-8B", "ifeval_strict")]
-    assert ifeval["interval_high"] - ifeval["interval_low"] < ifeval["observed_delta_range"] and ifeval["informative"]
+    assert (
+        ifeval["interval_high"] - ifeval["interval_low"] < ifeval["observed_delta_range"]
+        and ifeval["informative"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -83,7 +86,9 @@ def test_on_the_board_every_ifeval_rank_overlaps_every_other(board) -> None:
 def test_a_control_as_strong_as_a_target_is_flagged_with_the_targets(board) -> None:
     rows = board.correlations.set_index("task")
     flagged = rows.loc["boolq", "control_as_strong_as"].split(";")
-    assert flagged and all(abs(rows.loc[t, "spearman"]) <= abs(rows.loc["boolq", "spearman"]) for t in flagged)
+    assert flagged and all(
+        abs(rows.loc[t, "spearman"]) <= abs(rows.loc["boolq", "spearman"]) for t in flagged
+    )
     assert all(rows.loc[t, "family"] == "format" for t in flagged)
     weaker = [t for t, row in rows.iterrows() if row["family"] == "format" and t not in flagged]
     assert all(abs(rows.loc[t, "spearman"]) > abs(rows.loc["boolq", "spearman"]) for t in weaker)
@@ -122,7 +127,10 @@ def test_a_named_subset_in_the_task_metadata_labels_the_score(tmp_path: Path) ->
     for results in (root / "pairs" / "testbed").rglob("results_*.json"):
         data = json.loads(results.read_text(encoding="utf-8"))
         if "ifeval_strict" in data["configs"]:
-            data["configs"]["ifeval_strict"]["metadata"]["subset"] = {"name": "short-answer prompts", "rule": "..."}
+            data["configs"]["ifeval_strict"]["metadata"]["subset"] = {
+                "name": "short-answer prompts",
+                "rule": "...",
+            }
             data["config"]["limit"] = None
             data["n-samples"]["ifeval_strict"] = {"original": 412, "effective": 128}
             results.write_text(json.dumps(data), encoding="utf-8")
@@ -166,5 +174,7 @@ def test_re_measured_s_replaces_the_publication_s_in_the_fits(tmp_path: Path) ->
     assert set(others["s_source"]) == {OWN_S}
     fit_before, fit_after = (t.correlations.set_index("task").loc["ifeval_strict"] for t in (before, after))
     assert fit_before["slope"] != fit_after["slope"]  # the fit moved with the re-measured S
-    qwen = after.screening[(after.screening["model_id"] == "Qwen/Qwen3-8B") & (after.screening["task"] == "ifeval_strict")]
+    qwen = after.screening[
+        (after.screening["model_id"] == "Qwen/Qwen3-8B") & (after.screening["task"] == "ifeval_strict")
+    ]
     assert qwen["s_entry"].iloc[0] == "qwen3-8b-sinkbench-v1" and qwen["sink_strength"].iloc[0] == new_s

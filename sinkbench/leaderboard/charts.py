@@ -54,7 +54,9 @@ def vendored_files() -> list[tuple[str, Path]]:
         ) from None
     files = {str(file): Path(str(distribution.locate_file(file))) for file in distribution.files or []}
     script = next((path for name, path in files.items() if name.endswith("package_data/plotly.min.js")), None)
-    licence = next((path for name, path in files.items() if name.endswith(".dist-info/licenses/LICENSE.txt")), None)
+    licence = next(
+        (path for name, path in files.items() if name.endswith(".dist-info/licenses/LICENSE.txt")), None
+    )
     if script is None or licence is None or not script.is_file():
         raise PlotlyMissing(
             f"plotly {distribution.version} lacks plotly.min.js or its licence file; reinstall it with "

@@ -95,7 +95,8 @@ class FactBook:
                     (
                         second
                         for second, b in shown[index + 1 :]
-                        if not _agree(a, b) and (first.basis == second.basis or not (first.basis and second.basis))
+                        if not _agree(a, b)
+                        and (first.basis == second.basis or not (first.basis and second.basis))
                     ),
                     None,
                 )

@@ -40,7 +40,9 @@ class GeneratedSite:
     downloads: dict[str, str]
     raw_files: list[RawFile]
     timings: dict[str, float] = field(default_factory=dict)
-    facts: list[Fact] = field(default_factory=list)  # figures of generated data files, for the consistency check
+    facts: list[Fact] = field(
+        default_factory=list
+    )  # figures of generated data files, for the consistency check
 
     def texts(self) -> Iterator[tuple[str, str]]:
         """``(path, text)`` of every generated page, chart and download."""

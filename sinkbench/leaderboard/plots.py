@@ -61,7 +61,10 @@ class ScatterPoint:
 
     def hover(self) -> str:
         """The point's hover label."""
-        lines = [f"S {self.sink_strength:+.2f} nats · QK-norm {escape(self.qk_norm)}", f"Δ {self.delta:+.1f} points"]
+        lines = [
+            f"S {self.sink_strength:+.2f} nats · QK-norm {escape(self.qk_norm)}",
+            f"Δ {self.delta:+.1f} points",
+        ]
         if self.delta_interval is not None:
             lines[-1] += f" (95% CI [{self.delta_interval[0]:+.1f}, {self.delta_interval[1]:+.1f}])"
         if self.predicted is not None:
@@ -166,7 +169,12 @@ class ScatterChart:
                     "y": [p.delta for p in group],
                     "text": [p.hover() for p in group],
                     "hovertemplate": "%{text}<extra></extra>",
-                    "marker": {"color": colour, "symbol": symbol, "size": 10, "line": {"color": "white", "width": 1}},
+                    "marker": {
+                        "color": colour,
+                        "symbol": symbol,
+                        "size": 10,
+                        "line": {"color": "white", "width": 1},
+                    },
                 }
             )
         if self.fit is not None and self.points:

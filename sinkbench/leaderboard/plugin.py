@@ -149,7 +149,10 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
             page.content = f"<p>{text}</p>"
         folder, _, rest = page.file.src_uri.partition("/")
         target = TAB_OF_FOLDER.get(folder) if rest else None
-        tab = next((item for item in nav.items if getattr(getattr(item, "file", None), "src_uri", None) == target), None)
+        tab = next(
+            (item for item in nav.items if getattr(getattr(item, "file", None), "src_uri", None) == target),
+            None,
+        )
         if tab is not None and not tab.active:
             tab.active = True
             self._lit.append(tab)
@@ -171,7 +174,9 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
         if is_error_template(template_name):
             context["base_url"] = "."
             context["extra_css"] = [normalize_url(path, None, ".") for path in config.extra_css]
-            context["extra_javascript"] = [normalize_url(str(script), None, ".") for script in config.extra_javascript]
+            context["extra_javascript"] = [
+                normalize_url(str(script), None, ".") for script in config.extra_javascript
+            ]
         return context
 
     def on_post_page(self, output: str, page: Any, config: MkDocsConfig) -> str:

@@ -93,7 +93,9 @@ class PairedChart:
                 "line": {"color": "#9e9e9e", "width": 1},
                 "marker": {
                     "size": 9,
-                    "color": [_ARM_COLOURS[i % len(_ARM_COLOURS)] for i, v in enumerate(values) if v is not None],
+                    "color": [
+                        _ARM_COLOURS[i % len(_ARM_COLOURS)] for i, v in enumerate(values) if v is not None
+                    ],
                 },
                 "hovertemplate": f"seed {seed}, %{{x}}: %{{y:.2f}}<extra></extra>",
             }

@@ -126,7 +126,11 @@ def _documents_text(basis: ScoreBasis) -> str:
         return "document count not recorded"
     share = f"{evaluated:,} of {documents:,} documents"
     if basis.subset:
-        return f"{basis.subset}: {share}" if evaluated != documents else f"{basis.subset} ({documents:,} documents)"
+        return (
+            f"{basis.subset}: {share}"
+            if evaluated != documents
+            else f"{basis.subset} ({documents:,} documents)"
+        )
     if evaluated == documents:
         return f"all {documents:,} documents"
     if basis.limit is not None:

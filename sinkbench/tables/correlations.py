@@ -129,5 +129,7 @@ def control_as_strong_as(row: dict, rows: list[dict]) -> list[str]:
     return [
         target["task"]
         for target in rows
-        if target["family"] != "control" and not math.isnan(target["spearman"]) and abs(target["spearman"]) <= strength
+        if target["family"] != "control"
+        and not math.isnan(target["spearman"])
+        and abs(target["spearman"]) <= strength
     ]

@@ -18,7 +18,14 @@ from numpy.typing import ArrayLike
 from sinkbench.sink.prompts import DEFAULT_SET
 from sinkbench.submissions.catalogue import IFEVAL_TASK, TASKS
 from sinkbench.submissions.entry import Entry, TaskScore
-from sinkbench.submissions.facts import ModelSize, calibration_set, llm_size, s_protocol, score_basis, vlm_size
+from sinkbench.submissions.facts import (
+    ModelSize,
+    calibration_set,
+    llm_size,
+    s_protocol,
+    score_basis,
+    vlm_size,
+)
 from sinkbench.tables import intervals, stats
 
 PAIRS_COLUMNS = [
@@ -103,7 +110,11 @@ def remeasured(entries: Sequence[Entry]) -> dict[str, list[Entry]]:
     """Measured backbone entries whose S sinkbench took on its default calibration set, by model id."""
     found: dict[str, list[Entry]] = {}
     for entry in entries:
-        if entry.kind == "backbone" and entry.sink_strength is not None and calibration_set(entry) == DEFAULT_SET:
+        if (
+            entry.kind == "backbone"
+            and entry.sink_strength is not None
+            and calibration_set(entry) == DEFAULT_SET
+        ):
             found.setdefault(entry.llm.id, []).append(entry)
     return found
 
@@ -203,7 +214,11 @@ def pairs_table(entries: Sequence[Entry], *, seed: int = 0) -> pd.DataFrame:
     its protocol, QK class, sizes, held-out prediction (its interval: :func:`with_held_out_intervals`)."""
     pairs = pd.DataFrame(_pair_rows(entries, seed), columns=PAIRS_COLUMNS)
     pairs = pairs.astype(
-        {**dict.fromkeys(_FLOAT_COLUMNS, float), "predicted_interval_kind": object, "predicted_informative": object}
+        {
+            **dict.fromkeys(_FLOAT_COLUMNS, float),
+            "predicted_interval_kind": object,
+            "predicted_informative": object,
+        }
     )
     for task in TASKS:
         usable = usable_pairs(pairs, task)
@@ -219,7 +234,9 @@ def informative(width: ArrayLike, observed: ArrayLike) -> np.ndarray:
     return np.isfinite(width) & (width <= observed)
 
 
-def with_held_out_intervals(pairs: pd.DataFrame, coverages: dict[str, dict[str, intervals.Coverage]]) -> pd.DataFrame:
+def with_held_out_intervals(
+    pairs: pd.DataFrame, coverages: dict[str, dict[str, intervals.Coverage]]
+) -> pd.DataFrame:
     """``pairs`` with each held-out prediction's interval: the one the predictions carry
     (:data:`intervals.PREDICTION_METHOD`), made from all other pairs (``coverages``: :func:`loo_coverages`), its
     level, and whether it is informative (:func:`informative`)."""
