@@ -22,8 +22,14 @@ from html import unescape
 
 from markupsafe import Markup, escape
 
+from sinkbench.errors import UserError
+
 _MARKED = re.compile(r'<[a-z]+ [^>]*?data-sb-fact="([^"]*)"(?: data-sb-basis="([^"]*)")?[^>]*>([^<]*)')
 _NUMBER = re.compile(r"[-+]?\d+(?:\.(\d+))?")
+
+
+class InconsistentFigures(UserError):
+    """Two pages show one fact as two numbers and do not both say why; the message lists every such fact."""
 
 
 @dataclass(frozen=True)

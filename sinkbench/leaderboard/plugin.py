@@ -41,12 +41,12 @@ from mkdocs.config.base import Config
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, CombinedEvent, event_priority
-from mkdocs.structure.files import File, Files
+from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.utils import is_error_template, normalize_url
 
 from sinkbench.errors import UserError
 from sinkbench.leaderboard import charts, raw_blocks
-from sinkbench.leaderboard.consistency import FactBook
+from sinkbench.leaderboard.consistency import FactBook, InconsistentFigures
 from sinkbench.leaderboard.generate import GeneratedSite, copy_submitted_file, generate_site
 from sinkbench.leaderboard.pages import SEARCH_TEXT, PageRenderer, make_environment
 from sinkbench.submissions import SubmissionsInvalid
@@ -121,8 +121,9 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
                 raise
             raise PluginError(_message(error)) from error
         for path, text in generated.texts():
-            _refuse_clash(files, path, config)
-            files.append(File.generated(config, path, content=text))
+            replaced = _refuse_clash(files, path, config)
+            inclusion = InclusionLevel.INCLUDED if replaced else InclusionLevel.UNDEFINED  # not excluded in turn
+            files.append(File.generated(config, path, content=text, inclusion=inclusion))
         for path, source in [*((raw.path, raw.source) for raw in generated.raw_files), *vendored]:
             _refuse_clash(files, path, config)
             files.append(SubmittedFile.generated(config, path, abs_src_path=str(source)))
@@ -192,8 +193,10 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
         (:meth:`FactBook.problems`)."""
         problems = self.facts.problems()
         if problems:
-            lines = [f"ERROR {problem}" for problem in problems]
-            raise PluginError("\n".join([*lines, f"{len(lines)} inconsistent figure(s) across pages."]))
+            message = "\n".join([*problems, f"{len(problems)} fact(s) shown as different numbers; nothing was built."])
+            if self.raise_user_errors:
+                raise InconsistentFigures(message)
+            raise PluginError(message)
 
     def on_serve(self, server: Any, config: MkDocsConfig, builder: Any) -> Any:
         """Rebuild the preview when the submissions or the experiment's results change."""
@@ -212,13 +215,20 @@ def _shown(path: Path | None) -> Path | None:
     return path if relative.parts[:1] == ("..",) else relative
 
 
-def _refuse_clash(files: Files, path: str, config: MkDocsConfig) -> None:
-    """Refuse a file of the docs folder at a path the plugin generates (one would silently replace the other)."""
-    if files.get_file_from_path(path) is not None:
-        raise PluginError(
-            f"{Path(config.docs_dir) / path}: the leaderboard generates this file; rename or remove the one in "
-            "the docs folder."
-        )
+def _refuse_clash(files: Files, path: str, config: MkDocsConfig) -> bool:
+    """Refuse a file of the docs folder at a path the plugin generates (one would silently replace the other); one
+    that ``exclude_docs`` leaves out of the site (a Markdown copy kept for the repository's readers) gives way, and
+    True says so."""
+    existing = files.get_file_from_path(path)
+    if existing is None:
+        return False
+    if existing.inclusion.is_excluded():
+        files.remove(existing)
+        return True
+    raise PluginError(
+        f"{Path(config.docs_dir) / path}: the leaderboard generates this file; rename or remove the one in "
+        "the docs folder."
+    )
 
 
 def _message(error: Exception) -> str:

@@ -25,6 +25,7 @@ from sinkbench.leaderboard.content import (
     TaskColumn,
 )
 from sinkbench.leaderboard.pair_views import order_pairs, pair_view
+from sinkbench.leaderboard.history import BoardHistory
 from sinkbench.leaderboard.plots import ScatterChart, ScatterPoint
 from sinkbench.leaderboard.precision import SourcePrecision
 from sinkbench.numbers import finite_or_none
@@ -70,7 +71,13 @@ def _interval_records(row: Row, labels: dict[str, str]) -> tuple[IntervalRecord,
     return tuple(records)
 
 
-def _correlation_row(row: Row, labels: dict[str, str]) -> CorrelationRow:
+def _as_strong_as(row: Row, rho: dict[str, float | None]) -> tuple[tuple[str, float | None], ...]:
+    """The targets a control correlates with S as strongly as, with their rho (``control_as_strong_as``)."""
+    tasks = [task for task in str(row.get("control_as_strong_as") or "").split(";") if task]
+    return tuple((TASKS[task].label, rho.get(task)) for task in tasks)
+
+
+def _correlation_row(row: Row, labels: dict[str, str], rho: dict[str, float | None]) -> CorrelationRow:
     low, high = row["spearman_ci"]
     slope, intercept = finite_or_none(row["slope"]), finite_or_none(row["intercept"])
     beats = row["beats_baseline"]
@@ -92,12 +99,30 @@ def _correlation_row(row: Row, labels: dict[str, str]) -> CorrelationRow:
         prediction_level=finite_or_none(row["prediction_interval_level"]),
         prediction_guarantee=finite_or_none(row["prediction_interval_guarantee"]),
         intervals=_interval_records(row, labels),
+        as_strong_as=_as_strong_as(row, rho),
+    )
+
+
+def _point(pair: PairView, task: str, delta: float) -> ScatterPoint:
+    """A pair's point on ``task``'s scatter, with what its hover label says."""
+    result = pair.result(task)
+    held = result.predicted if result else None
+    return ScatterPoint(
+        pair.vlm.label,
+        pair.sink_strength.value,
+        delta,
+        pair.qk_norm,
+        provenance=f"{pair.provenance}{f' · {result.basis}' if result and result.basis else ''}",
+        delta_interval=result.delta_interval if result else None,
+        predicted=held.delta if held else None,
+        predicted_interval=(held.low, held.high) if held and held.low is not None and held.high is not None else None,
+        interval_kind=f"{held.kind} {100 * held.level:.1f}%" if held and held.kind and held.level else "",
     )
 
 
 def _scatter(correlation: CorrelationRow, pairs: Sequence[PairView]) -> PlotRef:
     points = tuple(
-        ScatterPoint(pair.vlm.label, pair.sink_strength.value, delta, pair.qk_norm)
+        _point(pair, correlation.task, delta)
         for pair in pairs
         if pair.sink_strength.value is not None and (delta := pair.delta(correlation.task)) is not None
     )
@@ -112,7 +137,11 @@ def _scatter(correlation: CorrelationRow, pairs: Sequence[PairView]) -> PlotRef:
 
 
 def _pair_views(
-    tables: AggregateTables, keys: dict[str, LlmKey], slugs: dict[LlmKey, str], precision: SourcePrecision
+    tables: AggregateTables,
+    keys: dict[str, LlmKey],
+    slugs: dict[LlmKey, str],
+    precision: SourcePrecision,
+    submitted: dict[str, str],
 ) -> list[PairView]:
     pair_rows = _group_rows(tables.pairs, "entry")
     regression_rows = _group_rows(tables.regressions, "entry")
@@ -123,6 +152,7 @@ def _pair_views(
             next(iter(regression_rows.get(entry.name, [])), None),
             slugs[keys[entry.name]],
             precision,
+            submitted.get(entry.name),
         )
         for entry in tables.entries
         if entry.kind == "pair"
@@ -136,6 +166,7 @@ def _backbone_views(
     keys: dict[str, LlmKey],
     slugs: dict[LlmKey, str],
     precision: SourcePrecision,
+    submitted: dict[str, str],
 ) -> list[BackboneView]:
     """Every LLM of the entries, in screening order (rank by S; unranked last)."""
     by_llm: dict[LlmKey, list[Entry]] = {}
@@ -151,7 +182,7 @@ def _backbone_views(
     backbones = sorted(
         (
             backbone_view(
-                key, group, screening.get(key, []), pairs_of.get(slugs[key], []), slugs[key], precision
+                key, group, screening.get(key, []), pairs_of.get(slugs[key], []), slugs[key], precision, submitted
             )
             for key, group in by_llm.items()
         ),
@@ -163,15 +194,19 @@ def _backbone_views(
     return backbones
 
 
-def build_views(tables: AggregateTables) -> SiteViews:
-    """Shape the aggregated tables and the entries they were built from into the contents of every page."""
+def build_views(tables: AggregateTables, history: BoardHistory | None = None) -> SiteViews:
+    """Shape the aggregated tables and the entries they were built from into the contents of every page;
+    ``history`` (of the submissions folder) gives each entry's date on the board and the changelog."""
+    history = history or BoardHistory(available=False)
     keys = llm_keys(tables.entries)
     slugs = backbone_slugs(keys.values())
     precision = SourcePrecision(tables.entries)
-    pairs = _pair_views(tables, keys, slugs, precision)
-    backbones = _backbone_views(tables, pairs, keys, slugs, precision)
+    pairs = _pair_views(tables, keys, slugs, precision, history.submitted)
+    backbones = _backbone_views(tables, pairs, keys, slugs, precision, history.submitted)
     labels = {pair.slug: pair.vlm.label for pair in pairs}
-    correlations = [_correlation_row(row, labels) for row in tables.correlations.to_dict("records")]
+    records = tables.correlations.to_dict("records")
+    rho = {row["task"]: finite_or_none(row["spearman"]) for row in records}
+    correlations = [_correlation_row(row, labels, rho) for row in records]
     present = set(tables.pairs["task"])
     return SiteViews(
         task_columns=[
@@ -189,4 +224,5 @@ def build_views(tables: AggregateTables) -> SiteViews:
             "measured": sum(entry.provenance == "measured" for entry in tables.entries),
             "reported": sum(entry.provenance == "reported" for entry in tables.entries),
         },
+        history=history,
     )

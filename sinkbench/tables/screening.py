@@ -185,11 +185,11 @@ def _billions(value: float) -> str:
     return f"{value:.3g}B"
 
 
-def _interval(entry: Entry) -> tuple[float | None, float | None]:
+def s_interval(entry: Entry) -> tuple[float, float] | None:
     """S +- 1.96 bootstrap standard errors over prompts, for a measured S whose results file records one."""
     error = entry.sink_strength_stderr
     if error is None or entry.sink_strength is None:
-        return None, None
+        return None
     return entry.sink_strength - _Z95 * error, entry.sink_strength + _Z95 * error
 
 
@@ -204,7 +204,7 @@ def _primary(group: list[Entry]) -> Entry:
 def _llm_row(model_id: str, revision: str | None, group: list[Entry]) -> dict:
     first, primary = group[0], _primary(group)
     size, protocol = llm_size(first), s_protocol(primary)
-    low, high = _interval(primary)
+    low, high = s_interval(primary) or (None, None)
     return {
         "model_id": model_id,
         "model_revision": revision,
