@@ -333,7 +333,9 @@ def test_backbone_page_labels_a_limited_run_and_shows_notes(site: Path, entries:
     assert backbone.scores["gsm8k_cot_strict"].coverage == (250, 1319)
     page = _html(site, f"backbones/{slugify(backbone.llm.id)}.html")
     row = re.search(r'<tr><td class="sb-sticky">GSM8K-CoT</td>(.*?)</tr>', page.split('id="own-scores"')[1])
-    assert row and "first 250 of 1,319 documents (--limit 250)" in row.group(1) and ">2.40<" in row.group(1), row
+    assert (
+        row and "first 250 of 1,319 documents (--limit 250)" in row.group(1) and ">2.40<" in row.group(1)
+    ), row
     assert "<dt>Notes</dt><dd>GSM8K-CoT on the first 250 problems only (--limit 250) &lt;b&gt;as text" in page
 
 
@@ -348,7 +350,10 @@ def test_home_page_has_counts_headline_chart_and_last_update(site: Path, entries
 def test_screening_ranks_backbones_by_sink_strength(site: Path) -> None:
     html = _html(site, "screening.html")
     table = html.split('id="board-screening"')[1].split("</table>")[0]
-    values = [float(v) for v in re.findall(r'<td class="sb-num" data-sort="([-0-9.e]+)"><span data-sb-fact="s\|', table)]
+    values = [
+        float(v)
+        for v in re.findall(r'<td class="sb-num" data-sort="([-0-9.e]+)"><span data-sb-fact="s\|', table)
+    ]
     assert values == sorted(values, reverse=True) and len(values) >= 3
 
 

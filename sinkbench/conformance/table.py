@@ -156,7 +156,9 @@ def encoder_note(found: dict[str, list[str]]) -> str:
             "the encoder"
         )
     return (
-        "**Not decoders by design.** Of these types, " + "; ".join(parts) + ". *Equal* for them says the probe "
+        "**Not decoders by design.** Of these types, "
+        + "; ".join(parts)
+        + ". *Equal* for them says the probe "
         "measures the causal model transformers builds exactly; a checkpoint pretrained as an encoder (or with "
         "an encoder) is then used outside the way it was trained, so its S is not comparable with a decoder LLM's."
     )

@@ -45,7 +45,12 @@ def architectures_context() -> dict[str, object]:
     return {
         "transformers": document["transformers"],
         "sections": [
-            {"key": key, "commands": SECTIONS[key], "summary": summary(document[key]), "groups": _groups(document[key])}
+            {
+                "key": key,
+                "commands": SECTIONS[key],
+                "summary": summary(document[key]),
+                "groups": _groups(document[key]),
+            }
             for key in ("probe", "extract")
         ],
         "encoder_note": encoder_note(encoders),

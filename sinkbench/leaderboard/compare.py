@@ -49,8 +49,14 @@ def _interval_text(low: float | None, high: float | None, digits: int = 1) -> st
     return "" if low is None or high is None else f" {format_interval((low, high), digits)}"
 
 
-def _prediction_text(delta: float | None, low: float | None, high: float | None, kind: str | None,
-                     level: float | None, informative: bool) -> str:
+def _prediction_text(
+    delta: float | None,
+    low: float | None,
+    high: float | None,
+    kind: str | None,
+    level: float | None,
+    informative: bool,
+) -> str:
     """A predicted delta with its interval and kind, or why it is not a number to read."""
     if delta is None:
         return "–"
@@ -81,10 +87,17 @@ def _text(number: Shown, signed: bool = False) -> str:
     return f"{text}†" if number.derived and number.value is not None else text
 
 
-def _s_figures(ref: str, value: Shown, interval: tuple[float, float] | None, protocol: str | None) -> list[Figure]:
+def _s_figures(
+    ref: str, value: Shown, interval: tuple[float, float] | None, protocol: str | None
+) -> list[Figure]:
     text = _text(value, signed=True)
     return [
-        Figure("Sink Strength S (nats)", text + _interval_text(*(interval or (None, None)), 2), fact_key("s", ref), protocol or ""),
+        Figure(
+            "Sink Strength S (nats)",
+            text + _interval_text(*(interval or (None, None)), 2),
+            fact_key("s", ref),
+            protocol or "",
+        ),
         Figure("S measured by", protocol or "not recorded"),
     ]
 
@@ -104,25 +117,46 @@ def _backbone(view: BackboneView) -> CompareItem:
             for pair in view.pairs
             if pair.delta(prediction.task) is not None
         ]
-        figures.append(Figure(f"{prediction.label}: observed Δ of its pairs", "; ".join(observed) or "no pair yet"))
+        figures.append(
+            Figure(f"{prediction.label}: observed Δ of its pairs", "; ".join(observed) or "no pair yet")
+        )
     for own in view.scores:
-        figures.append(Figure(f"{own.label}: own score", _text(own.score),
-                              fact_key("score", ref, own.task), own.basis))
-    return CompareItem(f"backbone:{view.slug}", "backbone", view.label, f"backbones/{view.slug}.html", figures,
-                       _profile(view.heatmap))
+        figures.append(
+            Figure(f"{own.label}: own score", _text(own.score), fact_key("score", ref, own.task), own.basis)
+        )
+    return CompareItem(
+        f"backbone:{view.slug}",
+        "backbone",
+        view.label,
+        f"backbones/{view.slug}.html",
+        figures,
+        _profile(view.heatmap),
+    )
 
 
 def _predicted_all(ref: str, prediction: Prediction) -> Figure:
-    text = _prediction_text(prediction.delta, prediction.low, prediction.high, prediction.kind, prediction.level,
-                            prediction.informative)
-    return Figure(f"{prediction.label}: predicted Δ (fit on all pairs)", text,
-                  fact_key("predicted_all_pairs", ref, prediction.task) if prediction.informative else None)
+    text = _prediction_text(
+        prediction.delta,
+        prediction.low,
+        prediction.high,
+        prediction.kind,
+        prediction.level,
+        prediction.informative,
+    )
+    return Figure(
+        f"{prediction.label}: predicted Δ (fit on all pairs)",
+        text,
+        fact_key("predicted_all_pairs", ref, prediction.task) if prediction.informative else None,
+    )
 
 
 def _held_out(slug: str, label: str, task: str, held: HeldOut) -> Figure:
     text = _prediction_text(held.delta, held.low, held.high, held.kind, held.level, held.informative)
-    return Figure(f"{label}: held-out predicted Δ (leave-one-pair-out)", text,
-                  fact_key("predicted_held_out", slug, task) if held.informative else None)
+    return Figure(
+        f"{label}: held-out predicted Δ (leave-one-pair-out)",
+        text,
+        fact_key("predicted_held_out", slug, task) if held.informative else None,
+    )
 
 
 def _pair(view: PairView) -> CompareItem:
@@ -136,12 +170,20 @@ def _pair(view: PairView) -> CompareItem:
     for result in view.results:
         delta = _text(result.delta, signed=True)
         ci = _interval_text(*(result.delta_interval or (None, None)))
-        figures.append(Figure(f"{result.label}: observed Δ", delta + (f" (95% CI{ci})" if ci else ""),
-                              fact_key("delta", view.slug, result.task), result.basis))
+        figures.append(
+            Figure(
+                f"{result.label}: observed Δ",
+                delta + (f" (95% CI{ci})" if ci else ""),
+                fact_key("delta", view.slug, result.task),
+                result.basis,
+            )
+        )
         if not view.testbed:
             figures.append(_held_out(view.slug, result.label, result.task, result.predicted))
     profile = _profile(view.heatmap)
-    return CompareItem(f"pair:{view.slug}", "pair", view.vlm.label, f"pairs/{view.slug}.html", figures, profile)
+    return CompareItem(
+        f"pair:{view.slug}", "pair", view.vlm.label, f"pairs/{view.slug}.html", figures, profile
+    )
 
 
 @dataclass(frozen=True)
@@ -162,7 +204,9 @@ class ComparePage:
         if not self.items:
             return []
         first = self.items[0]
-        other = next((item for item in self.items[1:] if item.profile), self.items[1] if len(self.items) > 1 else None)
+        other = next(
+            (item for item in self.items[1:] if item.profile), self.items[1] if len(self.items) > 1 else None
+        )
         return [first] if other is None else [first, other]
 
     def rows(self) -> list[tuple[str, list[Figure | None]]]:

@@ -147,7 +147,9 @@ class TaskResult:
         """What the delta was measured on: the two sides' basis, once when they agree."""
         if self.reference_basis == self.vlm_basis:
             return self.reference_basis
-        return f"reference: {self.reference_basis or 'not recorded'}; VLM-LM: {self.vlm_basis or 'not recorded'}"
+        return (
+            f"reference: {self.reference_basis or 'not recorded'}; VLM-LM: {self.vlm_basis or 'not recorded'}"
+        )
 
 
 @dataclass(frozen=True)
@@ -270,7 +272,9 @@ class PairView:
     testbed: bool = False  # made by sinkbench's VL testbed: shown apart, left out of every fit
     s_interval: tuple[float, float] | None = None
     s_source: str = ""  # the entry whose S the fits use, when not the pair's own (a re-measured backbone)
-    submitted: str | None = None  # when the entry joined the board (YYYY-MM-DD), from the repository's history
+    submitted: str | None = (
+        None  # when the entry joined the board (YYYY-MM-DD), from the repository's history
+    )
 
     def result(self, task: str) -> TaskResult | None:
         """The result of ``task``, or None."""

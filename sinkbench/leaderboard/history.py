@@ -68,7 +68,7 @@ def parse_log(text: str) -> tuple[Change, ...]:
     changes = []
     for block in text.split("\x00")[1:]:
         header, *lines = block.strip("\n").split("\n")
-        commit, date, subject = (header.split("\t", 2) + ["", ""])[:3]
+        commit, date, subject = [*header.split("\t", 2), "", ""][:3]
         touched: dict[str, set[str]] = {}
         for line in lines:
             status, _, path = line.partition("\t")
@@ -82,14 +82,23 @@ def parse_log(text: str) -> tuple[Change, ...]:
         changed = touched.get("changed", set()) - added - removed
         if len(subject) > SUBJECT_LIMIT:
             subject = subject[: SUBJECT_LIMIT - 1].rstrip() + "…"
-        changes.append(Change(commit, date, subject, *(tuple(sorted(group)) for group in (added, changed, removed))))
+        changes.append(
+            Change(commit, date, subject, *(tuple(sorted(group)) for group in (added, changed, removed)))
+        )
     return tuple(changes)
 
 
 def board_history(submissions_dir: Path) -> BoardHistory:
     """The history of ``submissions_dir`` (see :class:`BoardHistory`)."""
     text = _git(
-        submissions_dir, "log", "--format=%x00%h%x09%cs%x09%s", "--name-status", "--no-renames", "--relative", "--", "."
+        submissions_dir,
+        "log",
+        "--format=%x00%h%x09%cs%x09%s",
+        "--name-status",
+        "--no-renames",
+        "--relative",
+        "--",
+        ".",
     )
     if text is None:
         return BoardHistory(available=False)

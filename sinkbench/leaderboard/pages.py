@@ -128,7 +128,13 @@ class PageRenderer:
         return self.environment.get_template(template).render(**context)
 
     def pages(
-        self, views: SiteViews, tables: AggregateTables, training: TrainingPage, compare: ComparePage, *, updated: str
+        self,
+        views: SiteViews,
+        tables: AggregateTables,
+        training: TrainingPage,
+        compare: ComparePage,
+        *,
+        updated: str,
     ) -> dict[str, str]:
         """The Markdown of every page but the entry pages, by its path in the site's docs."""
         pages = {
@@ -263,7 +269,9 @@ def _filters(views: SiteViews, page: str) -> list[tuple[str, str, list[str]]]:
     return [("qk", "QK-norm", sorted({row.qk_norm for row in rows})), size, family, second]
 
 
-def rank_groups(backbones: Sequence[BackboneView], task: str) -> list[tuple[tuple[int, int], list[BackboneView]]]:
+def rank_groups(
+    backbones: Sequence[BackboneView], task: str
+) -> list[tuple[tuple[int, int], list[BackboneView]]]:
     """The backbones by the rank range of their ``task`` prediction (:func:`sinkbench.tables.screening.rank_ranges`),
     best first: backbones sharing a range cannot be ordered among themselves, nor against an overlapping range."""
     groups: dict[tuple[int, int], list[BackboneView]] = {}

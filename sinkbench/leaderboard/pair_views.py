@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sinkbench.leaderboard import entry_details as details
 import numpy as np
 
+from sinkbench.leaderboard import entry_details as details
 from sinkbench.leaderboard.content import HeldOut, PairView, PlotRef, PromptChange, Regressions, TaskResult
 from sinkbench.leaderboard.plots import CategoryChart
 from sinkbench.leaderboard.precision import SourcePrecision

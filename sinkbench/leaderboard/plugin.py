@@ -122,7 +122,9 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
             raise PluginError(_message(error)) from error
         for path, text in generated.texts():
             replaced = _refuse_clash(files, path, config)
-            inclusion = InclusionLevel.INCLUDED if replaced else InclusionLevel.UNDEFINED  # not excluded in turn
+            inclusion = (
+                InclusionLevel.INCLUDED if replaced else InclusionLevel.UNDEFINED
+            )  # not excluded in turn
             files.append(File.generated(config, path, content=text, inclusion=inclusion))
         for path, source in [*((raw.path, raw.source) for raw in generated.raw_files), *vendored]:
             _refuse_clash(files, path, config)
@@ -193,7 +195,9 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
         (:meth:`FactBook.problems`)."""
         problems = self.facts.problems()
         if problems:
-            message = "\n".join([*problems, f"{len(problems)} fact(s) shown as different numbers; nothing was built."])
+            message = "\n".join(
+                [*problems, f"{len(problems)} fact(s) shown as different numbers; nothing was built."]
+            )
             if self.raise_user_errors:
                 raise InconsistentFigures(message)
             raise PluginError(message)

@@ -24,8 +24,8 @@ from sinkbench.leaderboard.content import (
     SiteViews,
     TaskColumn,
 )
-from sinkbench.leaderboard.pair_views import order_pairs, pair_view
 from sinkbench.leaderboard.history import BoardHistory
+from sinkbench.leaderboard.pair_views import order_pairs, pair_view
 from sinkbench.leaderboard.plots import ScatterChart, ScatterPoint
 from sinkbench.leaderboard.precision import SourcePrecision
 from sinkbench.numbers import finite_or_none
@@ -115,7 +115,9 @@ def _point(pair: PairView, task: str, delta: float) -> ScatterPoint:
         provenance=f"{pair.provenance}{f' · {result.basis}' if result and result.basis else ''}",
         delta_interval=result.delta_interval if result else None,
         predicted=held.delta if held else None,
-        predicted_interval=(held.low, held.high) if held and held.low is not None and held.high is not None else None,
+        predicted_interval=(held.low, held.high)
+        if held and held.low is not None and held.high is not None
+        else None,
         interval_kind=f"{held.kind} {100 * held.level:.1f}%" if held and held.kind and held.level else "",
     )
 
@@ -182,7 +184,13 @@ def _backbone_views(
     backbones = sorted(
         (
             backbone_view(
-                key, group, screening.get(key, []), pairs_of.get(slugs[key], []), slugs[key], precision, submitted
+                key,
+                group,
+                screening.get(key, []),
+                pairs_of.get(slugs[key], []),
+                slugs[key],
+                precision,
+                submitted,
             )
             for key, group in by_llm.items()
         ),
