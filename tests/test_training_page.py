@@ -66,8 +66,8 @@ def _render(folder: Path) -> str:
 def test_the_wall_times_say_what_else_ran_on_the_machine_as_the_results_file_records_it() -> None:
     page = re.sub(r"\s+", " ", _render(RESULTS))
     assert (
-        "on a 2-core CPU machine (<strong>shared with other agents&#39; jobs during the run</strong>; torch threads: 1):"
-        in page
+        "on a 2-core CPU machine (torch threads: 1; load average at the start not recorded; the run's own note: "
+        "“shared with other agents&#39; jobs during the run”):" in page
     )
 
 
@@ -184,7 +184,7 @@ def test_site_build_shows_the_testbed_and_refuses_a_broken_file(
     page = re.sub(r"\s+", " ", (out / "training.html").read_text(encoding="utf-8"))
     assert "This design cannot tell: over 2 seeds, freezing the sink heads changed" in page
     assert "board-training-paired" in page and "tiny-llama" in page
-    assert "2-core CPU machine (torch threads: 1; load average 0.5 at the start)" in page
+    assert "2-core CPU machine (torch threads: 1; load average at the start 0.5, 0.4, 0.3 over 1, 5 and 15 minutes)" in page
     for path in PLOT_PATHS.values():
         assert (out / path).is_file(), path
     before = (out / "training.html").read_text(encoding="utf-8")
