@@ -184,7 +184,10 @@ def test_site_build_shows_the_testbed_and_refuses_a_broken_file(
     page = re.sub(r"\s+", " ", (out / "training.html").read_text(encoding="utf-8"))
     assert "This design cannot tell: over 2 seeds, freezing the sink heads changed" in page
     assert "board-training-paired" in page and "tiny-llama" in page
-    assert "2-core CPU machine (torch threads: 1; load average at the start 0.5, 0.4, 0.3 over 1, 5 and 15 minutes)" in page
+    assert (
+        "2-core CPU machine (torch threads: 1; load average at the start 0.5, 0.4, 0.3 over 1, 5 and 15 minutes)"
+        in page
+    )
     for path in PLOT_PATHS.values():
         assert (out / path).is_file(), path
     before = (out / "training.html").read_text(encoding="utf-8")
