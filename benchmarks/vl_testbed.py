@@ -1,34 +1,31 @@
-"""A miniature LLaVA fine-tuning testbed: does freezing the sink heads protect S and strict instruction following?
+"""The VL fine-tuning testbed: does VL fine-tuning damage text skills beyond answer length, more than text-only
+training, more at a higher dose, and does freezing the sink heads protect against it?
 
-SmolLM2-135M-Instruct (the embedded default) becomes the language model of a small LLaVA whose CLIP vision
-encoder and projector are trained from scratch on synthetic scenes (``sinkbench.testbed``). Stage 1 trains the
-vision side on captions with the LM frozen (shared by the arms of a seed); stage 2 trains everything on
-question-answer chats, with warmup and a cosine decay, loss on the assistant turns only, in three arms that
-share each seed's stage 1, data and data order:
+SmolLM2-135M-Instruct (the embedded default; ``--backbone gemma3-270m`` for Gemma 3 270M) becomes the language
+model of a small LLaVA whose CLIP vision encoder and projector are trained from scratch on synthetic scenes
+(``sinkbench.testbed``). Per seed, stage 0 pretrains the encoder and stage 1 aligns it with the LM frozen; then
+every run of the plan trains stage 2 on chats whose replies range from one word to several sentences:
 
-* ``none``: no protection;
-* ``sink``: ``protect_sink_heads(mode="freeze")`` on the top 10% of heads by median G (``sinkbench heads``);
-* ``random``: the same freeze on random heads matched to the sink heads per third of the depth in query heads
-  and key/value heads (the same number of frozen weights), drawn with their own generator per seed.
+* ``none``: no protection, at every dose, on VL chats and on text-only GSM8K chats (the text-only control);
+* ``sink`` / ``random``: ``protect_sink_heads(mode="freeze")`` on the top 10% of heads by median G, or on random
+  heads matched to them per third of the depth (the same number of frozen weights);
+* ``all_qk``: every head's query/key rows frozen; ``frozen_lm``: the positive control, the LM frozen.
 
-Each VLM is saved as a LLaVA checkpoint, its LM extracted with ``extract_lm(verify=True)``, screened, and asked
-IFEval prompts that a short answer can satisfy (greedy, capped), graded by lm-eval's checkers; the monitor
-traces S during stage 2, and held-out scenes give the visual accuracy. Checkpoints, scratch and the running
-state go under ``--workdir`` (the state after every run: a rerun with the same settings resumes); the finished
-results go to ``--out``, with SVG charts beside it. The no-protection VLM of seed 0 is kept in the workdir for
-the measured testbed pair.
+Each VLM is saved as a LLaVA checkpoint, its LM extracted with ``extract_lm(verify=True)``, screened, and measured
+on the short-answer IFEval prompts: strict scores (also on the prompts a trivial answer fails), answer lengths,
+and the NLL of the base model's own answers; held-out scenes give the visual accuracy per question kind.
+Checkpoints and the running state go under ``--workdir`` (a rerun resumes run by run); the finished results go
+to ``--out``, with SVG charts beside it.
 
-Usage: ``python benchmarks/vl_testbed.py [--quick]`` loads IFEval from the Hugging Face Hub, as ``ifeval_strict``
-does; offline, ``SINKBENCH_DATA_DIR=DIR python benchmarks/vl_testbed.py`` reads the original release file
-``ifeval_input_data.jsonl`` from DIR (70 min on a 2-core CPU shared with other jobs; ``--quick``: a smoke run
-of about 2 min into ``out/testbed-quick``).
+IFEval and GSM8K come from the Hugging Face Hub, as ``ifeval_strict`` loads them; offline,
+``SINKBENCH_DATA_DIR=DIR`` reads the original release files ``ifeval_input_data.jsonl`` and ``gsm8k_train.jsonl``
+from DIR. ``--quick`` is a smoke run of a few minutes into ``out/testbed-quick``; ``--preset gpu`` the recipe
+sized for one H200 (see ``GPU``).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import os
 import shlex
 import sys
@@ -40,31 +37,88 @@ import torch
 from sinkbench.provenance import report_header
 from sinkbench.tasks._data import DATA_DIR_ENV, DataUnavailable, load_task_data
 from sinkbench.tasks.ifeval_strict.utils import SOURCE as IFEVAL
-from sinkbench.testbed.experiment import Inputs, Testbed, TestbedConfig, ifeval_subset_record
+from sinkbench.testbed.experiment import Inputs, Testbed, ifeval_subset_record
 from sinkbench.testbed.ifeval_short import MAX_WORDS_IN_TEXT, short_answer_prompts
+from sinkbench.testbed.outcomes import TRIVIAL_ANSWERS, non_trivial_prompts
+from sinkbench.testbed.schema import RunGroup, RunKey, TestbedConfig
+from sinkbench.testbed.text_chats import gsm8k_train_source
 from sinkbench.testbed.train import StageSpec
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results" / "vl_testbed.json"
+RESULTS = ROOT / "benchmarks" / "results"
 
+STAGE1 = StageSpec(steps=12, batch_size=8, lr=1e-3, warmup=0.1, train_lm=False)
+
+
+def _stage2(lr: float, steps: int = 20, batch_size: int = 8) -> StageSpec:
+    return StageSpec(steps=steps, batch_size=batch_size, lr=lr, warmup=0.1, train_lm=True)
+
+
+#: The CPU recipe. The doses and the compared dose were fixed from the pilot (``--preset pilot``, committed as
+#: benchmarks/results/vl_testbed_pilot.json) before any protected arm ran.
 FULL = TestbedConfig(
-    stage1=StageSpec(steps=12, batch_size=8, lr=1e-3, warmup=0.1, train_lm=False),
-    stage2=StageSpec(steps=30, batch_size=8, lr=3e-4, warmup=0.1, train_lm=True),
-    monitor_every=10,
-    max_new_tokens=64,
-    visual_images=32,
+    stage1=STAGE1,
+    doses={"low": _stage2(1e-4), "high": _stage2(3e-4)},
+    compare_dose="high",
+    plan=(
+        RunGroup(data="vl", dose="high", arms=("none", "frozen_lm", "sink", "random")),
+        RunGroup(data="vl", dose="low", arms=("none",)),
+        RunGroup(data="text", dose="high", arms=("none",)),
+    ),
+    keep=(
+        RunKey(data="vl", dose="high", arm="none", seed=0),
+        RunKey(data="text", dose="high", arm="none", seed=0),
+    ),
 )
+#: The dose pilot: the no-protection arm at three learning rates on two seeds that the experiment never uses.
+PILOT = FULL.model_copy(
+    update={
+        "doses": {"lr1e-4": _stage2(1e-4), "lr3e-4": _stage2(3e-4), "lr1e-3": _stage2(1e-3)},
+        "compare_dose": "lr1e-3",
+        "seeds": (100, 101),
+        "plan": tuple(
+            RunGroup(data="vl", dose=dose, arms=("none",)) for dose in ("lr1e-4", "lr3e-4", "lr1e-3")
+        ),
+        "keep": (),
+    }
+)
+#: A smoke run of a few minutes.
 QUICK = TestbedConfig(
-    stage1=StageSpec(steps=4, batch_size=4, lr=1e-3, warmup=0.25, train_lm=False),
-    stage2=StageSpec(steps=4, batch_size=4, lr=1e-4, warmup=0.25, train_lm=True),
+    stage1=StageSpec(steps=2, batch_size=4, lr=1e-3, warmup=0.25, train_lm=False),
+    doses={"low": _stage2(1e-4, 2, 4), "high": _stage2(1e-3, 2, 4)},
+    compare_dose="high",
     stage0_steps=20,
-    seeds=(0,),
-    monitor_every=2,
+    seeds=(0, 1),
+    plan=(
+        RunGroup(data="vl", dose="high", arms=("none", "frozen_lm", "sink")),
+        RunGroup(data="text", dose="high", arms=("none",)),
+    ),
+    monitor_every=1,
     ifeval_prompts=8,
     max_new_tokens=16,
     eval_batch=8,
     visual_images=8,
 )
+#: For one H200 (bfloat16, ten times the stage-2 steps at twice the batch, the full 541-prompt IFEval at 1,280
+#: tokens), four seeds of the compared arms and the text-only control: 20 runs, estimated at 10 to 20 minutes from
+#: the CPU run's step counts (about 0.1 s per training step and 40 s of generation per run). Prepared, not yet run:
+#: no GPU was lent to the session that wrote it.
+GPU = FULL.model_copy(
+    update={
+        "doses": {"low": _stage2(1e-4, 200, 16), "high": _stage2(3e-4, 200, 16)},
+        "seeds": (0, 1, 2, 3),
+        "plan": (
+            RunGroup(data="vl", dose="high", arms=("none", "frozen_lm", "sink", "random")),
+            RunGroup(data="text", dose="high", arms=("none",)),
+        ),
+        "ifeval_prompts": 541,
+        "ifeval_rule": "all",
+        "max_new_tokens": 1280,
+        "eval_batch": 128,
+        "device": "cuda",
+    }
+)
+PRESETS = {"full": FULL, "pilot": PILOT, "quick": QUICK, "gpu": GPU}
 
 
 def sink_heads(base_dir: Path, top_frac: float) -> tuple[list[list[int]], dict[str, int]]:
@@ -88,45 +142,67 @@ def sink_heads(base_dir: Path, top_frac: float) -> tuple[list[list[int]], dict[s
     return select_heads(head_map(observations), selection_rule(top_frac=top_frac)), shape
 
 
-def _ifeval(count: int) -> tuple[list[dict], dict]:
-    """The first ``count`` short-answer IFEval prompts and the record of where they came from: the hub dataset
-    ``ifeval_strict`` uses, or, with ``SINKBENCH_DATA_DIR`` set, the local release file (and its sha256)."""
-    try:
-        data, where = load_task_data(IFEVAL)
-    except DataUnavailable as error:
-        raise SystemExit(str(error)) from None
-    docs = [dict(doc) for doc in data[IFEVAL.split]]
-    kept = short_answer_prompts(docs)
-    indices = kept[:count]
+def _source(where: dict) -> dict:
     local = where.get("files", [{}])[0]
+    return {"file": local["file"], "sha256": local["sha256"]} if local else {"hub": where.get("dataset")}
+
+
+def _ifeval(count: int, rule: str) -> tuple[list[dict], list[int], dict]:
+    """The first ``count`` IFEval prompts of the short-answer subset (``rule`` short_answer) or of all, which of them
+    both trivial answers fail, and the record of where they came from."""
+    data, where = load_task_data(IFEVAL)
+    docs = [dict(doc) for doc in data[IFEVAL.split]]
+    kept = short_answer_prompts(docs) if rule == "short_answer" else list(range(len(docs)))
+    chosen = [docs[i] for i in kept[:count]]
+    non_trivial = non_trivial_prompts(chosen)
     source = {
-        **({"file": local["file"], "sha256": local["sha256"]} if local else {"hub": where.get("dataset")}),
+        **_source(where),
         "documents": len(docs),
         "short_answer_documents": len(kept),
-        "rule": "every instruction satisfiable in a short answer (bounds in sinkbench.testbed.ifeval_short."
-        f"SHORT_ANSWER_BOUNDS) and no request of {MAX_WORDS_IN_TEXT}+ words in the text; the first {count} in file order",
+        "rule": (
+            "every instruction satisfiable in a short answer (bounds in sinkbench.testbed.ifeval_short."
+            f"SHORT_ANSWER_BOUNDS) and no request of {MAX_WORDS_IN_TEXT}+ words in the text"
+            if rule == "short_answer"
+            else "every prompt"
+        )
+        + f"; the first {count} in file order; non-trivial: the prompts that both "
+        f"{', '.join(map(repr, TRIVIAL_ANSWERS))} fail (prompt-level strict)",
     }
-    return [docs[i] for i in indices], ifeval_subset_record(docs, indices, source)
+    return chosen, non_trivial, ifeval_subset_record(docs, kept[:count], non_trivial, source)
 
 
-def _config(args: argparse.Namespace) -> TestbedConfig:
-    base = QUICK if args.quick else FULL
-    seeds = tuple(args.seeds) if args.seeds else base.seeds
-    return dataclasses.replace(base, seeds=seeds)
+def _problems(config: TestbedConfig) -> tuple[list[dict], dict | None]:
+    """GSM8K training problems when the plan has text-only chats, and where they came from."""
+    if not (config.text_share > 0 or any(group.data == "text" for group in config.plan)):
+        return [], None
+    source = gsm8k_train_source()
+    data, where = load_task_data(source)
+    return [dict(doc) for doc in data[source.split]], {**_source(where), "split": source.split}
 
 
 def main() -> None:
     """Run or resume the experiment, then draw its charts."""
     args = _parser().parse_args()
     torch.set_num_threads(args.threads)
-    from sinkbench.models import DEFAULT_MODEL, load_model, resolve_model
+    from sinkbench.models import load_model, resolve_model
 
     started = time.perf_counter()
-    config = _config(args)
-    out = args.out or (ROOT / "out" / "testbed-quick" / "vl_testbed.json" if args.quick else RESULTS)
-    workdir = args.workdir or (ROOT / "out" / ("testbed-quick" if args.quick else "testbed"))
-    base_dir = Path(resolve_model(DEFAULT_MODEL)[1])
-    docs, subset = _ifeval(config.ifeval_prompts)
+    preset = "quick" if args.quick else args.preset
+    config = PRESETS[preset].model_copy(update={"backbone": args.backbone})
+    if args.seeds:
+        config = config.model_copy(update={"seeds": tuple(args.seeds)})
+    config = TestbedConfig.model_validate(config.model_dump())
+    name = "vl_testbed" + ("" if preset in ("full", "quick") else f"_{preset}")
+    name += "" if args.backbone == FULL.backbone else f"_{args.backbone.replace('-', '_')}"
+    default_root = ROOT / "out" / "testbed-quick" if args.quick else RESULTS
+    out = args.out or default_root / f"{name}.json"
+    workdir = args.workdir or ROOT / "out" / ("testbed-quick" if args.quick else name.replace("vl_", ""))
+    try:
+        docs, non_trivial, subset = _ifeval(config.ifeval_prompts, config.ifeval_rule)
+        problems, text_source = _problems(config)
+    except DataUnavailable as error:
+        raise SystemExit(str(error)) from None
+    base_dir = Path(resolve_model(config.backbone)[1])
     heads, shape = sink_heads(base_dir, config.top_frac)
     header = {
         **report_header(),
@@ -138,20 +214,22 @@ def main() -> None:
                 *map(shlex.quote, sys.argv[1:]),
             ]
         ),
-        "model": load_model(DEFAULT_MODEL).info.to_dict(),
+        "model": load_model(config.backbone).info.to_dict(),
         "machine": {
             "cpus": os.cpu_count(),
             "torch_threads": torch.get_num_threads(),
+            "device": config.device,
             "load_average_at_start": [round(load, 2) for load in os.getloadavg()],
             "note": args.machine_note,
         },
         "ifeval_subset": subset,
+        "text_source": text_source,
         "shape": shape,
     }
-    testbed = Testbed(config, Inputs(base_dir, docs, heads, shape), workdir, out, header, log=_log(started))
-    result = testbed.run()
+    inputs = Inputs(base_dir, docs, non_trivial, problems, heads, shape)
+    testbed = Testbed(config, inputs, workdir, out, header, log=_log(started))
+    testbed.run()
     write_charts(out)
-    print(json.dumps(result["analysis"]["paired_vs_none"], indent=1)[:4000])
     print(f"done in {time.perf_counter() - started:.0f} s; wrote {out} and its charts")
 
 
@@ -169,31 +247,38 @@ def _log(started: float):
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a smoke run of a few minutes (default: off)")
-    parser.add_argument("--seeds", type=int, nargs="+", help="seeds to run (default: 0-5; --quick: 0)")
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run of a few minutes (the 'quick' preset)"
+    )
+    parser.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default="full",
+        help="full: the committed CPU experiment; pilot: the dose pilot; gpu: sized for one H200 (device cuda, "
+        "not yet run); quick: as --quick (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--backbone",
+        default=FULL.backbone,
+        help="the base LM, as `sinkbench screen` takes it (default: %(default)s; gemma3-270m for Gemma 3 270M)",
+    )
+    parser.add_argument("--seeds", type=int, nargs="+", help="seeds to run (default: the preset's)")
     parser.add_argument(
         "--threads",
         type=int,
-        default=1,
-        help="torch threads; on a machine shared with other jobs one thread is faster than two, whose OpenMP "
-        "threads wait for each other whenever one is descheduled (default: %(default)s)",
+        default=2,
+        help="torch threads (default: %(default)s; on a machine shared with other jobs one thread can be faster)",
     )
     parser.add_argument(
         "--machine-note",
         metavar="TEXT",
-        help="what else ran on the machine during the run (e.g. 'shared with other jobs'), recorded with the "
-        "results and printed beside the wall times on the page (default: none; the load average at the start is "
-        "recorded either way)",
+        help="a note on the machine, recorded with the results beside the load average at the start (default: none)",
     )
     parser.add_argument(
-        "--out",
-        type=Path,
-        help="results JSON (default: benchmarks/results/vl_testbed.json; --quick: out/testbed-quick/)",
+        "--out", type=Path, help="results JSON (default: benchmarks/results/vl_testbed*.json)"
     )
     parser.add_argument(
-        "--workdir",
-        type=Path,
-        help="checkpoints and scratch (default: out/testbed, --quick: out/testbed-quick)",
+        "--workdir", type=Path, help="checkpoints, scratch and the running state (default: out/...)"
     )
     return parser
 

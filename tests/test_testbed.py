@@ -1,27 +1,42 @@
-"""The VL fine-tuning testbed: scenes, the LLaVA it builds, the matched control, the statistics, and the whole
-pipeline on tiny random models (seconds, no real weights or data)."""
+"""The VL fine-tuning testbed: scenes and their reply formats, the text-only chats, the LLaVA it builds, the arms and
+the matched control, the text outcomes, the statistics and verdicts, and the whole pipeline on tiny random models
+(seconds, no real weights or data)."""
 
 from __future__ import annotations
 
 import gc
 import json
+import math
+import re
 import weakref
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from tiny_models import TINY_SHAPE, TINY_SINK_HEADS, tiny_causal_lm, tiny_tokenizer
+from tiny_models import TINY_DOCS, TINY_PROBLEMS, TINY_SHAPE, TINY_SINK_HEADS, tiny_causal_lm, tiny_tokenizer
 from transformers import TrainerCallback
 
 from sinkbench.leaderboard.sources import SourceInvalid
 from sinkbench.leaderboard.training import PLOT_PATHS, TESTBED_FILE, read_testbed
 from sinkbench.protect import protect_sink_heads
 from sinkbench.testbed import analysis
-from sinkbench.testbed.controls import band_of, frozen_units, matched_random_heads
+from sinkbench.testbed.controls import ARMS, arm_heads, band_of, frozen_units, matched_random_heads
 from sinkbench.testbed.ifeval_short import fits_short_answer, short_answer_prompts
-from sinkbench.testbed.scenes import ANSWERS, CELLS, caption, make_scene, qa_conversation, question_items
-from sinkbench.testbed.train import StageSpec, stage_data, train_stage
+from sinkbench.testbed.outcomes import (
+    ReferenceAnswers,
+    answer_nll,
+    generate,
+    non_trivial_prompts,
+    stop_token_ids,
+    trivial_scores,
+)
+from sinkbench.testbed.replies import FORMATS, TURNS, ReplyMix, vl_conversation
+from sinkbench.testbed.scenes import ANSWERS, CELLS, NUMBERS, ONE_WORD, caption, make_scene, question_items
+from sinkbench.testbed.schema import Results
+from sinkbench.testbed.text_chats import problem_turns, solution_text, text_conversations
+from sinkbench.testbed.train import StageSpec, collate, stage_data, train_stage
+from sinkbench.testbed.verdicts import verdict
 from sinkbench.testbed.visual import first_tokens
 from sinkbench.testbed.vlm import IGNORE, VisionSpec, build_vlm, encode, pixel_values, processor_for
 
@@ -38,7 +53,7 @@ def test_scenes_are_deterministic_and_described_truthfully() -> None:
         assert f"a {shape.colour} {shape.kind} in the {CELLS[shape.cell]}" in text
     items = question_items(seed=5, images=4)
     assert len(items) == 12 and {item.kind for item in items} == set(ANSWERS)
-    assert all(item.answer in ANSWERS[item.kind] for item in items)
+    assert all(item.answer in ANSWERS[item.kind] and item.question.endswith(ONE_WORD) for item in items)
 
 
 def test_shapes_are_drawn_where_the_scene_says() -> None:
@@ -60,7 +75,7 @@ def test_the_vlm_keeps_the_lm_and_matches_the_saved_processor() -> None:
         before, after = lm(text).logits, vlm(input_ids=text).logits
     assert torch.equal(before, after[..., : before.shape[-1]])
     scene = make_scene(np.random.default_rng(0), size=16)
-    chat = qa_conversation(scene, np.random.default_rng(1))
+    chat = vl_conversation(scene, np.random.default_rng(1), ReplyMix())
     ids, labels = encode(tokenizer, chat, TINY_VISION.image_tokens)
     image = Image.fromarray(np.round(scene.image * 255).astype(np.uint8))
     processed = processor_for(tokenizer, TINY_VISION)(
@@ -147,126 +162,306 @@ def test_short_answer_selection_keeps_file_order() -> None:
     assert short_answer_prompts(docs) == [0, 2, 3]
 
 
-def test_sign_flip_p_value_and_detectable_difference() -> None:
-    assert analysis.sign_flip_p([1, 2, 3, 4, 5, 6]) == pytest.approx(2 / 64)
-    assert analysis.sign_flip_p([1, -1, 1, -1, 1, -1]) == pytest.approx(1.0)
-    assert analysis.sign_flip_p([0, 0, 0]) == 1.0
-    effect = analysis.paired_effect([3, 4, 5, 6, 5, 4], [1, 1, 1, 1, 1, 1])
-    assert effect["mean"] == pytest.approx(3.5) and (effect["positive"], effect["negative"]) == (6, 0)
-    low, high = effect["ci95"]
-    assert 2.0 < low < 3.5 < high < 5.0
-    # six seeds: all must share a sign; the true mean must be well above the spread for 80% power
-    assert 1.0 < analysis.minimum_detectable_difference(1.0, 6) < 3.0
-    assert analysis.minimum_detectable_difference(2.0, 6) == pytest.approx(
-        2 * analysis.minimum_detectable_difference(1.0, 6)
+def _shapes_named(text: str) -> set[tuple[str, str, str]]:
+    """(colour, kind, cell) triples a reply names, as "a red circle in the top left" or "... (top left)"."""
+    pattern = r"(red|green|blue|yellow) (circle|square|triangle)[^.\n]*? (top left|top right|bottom left|bottom right)"
+    return set(re.findall(pattern, text.lower()))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_every_reply_format_is_true_of_its_scene(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    scene = make_scene(rng, 16)
+    truth = {(s.colour, s.kind, CELLS[s.cell]) for s in scene.shapes}
+    count = len(scene.shapes)
+    question, reply = TURNS["word"](scene, rng)
+    assert question.endswith(ONE_WORD) and len(reply.split()) == 1
+    question, reply = TURNS["description"](scene, rng)
+    described = set()
+    for sentence in reply.split(". "):
+        shape = re.search(r"(red|green|blue|yellow) (circle|square|triangle)", sentence)
+        cell = re.search(r"(top left|top right|bottom left|bottom right)", sentence)
+        if shape and cell:
+            described.add((*shape.groups(), cell.group(1)))
+    assert described == truth and NUMBERS[count - 1] in reply.split(". ")[0]
+    empty = [CELLS[c] for c in range(4) if scene.shape_in(c) is None]
+    assert (
+        (f"{empty[-1]} {'is' if len(empty) == 1 else 'are'} empty" in reply)
+        if empty
+        else "empty" not in reply
     )
-    assert analysis.minimum_detectable_difference(1.0, 4) == float("inf")  # 2 / 16 > 0.05: never significant
-    quantised = analysis.paired_effect([1, 0, 0, 0, 0, 0], [0] * 6, resolution=1.0)
-    assert quantised["minimum_detectable"] == 1.0  # the simulated 0.8 is less than one prompt
+    _, reply = TURNS["listing"](scene, rng)
+    assert len(reply.splitlines()) == count and _shapes_named(reply) == truth
+    _, reply = TURNS["count_reasoning"](scene, rng)
+    assert _shapes_named(reply) == truth and reply.endswith(f"the answer is {count}.")
+    for _ in range(20):
+        question, reply = TURNS["sentence"](scene, rng)
+        if question.startswith("Is there a "):
+            colour, kind = question.removeprefix("Is there a ").removesuffix(" in the image?").split()
+            present = any(s.colour == colour and s.kind == kind for s in scene.shapes)
+            assert reply.startswith("Yes" if present else "No")
+        elif question.startswith("How many"):
+            assert f" {NUMBERS[count - 1]} shape" in reply
+
+
+def test_reply_shares_are_stated_and_drawn() -> None:
+    mix = ReplyMix(word=2, sentence=1, description=1, listing=0, count_reasoning=0, turns=2)
+    assert mix.shares == {
+        "word": 0.5,
+        "sentence": 0.25,
+        "description": 0.25,
+        "listing": 0.0,
+        "count_reasoning": 0.0,
+    }
+    rng = np.random.default_rng(0)
+    drawn = [mix.draw(rng) for _ in range(4000)]
+    assert abs(drawn.count("word") / 4000 - 0.5) < 0.03 and "listing" not in drawn
+    chat = vl_conversation(make_scene(rng, 16), rng, mix)
+    assert (
+        len(chat) == 4 and chat[0]["content"].startswith("<image>\n") and "<image>" not in chat[2]["content"]
+    )
+    assert set(FORMATS) == set(TURNS)
+    with pytest.raises(ValueError, match="non-negative"):
+        ReplyMix(word=-1)
+
+
+def test_gsm8k_solutions_become_replies_and_chats_draw_without_replacement() -> None:
+    answer = "Half of 48 is 48/2 = <<48/2=24>>24.\nSo 24 + 48 = <<24+48=72>>72.\n#### 72"
+    assert solution_text(answer) == "Half of 48 is 48/2 = 24.\nSo 24 + 48 = 72.\nThe answer is 72."
+    with pytest.raises(ValueError, match="#### <number>"):
+        solution_text("no final line")
+    chats = text_conversations(TINY_PROBLEMS, 5, 2, np.random.default_rng(0))
+    questions = [turn["content"] for chat in chats for turn in chat if turn["role"] == "user"]
+    assert len(chats) == 5 and len(set(questions)) == 10
+    assert problem_turns(TINY_PROBLEMS[0])[1]["content"].endswith("The answer is 2.")
+    with pytest.raises(ValueError, match="only 39 given"):
+        text_conversations(TINY_PROBLEMS, 20, 2, np.random.default_rng(0))
+
+
+def test_stage_data_has_images_for_vl_chats_only() -> None:
+    tokenizer = tiny_tokenizer()
+    build_vlm(tiny_causal_lm("llama"), tokenizer, TINY_VISION)
+    text = stage_data("stage2_text", 0, 4, tokenizer, TINY_VISION, problems=TINY_PROBLEMS)
+    assert all(image is None for _, _, image in text.items) and text.supervised_tokens > 0
+    mixed = stage_data("stage2", 0, 40, tokenizer, TINY_VISION, problems=TINY_PROBLEMS, text_share=0.5)
+    kinds = [image is None for _, _, image in mixed.items]
+    assert 5 < sum(kinds) < 35
+    batch = collate(tokenizer.pad_token_id)(text.items[:2])
+    assert "pixel_values" not in batch
+    batch = collate(tokenizer.pad_token_id)(mixed.items[:6])
+    assert batch["pixel_values"].shape[0] == sum(image is not None for _, _, image in mixed.items[:6])
+    with pytest.raises(ValueError, match="needs GSM8K problems"):
+        stage_data("stage2_text", 0, 4, tokenizer, TINY_VISION)
+    assert (
+        stage_data("stage2", 3, 4, tokenizer, TINY_VISION).items[0][0]
+        == (stage_data("stage2", 3, 4, tokenizer, TINY_VISION).items[0][0])
+    )
+
+
+def test_arms_freeze_what_they_say() -> None:
+    sink, shape = TINY_SINK_HEADS, TINY_SHAPE
+    assert arm_heads("none", 0, sink, shape, 2) == [] == arm_heads("frozen_lm", 0, sink, shape, 2)
+    assert arm_heads("sink", 0, sink, shape, 2) == sink
+    assert len(arm_heads("all_qk", 0, sink, shape, 2)) == 16
+    assert arm_heads("random", 0, sink, shape, 2) == matched_random_heads(sink, bands=2, seed=0, **shape)
+    assert not ARMS["frozen_lm"].lm_trains and all(
+        ARMS[a].lm_trains for a in ("none", "sink", "random", "all_qk")
+    )
+
+
+class _StopBiased(torch.nn.Module):
+    """A causal LM whose stop token's logit is raised by ``bias`` at every position."""
+
+    def __init__(self, model: torch.nn.Module, stop: int, bias: float) -> None:
+        super().__init__()
+        self.model, self.stop, self.bias = model, stop, bias
+        self.generation_config = model.generation_config
+
+    def forward(self, **inputs: torch.Tensor) -> object:
+        out = self.model(**inputs)
+        out.logits[..., self.stop] += self.bias
+        return out
+
+
+def test_nll_is_the_teacher_forced_loss_and_its_continue_form_ignores_stopping() -> None:
+    tokenizer, model = tiny_tokenizer(), tiny_causal_lm("llama")
+    prompts = [d["prompt"] for d in TINY_DOCS]
+    generated = generate(model, tokenizer, prompts, 6, 2)
+    assert (
+        generated.texts == generate(model, tokenizer, prompts, 6, 3).texts
+    )  # batching does not change answers
+    stops = stop_token_ids(model, tokenizer)
+    answers = [(5, 9, 11, stops[0]), (7, 8), (3,)]
+    reference = ReferenceAnswers(tuple(prompts), tuple(answers), (True, False, False))
+    nll, nll_continue = answer_nll(model, tokenizer, reference, batch_size=2)
+    from sinkbench.testbed.outcomes import chat_prompt_ids
+
+    for i, answer in enumerate(answers):
+        prompt = chat_prompt_ids(tokenizer, prompts[i])
+        with torch.no_grad():
+            logits = model(torch.tensor([prompt + list(answer)])).logits[0, len(prompt) - 1 : -1]
+        log_probs = torch.log_softmax(logits, -1)
+        expected = -log_probs[torch.arange(len(answer)), torch.tensor(answer)].mean()
+        assert nll[i] == pytest.approx(float(expected), abs=1e-5)
+    biased = _StopBiased(model, stops[0], 6.0)
+    nll_b, continue_b = answer_nll(biased, tokenizer, reference, batch_size=2)
+    assert all(b > a + 0.5 for a, b in zip(nll[1:], nll_b[1:], strict=True))  # stopping early costs NLL
+    assert continue_b == pytest.approx(nll_continue, abs=1e-4)  # ... but not its continue form
+
+
+def test_trivial_answers_fail_every_non_trivial_prompt() -> None:
+    chosen = non_trivial_prompts(TINY_DOCS)
+    assert chosen == [0, 2]  # "Red." has no comma, so it passes the second prompt
+    scores = trivial_scores(TINY_DOCS)
+    assert scores["Red."]["prompt_strict"] == pytest.approx(1 / 3) and scores[""]["prompt_strict"] == 0.0
+
+
+def test_sign_flip_p_value_and_detectable_difference() -> None:
+    assert analysis.sign_flip_p([1, 2, 3, 4, 5, 6, 7, 8]) == pytest.approx(2 / 256)
+    assert analysis.sign_flip_p([1, -1, 1, -1, 1, -1]) == pytest.approx(1.0)
+    assert analysis.sign_flip_p([0, 0, 0]) == 1.0 and math.isnan(analysis.sign_flip_p([1.0]))
+    low, high = analysis.bootstrap_mean_ci([3, 4, 5, 6, 5, 4])
+    assert 3.5 < low < 4.5 < high < 5.5
+    continuous = analysis.minimum_detectable_difference(1.0, 8)
+    assert 0.8 < continuous < 2.0
+    assert analysis.minimum_detectable_difference(2.0, 8) == pytest.approx(2 * continuous, rel=0.05)
+    assert analysis.minimum_detectable_difference(1.0, 4) == math.inf  # 2 / 16 > 0.05: never significant
+    assert math.isnan(analysis.minimum_detectable_difference(0.0, 8))
+    # whole prompts: differences rounded to one step have zeros, which the sign-flip test cannot use
+    quantised = analysis.minimum_detectable_difference(1.0, 8, resolution=1.0)
+    assert quantised > continuous and quantised >= 1.0
+
+
+@pytest.mark.parametrize(
+    ("mean", "p", "ci", "mde", "protection", "separated", "expected"),
+    [
+        (2.0, 0.008, (1.0, 3.0), 1.5, True, True, "yes"),
+        (-2.0, 0.008, (-3.0, -1.0), 1.5, True, True, "reverse"),
+        (0.1, 0.6, (-0.5, 0.8), 1.5, True, True, "no"),
+        (
+            0.0,
+            1.0,
+            (0.0, 0.0),
+            1.5,
+            True,
+            True,
+            "no",
+        ),  # every difference zero, the positive control separated
+        (0.0, 1.0, (0.0, 0.0), 1.5, True, False, "cannot tell"),  # ... and where it did not
+        (0.0, 1.0, (0.0, 0.0), None, True, True, "cannot tell"),  # no detectable size known
+        (2.0, 0.008, (1.0, 3.0), 1.5, True, False, "cannot tell"),  # rule 1 comes first
+        (0.5, 0.3, (-1.0, 2.5), 1.5, True, True, "cannot tell"),
+        (2.0, 0.008, (1.0, 3.0), None, False, None, "yes"),  # a damage question needs no positive control
+        (0.0, 1.0, (0.0, 0.0), 1.5, False, None, "cannot tell"),  # ... and never says no
+    ],
+)
+def test_verdict_rules(mean, p, ci, mde, protection, separated, expected) -> None:
+    assert (
+        verdict(mean, p, ci, mde, yes_sign=1, protection=protection, positive_control_separated=separated)
+        == expected
+    )
+    assert verdict(mean, p, ci, mde, yes_sign=0, protection=protection, positive_control_separated=True) == (
+        "descriptive"
+    )
 
 
 def test_pipeline_records_every_run_and_resumes(testbed_run) -> None:
     results, logged = testbed_run
-    data = json.loads(results.read_text())
+    data = Results.model_validate_json(results.read_text())
     rerun = logged[logged.index("-- rerun --") + 1 :]
-    assert len(rerun) == 1 and rerun[0].endswith("state.json: 2 seeds on file")  # the rerun trained nothing
-    arms = {(record["seed"], arm["arm"]): arm for record in data["seeds"] for arm in record["arms"]}
-    assert set(arms) == {(seed, arm) for seed in (0, 1) for arm in ("none", "sink", "random")}
-    for (_, name), arm in arms.items():
-        assert arm["extraction"]["passed"] and arm["frozen"]["rows_unchanged"]
-        assert arm["ifeval"]["prompts"] == 2 and len(arm["trace"]) == 3  # steps 0, 1, 2
-        assert arm["trace"][0]["sink_strength"] == pytest.approx(
-            data["base"]["sink"]["sink_strength"], abs=1e-4
-        )
-        assert arm["heads"] == (SINK if name == "sink" else [] if name == "none" else arm["heads"])
-    assert arms[0, "sink"]["frozen"]["weights"] == arms[0, "random"]["frozen"]["weights"] > 0
-    assert arms[0, "random"]["heads"] != arms[1, "random"]["heads"] or SINK  # drawn per seed
-    paired = data["analysis"]["paired_vs_none"]["sink"]["prompt_strict"]
+    assert len(rerun) == 1 and rerun[0].endswith("state.json: 12 runs on file")  # the rerun trained nothing
+    runs = {(r.key.data, r.key.dose, r.key.arm, r.key.seed): r for r in data.runs}
+    assert len(runs) == 12 and {seed.seed for seed in data.seeds} == {0, 1}
+    for (_, _, arm, _), run in runs.items():
+        assert run.extraction.passed and run.frozen.rows_unchanged
+        assert run.text.ifeval.prompts == 3 and run.text.non_trivial_prompts == 2 and len(run.trace) == 3
+        assert run.trace[0].sink_strength == pytest.approx(data.base.sink.sink_strength, abs=1e-4)
+        assert run.frozen.lm_trained == (arm != "frozen_lm")
+    for seed in (0, 1):
+        sink, random = runs["vl", "high", "sink", seed], runs["vl", "high", "random", seed]
+        assert sink.heads == TINY_SINK_HEADS and sink.frozen.weights == random.frozen.weights > 0
+        frozen = runs["vl", "high", "frozen_lm", seed]
+        # The LM kept the base weights; only the added image token's row (one in the tiny vocabulary of a few hundred)
+        # takes a share of the softmax.
+        assert frozen.text.nll == pytest.approx(data.base.text.nll, abs=1e-2)
+        assert frozen.sink.sink_strength == pytest.approx(data.base.sink.sink_strength, abs=1e-3)
+        assert runs["text", "high", "none", seed].stage2.supervised_tokens > 0
+    comparisons = data.analysis.comparisons
+    assert list(comparisons) == [
+        "damage", "text_damage", "vl_vs_text", "dose_low", "positive_control", "protect_sink", "protect_random",
+        "sink_vs_random",
+    ]  # fmt: skip
+    assert all(
+        e.verdict == "cannot tell"
+        for e in comparisons["protect_sink"].effects.values()
+        if e.verdict != "descriptive"
+    )
     assert (
-        len(paired["differences"]) == 2
-        and paired["minimum_detectable"] is None
-        and paired["undetectable"] == "too_few_seeds"
+        comparisons["protect_sink"].effects["nll"].undetectable == "too_few_seeds"
     )  # two seeds detect nothing
-    kept = results.parent.parent / "work" / "seed0" / "none"
+    kept = results.parent.parent / "work" / "seed0" / "vl-high-none"
     assert (kept / "vlm" / "config.json").is_file() and (kept / "lm" / "provenance.json").is_file()
-    assert not (results.parent.parent / "work" / "seed1" / "sink").exists()
+    assert not (results.parent.parent / "work" / "seed1" / "vl-high-sink").exists()
 
 
 def test_the_page_reads_the_results_and_draws_every_run(testbed_run) -> None:
     results, _ = testbed_run
     page = read_testbed(results, "vl_testbed.json")
-    assert page.arms == ["none", "sink", "random"]
-    assert page.answer.startswith("This design cannot tell: over 2 seeds, freezing the sink heads changed")
+    assert page.arms == ["none", "sink", "random", "frozen_lm"]
+    sentence = page.sentence("protect_sink")
+    assert sentence.startswith("Does freezing the sink heads protect? This design cannot tell on the NLL")
+    assert "of 2 seeds" in sentence and "\n" not in sentence
     charts = {Path(plot.path).name: plot.chart for plot in page.charts().values()}
     assert set(charts) == {Path(path).name for path in PLOT_PATHS.values()}
-    assert "seed 0: no protection" in charts["testbed-strict-per-seed.svg"].alt
+    assert "seed 0: no protection" in charts["testbed-nll-per-seed.svg"].alt
+    assert "text-only training, no protection" in charts["testbed-answer-lengths.svg"].alt
     for chart in charts.values():
         assert chart.svg().startswith("<?xml")
 
 
-def test_a_malformed_results_file_is_one_line(tmp_path: Path, testbed_run) -> None:
+def test_a_malformed_or_unfinished_results_file_is_one_line(tmp_path: Path, testbed_run) -> None:
     data = json.loads(testbed_run[0].read_text())
-    del data["seeds"][0]["arms"][0]["ifeval"]
+    del data["runs"][0]["text"]
     (tmp_path / TESTBED_FILE).write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(SourceInvalid) as raised:
         read_testbed(tmp_path / TESTBED_FILE, "results/vl_testbed.json")
     message = str(raised.value)
-    assert message.startswith("results/vl_testbed.json: seeds.0.arms.0.ifeval: ") and "\n" not in message
-
-
-def _effect(mean: float, ci: tuple[float, float], p: float, mde: float | None) -> object:
-    from sinkbench.leaderboard.training import _Effect
-
-    return _Effect(
-        differences=[mean] * 6,
-        mean=mean,
-        ci95=list(ci),
-        p_sign_flip=p,
-        positive=6,
-        negative=0,
-        minimum_detectable=mde,
-        undetectable=None if mde is not None else "too_few_seeds",
-    )
-
-
-@pytest.mark.parametrize(
-    ("effect", "verdict"),
-    [
-        (_effect(2.0, (1.0, 3.0), 0.031, 1.5), "Yes, it helped:"),
-        (_effect(-2.0, (-3.0, -1.0), 0.031, 1.5), "No, it hurt:"),
-        (_effect(0.1, (-0.5, 0.8), 0.6, 1.5), "No, not by as much as this design can detect:"),
-        (_effect(0.5, (-1.0, 2.5), 0.3, 1.5), "This design cannot tell:"),
-        (_effect(0.1, (-0.5, 0.8), 0.6, None), "This design cannot tell:"),
-    ],
-)
-def test_the_answer_follows_the_test_and_the_detectable_difference(effect, verdict: str) -> None:
-    from sinkbench.leaderboard.training import _verdict
-
-    assert _verdict(effect) == verdict
-
-
-@pytest.mark.parametrize(
-    ("treated", "why", "text"),
-    [
-        ([1.0, 3.0], "too_few_seeds", "with this few seeds no difference is detectable"),
-        ([2.0, 2.0], "too_few_seeds", "with this few seeds no difference is detectable"),
-        (
-            [1.0] * 6,
-            "no_spread",
-            "the differences have no spread, so the smallest detectable difference cannot",
-        ),
-    ],
-)
-def test_an_undetectable_difference_says_why(treated: list[float], why: str, text: str) -> None:
-    """Too few seeds and differences without spread both leave no detectable size; the page tells them apart."""
-    from sinkbench.leaderboard.training import _Effect, _mde
-
-    effect = analysis.paired_effect(treated, [0.0] * len(treated))
-    assert effect["undetectable"] == why
-    shown = _Effect.model_validate(analysis._json_ready(effect))
-    assert shown.minimum_detectable is None and _mde(shown, "points").startswith(text)
+    assert message.startswith("results/vl_testbed.json: runs.0.text: ") and "\n" not in message
+    data = json.loads(testbed_run[0].read_text())
+    data["analysis"] = None
+    (tmp_path / TESTBED_FILE).write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(SourceInvalid, match="analysis: missing"):
+        read_testbed(tmp_path / TESTBED_FILE, "results/vl_testbed.json")
 
 
 def test_visual_accuracy_is_tested_against_chance() -> None:
-    assert analysis.above_chance({"accuracy": 0.5, "n": 96, "chance": 0.28}) < 0.001
-    assert analysis.above_chance({"accuracy": 0.28, "n": 96, "chance": 0.28}) > 0.4
+    from sinkbench.testbed.schema import VisualKind
+
+    assert analysis.above_chance(VisualKind(accuracy=0.5, n=96, chance=0.28)) < 0.001
+    assert analysis.above_chance(VisualKind(accuracy=0.28, n=96, chance=0.28)) > 0.4
+
+
+def _benchmark() -> object:
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "vl_testbed.py"
+    spec = importlib.util.spec_from_file_location("vl_testbed_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_presets_say_what_the_page_and_readme_say() -> None:
+    bench = _benchmark()
+    full, pilot, gpu = bench.FULL, bench.PILOT, bench.GPU
+    assert full.compare_dose == "high" and full.doses["low"].lr < full.doses["high"].lr
+    assert len(full.seeds) >= 8 and not set(pilot.seeds) & set(full.seeds)  # the pilot never reuses a seed
+    planned = {(k.data, k.dose, k.arm) for k in full.runs()}
+    assert {("vl", "high", arm) for arm in ("none", "frozen_lm", "sink", "random")} <= planned
+    assert ("vl", "low", "none") in planned and ("text", "high", "none") in planned
+    assert full.runs()[0].seed == full.seeds[0] and full.runs()[-1].seed == full.seeds[-1]  # seed by seed
+    assert gpu.device == "cuda" and gpu.ifeval_rule == "all" and gpu.max_new_tokens == 1280
+    assert (
+        gpu.doses["high"].lr == full.doses["high"].lr and gpu.doses["high"].steps > full.doses["high"].steps
+    )
+    assert set(bench.PRESETS) == {"full", "pilot", "quick", "gpu"}

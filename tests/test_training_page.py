@@ -16,6 +16,7 @@ from sinkbench.leaderboard.project import build_site
 from sinkbench.leaderboard.sources import SiteSources, SourceInvalid
 from sinkbench.leaderboard.training import PLOT_PATHS, TESTBED_FILE, TrainingPage, find_testbed
 from sinkbench.testbed import analysis
+from sinkbench.testbed.schema import Results, RunKey
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -31,21 +32,22 @@ def _committed() -> dict:
 
 def test_the_committed_analysis_is_recomputed_from_its_runs() -> None:
     """The benchmark wrote its own analysis; recomputing it from the per-run records must give the same numbers."""
-    data = _committed()
-    assert analysis.summarize(data) == data["analysis"]
+    results = Results.model_validate(_committed())
+    assert analysis.summarize(results) == results.analysis
 
 
 def test_the_committed_runs_are_complete_and_matched() -> None:
-    data = _committed()
-    seeds = data["config"]["seeds"]
-    assert len(seeds) >= 6 and [record["seed"] for record in data["seeds"]] == seeds
-    for record in data["seeds"]:
-        arms = {arm["arm"]: arm for arm in record["arms"]}
-        assert set(arms) == set(data["config"]["arms"])
-        assert arms["sink"]["frozen"]["weights"] == arms["random"]["frozen"]["weights"] > 0
-        assert all(arm["extraction"]["passed"] and arm["frozen"]["rows_unchanged"] for arm in arms.values())
-        indices = data["ifeval_subset"]["indices"]
-        assert all(arm["ifeval"]["prompts"] == len(indices) >= 128 for arm in arms.values())
+    results = Results.model_validate(_committed())
+    config = results.config
+    assert len(config.seeds) >= 6 and [record.seed for record in results.seeds] == list(config.seeds)
+    assert {run.key for run in results.runs} == set(config.runs())
+    for seed in config.seeds:
+        sink = results.run(RunKey(data="vl", dose=config.compare_dose, arm="sink", seed=seed))
+        random = results.run(RunKey(data="vl", dose=config.compare_dose, arm="random", seed=seed))
+        assert sink.frozen.weights == random.frozen.weights > 0
+    for run in results.runs:
+        assert run.extraction.passed and run.frozen.rows_unchanged
+        assert run.text.ifeval.prompts == len(results.ifeval_subset.indices) >= 128
 
 
 def test_the_benchmark_charts_are_the_site_charts(tmp_path: Path) -> None:
@@ -63,31 +65,46 @@ def _render(folder: Path) -> str:
     return renderer.render("training.md.j2", **TrainingPage(folder, find_testbed(folder)).context())
 
 
-def test_the_wall_times_say_what_else_ran_on_the_machine_as_the_results_file_records_it() -> None:
-    page = re.sub(r"\s+", " ", _render(RESULTS))
+@pytest.fixture
+def tiny_results(testbed_run, tmp_path: Path) -> Path:
+    """A folder holding the tiny testbed's results file."""
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    shutil.copy(testbed_run[0], folder / TESTBED_FILE)
+    return folder
+
+
+def test_the_wall_times_give_the_measured_load_and_the_note(tiny_results: Path) -> None:
+    data = json.loads((tiny_results / TESTBED_FILE).read_text())
+    data["machine"]["note"] = "nothing else ran"
+    (tiny_results / TESTBED_FILE).write_text(json.dumps(data), encoding="utf-8")
+    page = re.sub(r"\s+", " ", _render(tiny_results))
     assert (
-        "on a 2-core CPU machine (torch threads: 1; load average at the start not recorded; the run's own note: "
-        "“shared with other agents&#39; jobs during the run”):" in page
+        "On 2 CPUs with 1 torch thread (cpu); the load average (1, 5, 15 min) at the start was 0.5, 0.4, 0.3; the "
+        'person running it noted: "nothing else ran".' in page
     )
 
 
-def test_each_chart_sits_under_its_own_caption() -> None:
-    """The image at each chart's path shows what its caption and alt text say (the strict and S charts were
-    swapped)."""
-    _committed()
+def test_each_chart_sits_under_its_own_caption(tiny_results: Path) -> None:
+    """The image at each chart's path shows what its caption and alt text say."""
     figures = {
         path: (alt, caption)
         for path, alt, caption in re.findall(
-            r'<img src="([^"]+)" alt="([^"]*)"[^>]*>\s*<figcaption>([^<]*)</figcaption>', _render(RESULTS)
+            r'<img src="([^"]+)" alt="([^"]*)"[^>]*>\s*<figcaption>([^<]*)</figcaption>',
+            _render(tiny_results),
         )
     }
     expected = {
-        "strict": (
-            "Dot-and-line chart of IFEval prompt-level strict",
-            "IFEval prompt-level strict accuracy of",
+        "primary": (
+            "Dot-and-line chart of NLL of the base model&#39;s answers, stopping",
+            "The primary outcome for",
         ),
-        "s_end": ("Dot-and-line chart of S of the VLM-LM", "S of every VLM-LM after stage 2"),
-        "coupling": ("Scatter of change in IFEval prompt-level strict", "Per run: change in S"),
+        "non_trivial": (
+            "Dot-and-line chart of IFEval prompt-level strict, prompts a trivial",
+            "IFEval prompt-level",
+        ),
+        "damage": ("Dot-and-line chart of NLL", "The primary outcome without protection by training"),
+        "lengths": ("Box plot of answer lengths", "Answer lengths: every answer"),
         "trace": ("Line chart of Sink Strength S", "Sink Strength S of the language model during stage 2"),
     }
     assert set(figures) == set(PLOT_PATHS.values())
@@ -108,57 +125,64 @@ def _drop(*keys: str | int):
 @pytest.mark.parametrize(
     ("mutate", "field"),
     [
-        (_drop("config", "stage2"), "config.stage2: Field required"),
-        (lambda d: d.__setitem__("config", {}), "config.vision: Field required"),
+        (_drop("config", "doses"), "config.doses: Field required"),
+        (lambda d: d.__setitem__("config", {}), "config.stage1: Field required"),
         (_drop("machine", "torch_threads"), "machine.torch_threads: Field required"),
-        (_drop("analysis", "arms", "none", "seconds", "stage2"), "analysis.arms.none.seconds.stage2: Field"),
-        (_drop("analysis", "stage1", "visual_accuracy"), "analysis.stage1.visual_accuracy: Field required"),
-        (_drop("seeds", 0, "arms", 0, "seconds", "total"), "seeds.0.arms.0.seconds.total: Field required"),
-        (_drop("base", "sink", "position0_mass"), "base.sink.position0_mass: Field required"),
         (
-            _drop("analysis", "paired_vs_none", "sink", "prompt_strict", "undetectable"),
-            "analysis.paired_vs_none.sink.prompt_strict.undetectable: Field required",
+            _drop("analysis", "groups", "vl/high/none", "seconds"),
+            "analysis.groups.vl/high/none.seconds: Field",
+        ),
+        (_drop("runs", 0, "seconds", "total"), "runs.0.seconds.total: Field required"),
+        (_drop("base", "sink", "secondary"), "base.sink.secondary: Field required"),
+        (
+            _drop("analysis", "comparisons", "protect_sink", "effects", "nll", "undetectable"),
+            "analysis.comparisons.protect_sink.effects.nll.undetectable: Field required",
         ),
         (
-            lambda d: d["analysis"]["arms"].__setitem__("extra", d["analysis"]["arms"]["none"]),
-            "<file>: analysis.arms.extra: no seed in seeds has a run of this arm",
+            lambda d: d["runs"][0].__setitem__("surprise", 1),
+            "runs.0.surprise: Extra inputs are not permitted",
         ),
-        (lambda d: d["seeds"][0].__setitem__("arms", []), "seeds.0.arms: List should have at least 1 item"),
+        (lambda d: d["runs"][0].__setitem__("trace", []), "runs.0.trace: List should have at least 1 item"),
+        (
+            lambda d: d["config"].__setitem__("compare_dose", "max"),
+            "config: Value error, compare_dose 'max' is not",
+        ),
         (lambda d: d["base"]["sink"].__setitem__("sink_strength", float("nan")), "<file>: is not accepted"),
     ],
 )
-def test_a_hostile_results_file_is_one_line(tmp_path: Path, mutate, field: str) -> None:
-    data = _committed()
+def test_a_hostile_results_file_is_one_line(tiny_results: Path, mutate, field: str) -> None:
+    data = json.loads((tiny_results / TESTBED_FILE).read_text())
     mutate(data)
-    (tmp_path / TESTBED_FILE).write_text(json.dumps(data), encoding="utf-8")
+    (tiny_results / TESTBED_FILE).write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(SourceInvalid) as raised:
-        _render(tmp_path)
+        _render(tiny_results)
     message = str(raised.value)
-    assert message.startswith(f"{(tmp_path / TESTBED_FILE).as_posix()}: {field}"), message
+    assert message.startswith(f"{(tiny_results / TESTBED_FILE).as_posix()}: {field}"), message
     assert "\n" not in message and message.endswith("to rewrite it")
 
 
 def test_a_linked_or_oversized_results_file_is_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tiny_results: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _committed()
-    (tmp_path / TESTBED_FILE).symlink_to(COMMITTED)
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / TESTBED_FILE).symlink_to(tiny_results / TESTBED_FILE)
     with pytest.raises(SourceInvalid, match=r"<file>: is a symbolic link\. Fix: replace the link"):
-        _render(tmp_path)
+        _render(linked)
     monkeypatch.setattr(training, "TESTBED_SIZE_LIMIT", 1000)
     with pytest.raises(
         SourceInvalid, match=r"<file>: is [0-9,]+ bytes; the cap for this kind of file is 1,000"
     ):
-        _render(RESULTS)
+        _render(tiny_results)
 
 
-def test_a_seed_without_a_run_of_the_arms_shown_draws_the_others(tmp_path: Path) -> None:
-    data = _committed()
-    for run in data["seeds"][0]["arms"]:
-        run["arm"] = f"other-{run['arm']}"
-    (tmp_path / TESTBED_FILE).write_text(json.dumps(data), encoding="utf-8")
-    run = find_testbed(tmp_path)
-    assert "seed 0: no protection missing," in run.charts()["strict"].chart.alt
+def test_a_seed_without_a_run_of_an_arm_draws_the_others(tiny_results: Path) -> None:
+    data = json.loads((tiny_results / TESTBED_FILE).read_text())
+    data["runs"] = [r for r in data["runs"] if not (r["key"]["seed"] == 0 and r["key"]["arm"] == "sink")]
+    (tiny_results / TESTBED_FILE).write_text(json.dumps(data), encoding="utf-8")
+    run = find_testbed(tiny_results)
+    assert "seed 0: no protection" in run.charts()["primary"].chart.alt
+    assert "freeze the top sink heads missing" in run.charts()["primary"].chart.alt
     for plot in run.charts().values():
         assert plot.chart.svg().startswith("<?xml"), plot.path
 
@@ -182,12 +206,9 @@ def test_site_build_shows_the_testbed_and_refuses_a_broken_file(
     ]
     assert main(argv) == 0
     page = re.sub(r"\s+", " ", (out / "training.html").read_text(encoding="utf-8"))
-    assert "This design cannot tell: over 2 seeds, freezing the sink heads changed" in page
+    assert "Does freezing the sink heads protect? This design cannot tell on the NLL" in page
     assert "board-training-paired" in page and "tiny-llama" in page
-    assert (
-        "2-core CPU machine (torch threads: 1; load average at the start 0.5, 0.4, 0.3 over 1, 5 and 15 minutes)"
-        in page
-    )
+    assert "the load average (1, 5, 15 min) at the start was 0.5, 0.4, 0.3" in page
     for path in PLOT_PATHS.values():
         assert (out / path).is_file(), path
     before = (out / "training.html").read_text(encoding="utf-8")

@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from sinkbench.leaderboard import charts
+from sinkbench.leaderboard.svg_bars import bars_svg
 from sinkbench.svg_heatmap import heatmap_svg
 
 #: Most point labels drawn on a scatter; beyond this the chart relies on the table below it.
@@ -306,25 +307,14 @@ class CategoryChart:
         )
 
     def svg(self) -> str:
-        """Draw the chart."""
-        names = [name for name, _ in self.counts]
-        with matplotlib.rc_context(_STYLE):
-            figure, axes = _new_axes(
-                6.4, max(2.0, 0.3 * len(names) + 1.2), left=0.25 + 0.065 * max(map(len, names), default=4)
-            )
-            axes.grid(axis="y", visible=False)
-            bars = axes.barh(
-                range(len(names)), [count for _, count in self.counts], color="#3f51b5", height=0.65
-            )
-            axes.set_yticks(range(len(names)), [_plain(name) for name in names])
-            axes.invert_yaxis()
-            axes.bar_label(bars, padding=3, fontsize=7.5)
-            axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-            axes.set_xlabel("IFEval prompts lost (a prompt counts once per violated category)")
-            axes.set_title(
-                _plain(f"Regressed IFEval prompts by category: {self.pair_label}"), loc="left", fontsize=10
-            )
-        return _to_svg(figure, f"IFEval regressions by category: {self.pair_label}", self.alt)
+        """Draw the chart as hand-written SVG (:mod:`sinkbench.leaderboard.svg_bars`)."""
+        return bars_svg(
+            self.counts,
+            title=f"IFEval regressions by category: {self.pair_label}",
+            heading=f"Regressed IFEval prompts by category: {self.pair_label}",
+            x_label="IFEval prompts lost (a prompt counts once per violated category)",
+            alt=self.alt,
+        )
 
     def figure(self) -> dict:
         """The interactive bar chart: hover gives the category and its count."""

@@ -1,7 +1,7 @@
 """Charts of the VL fine-tuning testbed (the Training dynamics page) that show every run, not only averages.
 
 * :class:`PairedChart`: one outcome per arm, each seed a line joining its arms (the pairing the statistics use);
-* :class:`CouplingChart`: per run, the change in S from the base model against the change in the strict score.
+* :class:`LengthChart`: the answer lengths of every run group, every answer shown in the box.
 
 Built like the other charts of :mod:`sinkbench.leaderboard.plots` (its style, margins and SVG writer), each
 with its interactive figure too (:mod:`sinkbench.leaderboard.charts`).
@@ -111,67 +111,84 @@ class PairedChart:
 
 
 @dataclass(frozen=True)
-class CouplingChart:
-    """Per run, the change in S (x) against the change in the strict score (y), both from the base model."""
+class LengthChart:
+    """The distribution of answer lengths (tokens) per run group: every answer of every seed, as a box over the
+    points, with the token cap drawn; ``groups`` holds ``(label, lengths, stopped share)``."""
 
-    arms: tuple[tuple[str, tuple[tuple[float, float], ...]], ...]
-    x_label: str
-    y_label: str
-    summary: str
+    groups: tuple[tuple[str, tuple[int, ...], float], ...]
+    cap: int
 
     @property
     def alt(self) -> str:
         """One-paragraph description for ``alt`` and ``<desc>``."""
         parts = "; ".join(
-            f"{label}: " + ", ".join(f"({x:+.2f}, {y:+.1f})" for x, y in points)
-            for label, points in self.arms
+            f"{label}: median {_median(lengths):.0f} tokens over {len(lengths)} answers, {100 * stopped:.0f}% "
+            "stopped before the cap"
+            for label, lengths, stopped in self.groups
         )
-        return f"Scatter of {self.y_label} against {self.x_label}, one point per run. {parts}. {self.summary}"
+        return f"Box plot of answer lengths in tokens per run group (cap {self.cap}). {parts}."
 
     def svg(self) -> str:
         """Draw the chart."""
+        labels = [label for label, _, _ in self.groups]
         with matplotlib.rc_context(_STYLE):
-            figure, axes = _new_axes(6.4, 4.0, left=0.75)
-            for index, (label, points) in enumerate(self.arms):
-                if points:
-                    xs, ys = zip(*points, strict=True)
-                    axes.scatter(
-                        xs,
-                        ys,
-                        s=22,
-                        color=_ARM_COLOURS[index % len(_ARM_COLOURS)],
-                        label=_plain(label),
-                        zorder=3,
-                    )
-            axes.axhline(0.0, color="#9e9e9e", linewidth=0.8, zorder=1)
-            axes.axvline(0.0, color="#9e9e9e", linewidth=0.8, zorder=1)
-            axes.set_xlabel(_plain(self.x_label))
-            axes.set_ylabel(_plain(self.y_label))
-            axes.set_title(_plain(self.summary), loc="left", fontsize=9)
-            if self.arms:
-                axes.legend(frameon=False, fontsize=7.5, loc="best")
-        return _to_svg(figure, f"{self.y_label} against {self.x_label}", self.alt)
+            figure, axes = _new_axes(6.4, max(2.2, 0.42 * len(labels) + 1.1), left=2.3)
+            axes.grid(axis="y", visible=False)
+            axes.boxplot(
+                [list(lengths) for _, lengths, _ in self.groups],
+                orientation="horizontal",
+                widths=0.55,
+                showfliers=False,
+                medianprops={"color": "#D55E00", "linewidth": 1.6},
+            )
+            for index, (_, _, stopped) in enumerate(self.groups, start=1):
+                axes.annotate(
+                    f"{100 * stopped:.0f}% stop",
+                    (self.cap, index),
+                    xytext=(4, -3),
+                    textcoords="offset points",
+                    fontsize=7,
+                    color="#616161",
+                )
+            axes.axvline(self.cap, color="#616161", linestyle="--", linewidth=0.9)
+            axes.set_yticks(range(1, len(labels) + 1), [textwrap.fill(_plain(label), 34) for label in labels])
+            axes.invert_yaxis()
+            axes.set_xlim(0, self.cap * 1.18)
+            axes.set_xlabel(f"answer length (tokens; dashed: the cap of {self.cap})")
+            axes.set_title("How long the answers are: every answer of every seed", loc="left", fontsize=10)
+        return _to_svg(figure, "Answer lengths per run group", self.alt)
 
     def figure(self) -> dict:
-        """The interactive figure: one series per arm (toggled from the legend), hover per run."""
+        """The interactive figure: a box per run group over all its answers (every answer a point), the cap drawn."""
         data = [
             {
-                "type": "scatter",
-                "mode": "markers",
+                "type": "box",
                 "name": escape(label),
-                "x": [x for x, _ in points],
-                "y": [y for _, y in points],
-                "marker": {"size": 9, "color": _ARM_COLOURS[index % len(_ARM_COLOURS)]},
-                "hovertemplate": f"{escape(label)}: ΔS %{{x:+.2f}}, Δ strict %{{y:+.1f}}<extra></extra>",
+                "y": list(lengths),
+                "boxpoints": "all",
+                "jitter": 0.4,
+                "pointpos": 0,
+                "marker": {"size": 3, "color": _ARM_COLOURS[index % len(_ARM_COLOURS)], "opacity": 0.5},
+                "line": {"color": _ARM_COLOURS[index % len(_ARM_COLOURS)]},
+                "hovertemplate": f"{escape(label)}: %{{y}} tokens ({100 * stopped:.0f}% stopped before the cap)<extra></extra>",
             }
-            for index, (label, points) in enumerate(self.arms)
+            for index, (label, lengths, stopped) in enumerate(self.groups)
         ]
         return {
             "data": data,
             "layout": charts.layout(
-                self.x_label, self.y_label, shapes=[charts.horizontal_line(0.0)], xaxis={"zeroline": True}
+                "",
+                "answer length (tokens)",
+                shapes=[charts.horizontal_line(self.cap, "#616161", "dash")],
+                showlegend=False,
             ),
         }
+
+
+def _median(values: tuple[int, ...]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return float(ordered[middle]) if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def _fmt(value: float | None) -> str:

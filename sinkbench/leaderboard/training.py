@@ -1,297 +1,58 @@
-"""The Training dynamics page: the VL fine-tuning testbed (``benchmarks/vl_testbed.py``), read from the results file
-it commits and shown as tables of every arm, paired effects against no protection, and charts of every run.
+"""The Training dynamics page: the VL fine-tuning testbed (``benchmarks/vl_testbed.py``), read through the testbed's
+own results schema (:class:`sinkbench.testbed.schema.Results`) and shown as one sentence per question, tables of
+every run group and every paired comparison, and charts that show every run.
 
-The file is read through a schema of the fields the page shows (others are ignored); a file that does not fit
-is one :class:`~sinkbench.leaderboard.sources.SourceInvalid` line naming the file, the field and the fix. Every
-number on the page is either in the file or computed here from it in one line (no statistic is recomputed: the
-benchmark's ``analysis`` block holds them).
+A file that does not fit the schema is one :class:`~sinkbench.leaderboard.sources.SourceInvalid` line naming the
+file, the field and the fix. Every number on the page is in the file (its ``analysis`` block holds the
+statistics) or read from it in one line here; nothing is recomputed.
 """
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import ValidationError
 
 from sinkbench.leaderboard.content import PlotRef
 from sinkbench.leaderboard.plots import TrajectoryChart
 from sinkbench.leaderboard.sources import SourceInvalid
-from sinkbench.leaderboard.testbed_charts import CouplingChart, PairedChart
+from sinkbench.leaderboard.testbed_charts import LengthChart, PairedChart
 from sinkbench.safe_io import UnsafeFileError, read_json
+from sinkbench.testbed.analysis import OUTCOMES, PRIMARY
+from sinkbench.testbed.controls import ARMS
+from sinkbench.testbed.schema import Comparison, Effect, Results
+from sinkbench.testbed.verdicts import RULES
 
-#: The results file of ``benchmarks/vl_testbed.py``.
+#: The results file of ``benchmarks/vl_testbed.py``; other backbones' runs sit beside it as ``vl_testbed_<name>.json``.
 TESTBED_FILE = "vl_testbed.json"
-#: The experiment's arms, in the order they run, with what each does.
-ARM_LABELS = {
-    "none": "no protection",
-    "sink": "freeze the top-10% sink heads",
-    "random": "freeze matched random heads",
-}
-#: Outcomes of the paired table, with how the page names them and their unit.
-OUTCOME_LABELS = {
-    "sink_strength": ("S of the VLM-LM", "nats"),
-    "prompt_strict": ("IFEval prompt-level strict", "points"),
-    "inst_strict": ("IFEval instruction-level strict", "points"),
-    "prompt_loose": ("IFEval prompt-level loose", "points"),
-    "inst_loose": ("IFEval instruction-level loose", "points"),
-    "visual_accuracy": ("visual accuracy (held-out scenes)", "points"),
-}
 #: Where the page's charts go, site-relative.
 PLOT_PATHS = {
+    "primary": "plots/testbed-nll-per-seed.svg",
+    "non_trivial": "plots/testbed-nontrivial-strict-per-seed.svg",
+    "damage": "plots/testbed-damage-by-training.svg",
+    "lengths": "plots/testbed-answer-lengths.svg",
     "trace": "plots/testbed-s-trace.svg",
-    "strict": "plots/testbed-strict-per-seed.svg",
-    "s_end": "plots/testbed-s-per-seed.svg",
-    "coupling": "plots/testbed-s-vs-strict.svg",
 }
-#: The largest results file read, in bytes (the committed one of six seeds is under 0.5 MB).
-TESTBED_SIZE_LIMIT = 20_000_000
+#: The largest results file read, in bytes.
+TESTBED_SIZE_LIMIT = 40_000_000
 #: Why an effect has no smallest detectable difference, by its ``undetectable`` value.
 UNDETECTABLE = {
     "too_few_seeds": "with this few seeds no difference is detectable",
-    "no_spread": "the differences have no spread, so the smallest detectable difference cannot be estimated",
+    "no_spread": "the no-protection arm has no spread to simulate from",
 }
+#: How a verdict reads at the start of a sentence.
+VERDICT_WORDS = {
+    "yes": "Yes",
+    "no": "No",
+    "reverse": "No, the reverse",
+    "cannot tell": "This design cannot tell",
+    "descriptive": "Descriptive",
+}
+#: The outcomes each question's sentence gives: the primary one, and the strict score a trivial answer cannot pass.
+SENTENCE_OUTCOMES = (PRIMARY, "non_trivial_strict")
 _FIX = "rerun `python benchmarks/vl_testbed.py` to rewrite it"
-
-
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-class _Spread(_Record):
-    median: float
-    min: float
-    max: float
-
-
-class _Effect(_Record):
-    differences: list[float] = Field(min_length=1)
-    mean: float
-    ci95: list[float | None] = Field(min_length=2, max_length=2)
-    p_sign_flip: float | None
-    positive: int
-    negative: int
-    minimum_detectable: float | None
-    undetectable: Literal["too_few_seeds", "no_spread"] | None
-
-    @model_validator(mode="after")
-    def _one_of_size_or_reason(self) -> _Effect:
-        if (self.minimum_detectable is None) == (self.undetectable is None):
-            raise ValueError("exactly one of minimum_detectable and undetectable must be null")
-        return self
-
-
-class _Paired(_Record):
-    """One arm's paired effects against no protection, per outcome of :data:`OUTCOME_LABELS`."""
-
-    seeds: list[int]
-    sink_strength: _Effect
-    prompt_strict: _Effect
-    inst_strict: _Effect
-    prompt_loose: _Effect
-    inst_loose: _Effect
-    visual_accuracy: _Effect
-
-
-class _Correlation(_Record):
-    spearman: float | None
-    ci95: list[float | None]
-    p_permutation: float | None
-
-
-class _CouplingPoint(_Record):
-    arm: str
-    seed: int
-    delta_s: float
-    delta_prompt_strict: float
-
-
-class _Coupling(_Record):
-    runs: int
-    points: list[_CouplingPoint]
-    raw: _Correlation
-    within_seed: _Correlation
-
-
-class _Secondary(_Record):
-    share_g_above_2: _Spread
-    position0_mass: _Spread
-
-
-class _RunSeconds(_Record):
-    """Wall times of one run's steps, in seconds."""
-
-    stage2: float
-    monitor: float
-    extract: float
-    screen: float
-    ifeval: float
-    total: float
-
-
-class _SecondsSpread(_Record):
-    stage2: _Spread
-    monitor: _Spread
-    extract: _Spread
-    screen: _Spread
-    ifeval: _Spread
-    total: _Spread
-
-
-class _ArmSummary(_Record):
-    seeds: list[int] = Field(min_length=1)
-    s_start: _Spread
-    s_end_monitor: _Spread
-    sink_strength: _Spread
-    prompt_strict: _Spread
-    inst_strict: _Spread
-    prompt_loose: _Spread
-    inst_loose: _Spread
-    visual_accuracy: _Spread
-    secondary: _Secondary
-    frozen_weights: _Spread
-    visual_above_chance: int
-    seconds: _SecondsSpread
-
-
-class _Stage1Summary(_Record):
-    seconds: _Spread
-    visual_accuracy: _Spread
-
-
-class _Analysis(_Record):
-    arms: dict[str, _ArmSummary] = Field(min_length=1)
-    paired_vs_none: dict[str, _Paired]
-    coupling: _Coupling | None
-    stage1: _Stage1Summary | None
-
-
-class _Point(_Record):
-    step: int = Field(ge=0)
-    sink_strength: float
-
-
-class _Sink(_Record):
-    sink_strength: float
-    share_g_above_2: float | None
-    position0_mass: float | None
-
-
-class _Ifeval(_Record):
-    prompt_strict: float
-    inst_strict: float
-    prompts: int = Field(ge=1)
-    instructions: int = Field(ge=1)
-
-
-class _Visual(_Record):
-    accuracy: float
-    chance: float
-    n: int
-
-
-class _Arm(_Record):
-    arm: str
-    trace: list[_Point] = Field(min_length=1)
-    sink: _Sink
-    ifeval: _Ifeval
-    seconds: _RunSeconds
-
-
-class _Stage(_Record):
-    seconds: float = Field(ge=0)
-
-
-class _Seed(_Record):
-    seed: int
-    arms: list[_Arm] = Field(min_length=1)
-    stage0: _Stage
-    stage1: _Stage
-
-
-class _BaseSeconds(_Record):
-    screen: float
-    ifeval: float
-
-
-class _Base(_Record):
-    sink: _Sink
-    ifeval: _Ifeval
-    visual_untrained: _Visual
-    seconds: _BaseSeconds
-
-
-class _Subset(_Record):
-    documents: int
-    short_answer_documents: int
-    indices: list[int] = Field(min_length=1)
-    rule: str
-
-
-class _Model(_Record):
-    id: str
-
-
-class _Vision(_Record):
-    layers: int
-    image_size: int = Field(ge=1)
-    patch_size: int = Field(ge=1)
-
-
-class _StageConfig(_Record):
-    steps: int
-    batch_size: int
-    lr: float
-    warmup: float
-
-
-class _Config(_Record):
-    vision: _Vision
-    stage0_steps: int
-    stage0_batch: int
-    stage1: _StageConfig
-    stage2: _StageConfig
-    seeds: list[int] = Field(min_length=1)
-    bands: int
-    top_frac: float
-    max_new_tokens: int
-    visual_images: int
-
-
-class _Machine(_Record):
-    cpus: int
-    torch_threads: int
-    note: str | None = None  # what else ran during the run, as the person running it said
-    load_average_at_start: list[float] | None = None  # 1, 5 and 15 minutes
-
-
-class _Testbed(_Record):
-    created: str
-    command: str
-    model: _Model
-    config: _Config
-    machine: _Machine
-    ifeval_subset: _Subset
-    sink_heads: list[list[int]]
-    base: _Base
-    seeds: list[_Seed] = Field(min_length=1)
-    analysis: _Analysis
-
-    @model_validator(mode="after")
-    def _every_arm_ran(self) -> _Testbed:
-        ran = {run.arm for seed in self.seeds for run in seed.arms}
-        missing = [arm for arm in self.analysis.arms if arm not in ran]
-        if missing:
-            raise PydanticCustomError(
-                "arm_without_runs",
-                "analysis.arms.{arm}: no seed in seeds has a run of this arm",
-                {"arm": missing[0]},
-            )
-        return self
 
 
 @dataclass(frozen=True)
@@ -299,186 +60,198 @@ class TestbedResults:
     """What the Training dynamics page shows of one testbed results file."""
 
     source: str
-    data: _Testbed
+    data: Results
+
+    @property
+    def compare(self) -> str:
+        """The dose the arms are compared at."""
+        return self.data.config.compare_dose
 
     @property
     def arms(self) -> list[str]:
-        """The arms on file, in run order."""
-        return [arm for arm in ARM_LABELS if arm in self.data.analysis.arms] + [
-            arm for arm in self.data.analysis.arms if arm not in ARM_LABELS
-        ]
+        """The arms run on VL chats at the compared dose, in :data:`ARMS` order."""
+        groups = self.data.analysis.groups
+        return [arm for arm in ARMS if f"vl/{self.compare}/{arm}" in groups]
 
-    def label(self, arm: str) -> str:
-        """How the page names ``arm``."""
-        return ARM_LABELS.get(arm, arm)
+    def group_label(self, name: str) -> str:
+        """How the page names a run group ``data/dose/arm``."""
+        data, dose, arm = name.split("/")
+        label = ARMS[arm].label
+        if data == "text":
+            return f"text-only training, {label}"
+        return label if dose == self.compare else f"{label}, {dose} dose"
 
-    def _by_seed(self, outcome: str) -> tuple[tuple[int, tuple[float | None, ...]], ...]:
-        def value(run: _Arm) -> float:
-            return run.sink.sink_strength if outcome == "s" else 100 * run.ifeval.prompt_strict
+    @property
+    def group_names(self) -> list[str]:
+        """Every run group on file: the compared arms first, then the other doses and the text-only control."""
+        groups = self.data.analysis.groups
+        first = [f"vl/{self.compare}/{arm}" for arm in self.arms]
+        return first + sorted(name for name in groups if name not in first)
 
-        rows = []
-        for seed in self.data.seeds:
-            found = {run.arm: value(run) for run in seed.arms}
-            rows.append((seed.seed, tuple(found.get(arm) for arm in self.arms)))
-        return tuple(rows)
+    def effect(self, question: str, outcome: str) -> Effect | None:
+        """The paired effect of ``question`` on ``outcome``, if on file."""
+        comparison = self.data.analysis.comparisons.get(question)
+        return None if comparison is None else comparison.effects.get(outcome)
+
+    @property
+    def comparisons(self) -> dict[str, Comparison]:
+        """The questions the file answers, in order."""
+        return self.data.analysis.comparisons
+
+    def sentence(self, question: str) -> str:
+        """The question answered in one sentence with its numbers, on :data:`SENTENCE_OUTCOMES`."""
+        comparison = self.comparisons[question]
+        parts = []
+        for key in SENTENCE_OUTCOMES:
+            effect = comparison.effects[key]
+            outcome = OUTCOMES[key]
+            parts.append(
+                f"{VERDICT_WORDS[effect.verdict].lower()} on the {outcome.label} ({_signed(effect.mean, key)} "
+                f"{outcome.unit}, 95% CI {_ci(effect, key)}; exact sign-flip p = {_p(effect.p_sign_flip)}, "
+                f"{effect.positive} up, {effect.negative} down, {effect.zero} equal of {len(effect.differences)} seeds"
+                + (
+                    f"; smallest detectable {_number(effect.minimum_detectable, key)}"
+                    if effect.minimum_detectable is not None
+                    else ""
+                )
+                + ")"
+            )
+        against = "the base model" if comparison.control == "base" else self.group_label(comparison.control)
+        return (
+            f"{comparison.question} {parts[0][0].upper()}{parts[0][1:]}, and {parts[1]}: "
+            f"{self.group_label(comparison.treated)} against {against}."
+        )
 
     def charts(self) -> dict[str, PlotRef]:
-        """Every chart of the page by its :data:`PLOT_PATHS` key: the S traces, strict score and S per seed, and S
-        against strict score."""
-        labels = tuple(self.label(arm) for arm in self.arms)
-        trace = TrajectoryChart(
-            tuple(
-                (
-                    self.label(arm),
-                    tuple(
-                        tuple((p.step, p.sink_strength) for p in run.trace)
-                        for seed in self.data.seeds
-                        for run in seed.arms
-                        if run.arm == arm
-                    ),
-                )
-                for arm in self.arms
-            ),
-            model_label=f"testbed LLaVA on {self.data.model.id} (stage 2)",
-        )
+        """Every chart of the page by its :data:`PLOT_PATHS` key."""
         base = self.data.base
-        points = self.data.analysis.coupling.points if self.data.analysis.coupling else []
+        arms = self.arms
+        labels = tuple(ARMS[arm].label for arm in arms)
+
+        def per_seed(outcome: str, names: list[str]) -> tuple[tuple[int, tuple[float | None, ...]], ...]:
+            runs = {(run.key.data, run.key.dose, run.key.arm, run.key.seed): run for run in self.data.runs}
+            rows = []
+            for seed in self.data.config.seeds:
+                values = []
+                for name in names:
+                    run = runs.get((*name.split("/"), seed))
+                    values.append(None if run is None else OUTCOMES[outcome].read(run))
+                rows.append((seed, tuple(values)))
+            return tuple(row for row in rows if any(v is not None for v in row[1]))
+
+        compared = [f"vl/{self.compare}/{arm}" for arm in arms]
+        training = [name for name in self.group_names if name.endswith("/none")]
+        primary, strict = OUTCOMES[PRIMARY], OUTCOMES["non_trivial_strict"]
         charts = {
-            "trace": trace,
-            "strict": PairedChart(
-                "IFEval prompt-level strict (%)",
+            "primary": PairedChart(
+                f"{primary.label} ({primary.unit})",
                 labels,
-                self._by_seed("strict"),
-                100 * base.ifeval.prompt_strict,
+                per_seed(PRIMARY, compared),
+                primary.read(base),
                 "base LM",
             ),
-            "s_end": PairedChart(
-                "S of the VLM-LM (nats)", labels, self._by_seed("s"), base.sink.sink_strength, "base LM"
+            "non_trivial": PairedChart(
+                f"{strict.label} (%)",
+                labels,
+                per_seed("non_trivial_strict", compared),
+                strict.read(base),
+                "base LM",
             ),
-            "coupling": CouplingChart(
+            "damage": PairedChart(
+                f"{primary.label} ({primary.unit})",
+                tuple(self.group_label(name) for name in training),
+                per_seed(PRIMARY, training),
+                primary.read(base),
+                "base LM",
+            ),
+            "lengths": LengthChart(
+                (
+                    ("base LM", tuple(base.text.ifeval.answer_tokens), base.text.stopped_share),
+                    *(
+                        (
+                            self.group_label(name),
+                            tuple(n for run in self._runs(name) for n in run.text.ifeval.answer_tokens),
+                            sum(run.text.stopped_share for run in self._runs(name)) / len(self._runs(name)),
+                        )
+                        for name in self.group_names
+                    ),
+                ),
+                self.data.config.max_new_tokens,
+            ),
+            "trace": TrajectoryChart(
                 tuple(
                     (
-                        self.label(arm),
-                        tuple((p.delta_s, p.delta_prompt_strict) for p in points if p.arm == arm),
+                        self.group_label(name),
+                        tuple(
+                            tuple((p.step, p.sink_strength) for p in run.trace) for run in self._runs(name)
+                        ),
                     )
-                    for arm in self.arms
+                    for name in compared
                 ),
-                "change in S from the base LM (nats)",
-                "change in IFEval prompt-level strict (points)",
-                self.coupling_sentence,
+                model_label=f"testbed LLaVA on {self.data.model.get('id', 'the base LM')} (stage 2)",
             ),
         }
         return {key: PlotRef(path, charts[key]) for key, path in PLOT_PATHS.items()}
 
+    def _runs(self, name: str) -> list:
+        data, dose, arm = name.split("/")
+        return [
+            run for run in self.data.runs if (run.key.data, run.key.dose, run.key.arm) == (data, dose, arm)
+        ]
+
     @property
-    def coupling_sentence(self) -> str:
-        """Spearman's rho of the change in S against the change in strict score, over runs."""
-        coupling = self.data.analysis.coupling
-        if coupling is None or coupling.raw.spearman is None:
-            return "Too few runs for a correlation"
-        within = coupling.within_seed.spearman
-        within_text = f"{within:+.2f}" if within is not None else "undefined"
-        return (
-            f"Spearman rho over {coupling.runs} runs {coupling.raw.spearman:+.2f} "
-            f"(p = {_p(coupling.raw.p_permutation)}); within seeds {within_text} (p = {_p(coupling.within_seed.p_permutation)})"
-        )
+    def largest_extraction_error(self) -> float:
+        """The largest text-only logit difference between a VLM and its extracted LM, over every run."""
+        return max(run.extraction.max_abs_logit_diff for run in self.data.runs)
 
     @property
     def recorded_minutes(self) -> float:
         """The wall times the file records (base model, stages 0 and 1 per seed, every run), in minutes."""
         base = self.data.base.seconds
-        seconds = (
-            base.screen
-            + base.ifeval
-            + sum(
-                seed.stage0.seconds + seed.stage1.seconds + sum(run.seconds.total for run in seed.arms)
-                for seed in self.data.seeds
-            )
-        )
-        return seconds / 60
-
-    def lowest_s(self, arm: str) -> tuple[int, float]:
-        """The step at which the median S over ``arm``'s runs is lowest, and that median."""
-        by_step: dict[int, list[float]] = {}
-        for seed in self.data.seeds:
-            for run in (r for r in seed.arms if r.arm == arm):
-                for point in run.trace:
-                    by_step.setdefault(point.step, []).append(point.sink_strength)
-        return min(
-            ((step, statistics.median(values)) for step, values in by_step.items()), key=lambda x: x[1]
-        )
-
-    def effect(self, arm: str, outcome: str) -> _Effect | None:
-        """The paired effect of ``arm`` against no protection on ``outcome``, if on file."""
-        paired = self.data.analysis.paired_vs_none.get(arm)
-        return None if paired is None else getattr(paired, outcome)
-
-    @property
-    def answer(self) -> str:
-        """The page's question answered in one sentence from the sink arm's paired effects."""
-        strict, s = self.effect("sink", "prompt_strict"), self.effect("sink", "sink_strength")
-        if strict is None or s is None:
-            return "This file has no sink-head arm paired with a no-protection run, so it cannot answer."
-        n = len(strict.differences)
-        none = self.data.analysis.arms.get("none")
-        erosion = (
-            f" Without protection the VLM-LMs scored {none.prompt_strict.median:.1f} points (median) against the "
-            f"base model's {100 * self.data.base.ifeval.prompt_strict:.1f}."
-            if none
-            else ""
-        )
-        return (
-            f"{_verdict(strict)} over {n} seeds, freezing the sink heads changed IFEval prompt-level strict "
-            f"accuracy by {strict.mean:+.1f} points (95% CI {_ci(strict)}, sign-flip p = {_p(strict.p_sign_flip)}; "
-            f"{_mde(strict, 'points')}) and S of the VLM-LM by {s.mean:+.2f} nats ({_ci(s, 2)}, "
-            f"p = {_p(s.p_sign_flip)}).{erosion}"
-        )
+        seeds = sum(record.stage0.seconds + record.stage1.seconds for record in self.data.seeds)
+        return (base.screen + base.text + seeds + sum(run.seconds.total for run in self.data.runs)) / 60
 
 
-def _verdict(effect: _Effect) -> str:
-    """Yes or no when the sign-flip test rejects no effect; no when the interval excludes every effect this design
-    detects (an equivalence reading of the interval); else that the design cannot tell."""
-    p, (low, high), mde = effect.p_sign_flip, effect.ci95, effect.minimum_detectable
-    if p is not None and p <= 0.05:
-        return "Yes, it helped:" if effect.mean > 0 else "No, it hurt:"
-    if None not in (low, high, mde) and -mde < low and high < mde:
-        return "No, not by as much as this design can detect:"
-    return "This design cannot tell:"
+def _digits(outcome: str) -> int:
+    return 3 if OUTCOMES[outcome].unit in ("nats/token", "nats", "share") else 1
+
+
+def _number(value: float | None, outcome: str) -> str:
+    return "n/a" if value is None else f"{value:.{_digits(outcome)}f}"
+
+
+def _signed(value: float | None, outcome: str) -> str:
+    return "n/a" if value is None else f"{value:+.{_digits(outcome)}f}"
 
 
 def _p(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def _ci(effect: _Effect, digits: int = 1) -> str:
+def _ci(effect: Effect, outcome: str) -> str:
     low, high = effect.ci95
-    if low is None or high is None:
-        return "n/a"
-    return f"[{low:+.{digits}f}, {high:+.{digits}f}]"
-
-
-def _mde(effect: _Effect, unit: str) -> str:
-    value = effect.minimum_detectable
-    if value is None:
-        return UNDETECTABLE[effect.undetectable]
-    return f"the smallest difference detectable with 80% power is about {value:.1f} {unit}"
+    return f"[{_signed(low, outcome)}, {_signed(high, outcome)}]"
 
 
 def read_testbed(path: Path, shown: str) -> TestbedResults:
-    """Read a ``vl_testbed.json`` (``shown`` is how messages name it).
+    """Read a testbed results file (``shown`` is how messages name it).
 
     Raises:
-        SourceInvalid: the file is unsafe to read (a link, too large), not strict JSON, or lacks a field the page
-            shows.
+        SourceInvalid: the file is unsafe to read (a link, too large), not strict JSON, lacks a field the page
+            shows, or has no analysis (an unfinished run's state file).
     """
     try:
-        data = _Testbed.model_validate(read_json(path, TESTBED_SIZE_LIMIT))
+        data = Results.model_validate(read_json(path, TESTBED_SIZE_LIMIT))
     except UnsafeFileError as error:
         raise SourceInvalid(f"{shown}: <file>: {error.message} Fix: {error.fix}, or {_FIX}") from None
     except ValidationError as error:
         first = error.errors()[0]
         field = ".".join(str(part) for part in first["loc"]) or "<file>"
         raise SourceInvalid(f"{shown}: {field}: {first['msg']}. Fix: {_FIX}") from None
+    if data.analysis is None or data.base is None or not data.runs:
+        raise SourceInvalid(
+            f"{shown}: analysis: missing (an unfinished run's state, not its results). Fix: {_FIX}"
+        )
     return TestbedResults(shown, data)
 
 
@@ -511,7 +284,11 @@ class TrainingPage:
         return {
             "run": self.run,
             "plots": self.charts,
-            "outcomes": OUTCOME_LABELS,
+            "outcomes": OUTCOMES,
+            "primary": PRIMARY,
+            "arms": ARMS,
+            "rules": RULES,
+            "verdict_words": VERDICT_WORDS,
             "undetectable": UNDETECTABLE,
             "results_file": TESTBED_FILE,
             "experiments_dir": self.folder.as_posix() if self.folder else "(none given)",

@@ -1,6 +1,11 @@
-"""The heads each arm freezes: the sink heads, and a random control matched to them.
+"""The testbed's arms: what each protects in stage 2, and the random control matched to the sink heads.
 
-The control must differ from the sink arm in one thing only, which heads. :func:`matched_random_heads` draws,
+:data:`ARMS` names every arm: no protection; the top sink heads frozen; matched random heads frozen; every
+head's query/key rows frozen (the sink arm's mechanism at its largest extent); and the positive control, the
+language model frozen for the whole of stage 2, whose text damage is zero by construction (its VLM-LM keeps
+the base weights), so an outcome on which it does not separate from no protection cannot see a protection.
+
+The random control must differ from the sink arm in one thing only, which heads. :func:`matched_random_heads` draws,
 in every layer band (the model's depth cut into ``bands`` equal parts), as many key/value heads as the sink
 heads occupy there and as many query heads inside them, none of them sharing a key head with a sink head. With
 ``protect_sink_heads`` freezing the query rows of each head and the key rows of each key head, both arms then
@@ -11,6 +16,7 @@ and a fixed stream number, independent of the data order.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -77,3 +83,42 @@ def frozen_units(heads: Sequence[Sequence[int]], num_heads: int, num_kv_heads: i
     """Counts that the matching must equal: query heads and (layer, key/value head) pairs."""
     group = num_heads // num_kv_heads
     return {"query_heads": len(heads), "kv_heads": len({(layer, head // group) for layer, head in heads})}
+
+
+@dataclass(frozen=True)
+class ArmSpec:
+    """One arm: how the page names it, which heads' query/key rows it freezes, and whether the LM trains.
+
+    Attributes:
+        label: the arm in words.
+        heads: ``none``, ``sink`` (the top sink heads), ``random`` (matched to them) or ``all`` (every head).
+        lm_trains: False for the positive control (the language model frozen in stage 2).
+    """
+
+    label: str
+    heads: str
+    lm_trains: bool = True
+
+
+ARMS = {
+    "none": ArmSpec("no protection", "none"),
+    "sink": ArmSpec("freeze the top sink heads", "sink"),
+    "random": ArmSpec("freeze matched random heads", "random"),
+    "all_qk": ArmSpec("freeze every head's query/key rows", "all"),
+    "frozen_lm": ArmSpec("positive control: the LM frozen in stage 2", "none", lm_trains=False),
+}
+
+
+def arm_heads(
+    arm: str, seed: int, sink: Sequence[Sequence[int]], shape: dict[str, int], bands: int
+) -> list[list[int]]:
+    """The ``[layer, head]`` pairs whose query/key rows ``arm`` freezes in ``seed`` (``shape``: num_layers,
+    num_heads, num_kv_heads)."""
+    kind = ARMS[arm].heads
+    if kind == "none":
+        return []
+    if kind == "sink":
+        return [list(head) for head in sink]
+    if kind == "all":
+        return [[layer, head] for layer in range(shape["num_layers"]) for head in range(shape["num_heads"])]
+    return matched_random_heads(sink, bands=bands, seed=seed, **shape)

@@ -1,18 +1,23 @@
-"""The testbed experiment: per seed a shared stage 1, then stage 2 in every arm, each VLM measured as a submitter would.
+"""The testbed experiment: per seed a shared stage 0 and stage 1, then every run of the plan, each VLM measured as
+a submitter would measure it.
 
-For every (seed, arm): a fresh LLaVA around the base LM gets the seed's stage-1 vision weights, the arm's heads
-are frozen (``protect_sink_heads``), stage 2 trains with the monitor measuring S every few steps, and the VLM
-is saved as a LLaVA checkpoint, its language model extracted with ``extract_lm(verify=True)``, screened
-(S, its interval and the secondary metrics) and asked the short-answer IFEval prompts. Results are written
-after every run, and a rerun with the same configuration skips the runs already in the file.
+A run (:class:`~sinkbench.testbed.schema.RunKey`) is one stage-2 data kind (VL chats or the text-only control),
+one dose, one arm and one seed. For each: a fresh LLaVA around the base LM gets the seed's stage-1 vision
+weights, the arm's protection is applied (``protect_sink_heads`` freezes query/key rows; the positive control
+freezes the whole LM), stage 2 trains with the monitor measuring S, the VLM is saved as a LLaVA checkpoint, its
+language model extracted with ``extract_lm(verify=True)``, screened (S with its interval), and given the text
+outcomes of :mod:`sinkbench.testbed.outcomes`; held-out scenes give the visual accuracy. The state is written
+after every run, so a killed run loses only itself and a rerun resumes.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,106 +26,75 @@ import torch
 from sinkbench.safe_io import write_json_atomic
 from sinkbench.sink.metrics import SECONDARY_METRICS, SINK_STRENGTH
 from sinkbench.testbed import analysis
-from sinkbench.testbed.controls import frozen_units, matched_random_heads
-from sinkbench.testbed.ifeval_short import generate_answers, grade
+from sinkbench.testbed.controls import ARMS, arm_heads, frozen_units
+from sinkbench.testbed.outcomes import Generated, ReferenceAnswers, measure_text, reference_answers
 from sinkbench.testbed.scenes import question_items
-from sinkbench.testbed.train import StageSpec, pretrain_encoder, stage_data, train_stage, vision_state
+from sinkbench.testbed.schema import (
+    BaseRecord,
+    Results,
+    RunKey,
+    RunRecord,
+    SeedRecord,
+    SinkRecord,
+    TestbedConfig,
+    TextRecord,
+    TracePoint,
+)
+from sinkbench.testbed.train import pretrain_encoder, stage_data, train_stage, vision_state
 from sinkbench.testbed.visual import visual_accuracy
-from sinkbench.testbed.vlm import VisionSpec, build_vlm, save_vlm
+from sinkbench.testbed.vlm import build_vlm, save_vlm
 
-ARMS = ("none", "sink", "random")
-#: The running state under the work folder, resumed by a rerun with the same configuration.
+#: The running state under the work folder, resumed by a rerun with the same recipe.
 STATE_FILE = "state.json"
-
-
-@dataclass(frozen=True)
-class TestbedConfig:
-    """Everything that defines the experiment's numbers (a results file resumes only under the same config)."""
-
-    stage1: StageSpec
-    stage2: StageSpec
-    vision: VisionSpec = field(default_factory=VisionSpec)
-    stage0_steps: int = 400
-    stage0_batch: int = 64
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4, 5)
-    arms: tuple[str, ...] = ARMS
-    top_frac: float = 0.1
-    bands: int = 3
-    monitor_every: int = 10
-    ifeval_prompts: int = 128
-    max_new_tokens: int = 128
-    eval_batch: int = 64
-    eval_dtype: str = "bfloat16"
-    visual_images: int = 64
-    visual_seed: int = 1_000_003
-    keep: tuple[int, str] = (0, "none")
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (tuples become lists, as they come back from a file)."""
-        data = asdict(self)
-        return {key: list(value) if isinstance(value, tuple) else value for key, value in data.items()}
 
 
 @dataclass
 class Inputs:
-    """What the experiment reads: the base LM as a transformers directory, IFEval docs, and the sink heads."""
+    """What the experiment reads: the base LM as a transformers folder, the IFEval docs (and which of them a
+    trivial answer fails), GSM8K training problems for text-only chats, the sink heads and the attention shape."""
 
     base_dir: Path
     docs: Sequence[dict[str, Any]]
+    non_trivial: Sequence[int]
+    problems: Sequence[dict[str, str]]
     sink_heads: list[list[int]]
     shape: dict[str, int]  # num_layers, num_heads, num_kv_heads
 
 
-def load_base(base_dir: Path, dtype: str = "float32") -> tuple[torch.nn.Module, Any]:
+def load_base(base_dir: Path, dtype: str = "float32", device: str = "cpu") -> tuple[torch.nn.Module, Any]:
     """A fresh copy of the base LM (float32 unless told) and its tokenizer."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=getattr(torch, dtype))
+    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=getattr(torch, dtype)).to(device)
     return model, AutoTokenizer.from_pretrained(base_dir)
 
 
-def arm_heads(arm: str, seed: int, config: TestbedConfig, inputs: Inputs) -> list[list[int]]:
-    """The heads ``arm`` freezes in ``seed``: none, the sink heads, or their matched random control."""
-    if arm == "none":
-        return []
-    if arm == "sink":
-        return inputs.sink_heads
-    return matched_random_heads(inputs.sink_heads, bands=config.bands, seed=seed, **inputs.shape)
-
-
-def measure_lm(lm_dir: Path, docs: Sequence[dict[str, Any]], config: TestbedConfig) -> dict[str, Any]:
-    """S (with its interval and secondary metrics) and the IFEval scores of a causal-LM directory."""
-    from sinkbench.sink.probe_model import probe_model
-
-    started = time.perf_counter()
-    report, _ = probe_model(str(lm_dir), progress=False)
-    sink = {
-        SINK_STRENGTH.name: report["sink_strength"],
-        "ci": report["sink_strength_ci"],
-        **{metric.name: report["metrics"][metric.name] for metric in SECONDARY_METRICS},
-        "layer_median_g": report["profile"]["layer_median_g"],
-    }
-    screened = time.perf_counter()
-    model, tokenizer = load_base(lm_dir, config.eval_dtype)
-    answers, lengths = generate_answers(
-        model, tokenizer, [doc["prompt"] for doc in docs], config.max_new_tokens, config.eval_batch
+def sink_record(report: dict[str, Any]) -> SinkRecord:
+    """What the results keep of a ``probe_model`` report."""
+    return SinkRecord(
+        sink_strength=report["sink_strength"],
+        ci=tuple(report["sink_strength_ci"]),
+        secondary={metric.name: report["metrics"][metric.name] for metric in SECONDARY_METRICS},
+        layer_median_g=report["profile"]["layer_median_g"],
     )
-    scores = grade(docs, answers, lengths).to_dict()
-    return {
-        "sink": sink,
-        "ifeval": scores,
-        "seconds": {
-            "screen": round(screened - started, 1),
-            "ifeval": round(time.perf_counter() - screened, 1),
-        },
-    }
+
+
+def trace_point(record: dict[str, Any]) -> TracePoint:
+    """A monitor measurement (``Measurement.trace_record()``) as the results keep it."""
+    return TracePoint(
+        step=record["step"],
+        sink_strength=record[SINK_STRENGTH.name],
+        secondary={metric.name: record.get(metric.name) for metric in SECONDARY_METRICS},
+        seconds=record["seconds"],
+    )
 
 
 class Testbed:
-    """Runs (and resumes) the experiment; scratch goes under ``workdir``.
+    """Runs (and resumes) the experiment; checkpoints and scratch go under ``workdir``.
 
-    The state is written to ``workdir / STATE_FILE`` after every stage and run (a rerun resumes from it), and the
-    finished results, with their analysis, to ``results`` at the end: a results file is never partial.
+    The state (a :class:`~sinkbench.testbed.schema.Results` without its analysis) is written to
+    ``workdir / STATE_FILE`` after every stage and run; the finished results, with their analysis, go to
+    ``results`` at the end, so a results file is never partial.
     """
 
     def __init__(
@@ -136,154 +110,236 @@ class Testbed:
         self.state_file = workdir / STATE_FILE
         self.items = question_items(config.visual_seed, config.visual_images, config.vision.image_size)
         self.state = self._resume(header)
+        self.reference: ReferenceAnswers | None = None
 
-    def _resume(self, header: dict[str, Any]) -> dict[str, Any]:
-        import json
-
-        fresh = {**header, "config": self.config.to_dict(), "sink_heads": self.inputs.sink_heads}
-        if self.state_file.is_file():
-            previous = json.loads(self.state_file.read_text(encoding="utf-8"))
-            same = all(previous.get(key) == fresh[key] for key in ("config", "sink_heads", "ifeval_subset"))
-            if same:
-                self.log(f"resuming {self.state_file}: {len(previous.get('seeds', []))} seeds on file")
-                return {**previous, **{k: v for k, v in fresh.items() if k not in previous}}
-        return {**fresh, "seeds": []}
-
-    def run(self) -> dict[str, Any]:
-        """Every (seed, arm) not yet on file, then the analysis; returns the results document."""
-        if "base" not in self.state:
-            self.state["base"] = self._base()
-            self._write()
-        for seed in self.config.seeds:
-            record = self._seed_record(seed)
-            for arm in self.config.arms:
-                if any(done["arm"] == arm for done in record["arms"]):
-                    continue
-                self.log(f"seed {seed}, arm {arm}")
-                record["arms"].append(self._arm(seed, arm))
-                self._write()
-        self.state["analysis"] = analysis.summarize(self.state)
-        self._write()
-        write_json_atomic(self.state, self.results)
-        return self.state
+    def _resume(self, header: dict[str, Any]) -> Results:
+        fresh = Results.model_validate(
+            {**header, "config": self.config, "sink_heads": self.inputs.sink_heads}
+        )
+        if not self.state_file.is_file():
+            return fresh
+        previous = Results.model_validate(json.loads(self.state_file.read_text(encoding="utf-8")))
+        same = (
+            previous.config.recipe() == self.config.recipe()
+            and previous.sink_heads == fresh.sink_heads
+            and previous.ifeval_subset.indices == fresh.ifeval_subset.indices
+        )
+        if not same:
+            self.log(f"{self.state_file} was made with another recipe: starting afresh")
+            return fresh
+        self.log(f"resuming {self.state_file}: {len(previous.runs)} runs on file")
+        return previous.model_copy(update={"config": self.config, "machine": fresh.machine})
 
     def _write(self) -> None:
-        write_json_atomic(self.state, self.state_file)
+        write_json_atomic(self.state.model_dump(mode="json", by_alias=True), self.state_file)
 
-    def _base(self) -> dict[str, Any]:
+    def _update(self, **fields: Any) -> None:
+        self.state = self.state.model_copy(update=fields)
+        self._write()
+
+    def run(self) -> Results:
+        """Every run of the plan not yet on file, then the analysis; returns the results."""
+        if self.state.base is None:
+            self._update(base=self._base())
+        planned = self.config.runs()
+        for number, key in enumerate(planned, start=1):
+            if self.state.run(key) is not None:
+                continue
+            self._seed(key.seed)
+            self.log(f"run {number} of {len(planned)}: {key.label()}")
+            self._update(runs=[*self.state.runs, self._run(key)])
+        self.state = self.state.model_copy(update={"analysis": analysis.summarize(self.state)})
+        self._write()
+        write_json_atomic(self.state.model_dump(mode="json", by_alias=True), self.results)
+        return self.state
+
+    def _reference(self) -> ReferenceAnswers:
+        """The base model's answers, which every run's NLL scores (from the state once the base is measured)."""
+        if self.reference is None:
+            base = self.state.base
+            self.reference = ReferenceAnswers(
+                tuple(doc["prompt"] for doc in self.inputs.docs),
+                tuple(tuple(ids) for ids in base.reference_token_ids),
+                tuple(map(bool, base.text.stopped)),
+            )
+        return self.reference
+
+    def _measure_text(self, lm_dir: Path, generated: Generated | None = None) -> TextRecord:
+        """The text outcomes of a causal-LM folder (``generated``: its answers when already made, the base's)."""
+        config = self.config
+        model, tokenizer = load_base(lm_dir, config.eval_dtype, config.device)
+        outcomes = measure_text(
+            model,
+            tokenizer,
+            self.inputs.docs,
+            self.inputs.non_trivial,
+            self._reference(),
+            max_new_tokens=config.max_new_tokens,
+            batch_size=config.eval_batch,
+            generate_dtype=getattr(torch, config.eval_dtype),
+            generated=generated,
+        )
+        return TextRecord.model_validate(outcomes.to_dict())
+
+    def _screen(self, lm_dir: Path) -> SinkRecord:
+        from sinkbench.sink.probe_model import probe_model
+
+        report, _ = probe_model(str(lm_dir), progress=False, device=self.config.device)
+        return sink_record(report)
+
+    def _base(self) -> BaseRecord:
         """The untouched base LM through the same measurements, and an untrained VLM's visual accuracy."""
         self.log("base model")
-        measured = measure_lm(self.inputs.base_dir, self.inputs.docs, self.config)
-        lm, tokenizer = load_base(self.inputs.base_dir)
-        vlm = build_vlm(lm, tokenizer, self.config.vision, seed=0)
-        measured["visual_untrained"] = visual_accuracy(
-            vlm, tokenizer, self.items, self.config.vision.image_tokens
-        )
-        return measured
-
-    def _seed_record(self, seed: int) -> dict[str, Any]:
-        """The seed's record with its stage-1 weights on disk (trained now when either is missing)."""
-        record = next((r for r in self.state["seeds"] if r["seed"] == seed), None)
-        weights = self.workdir / f"seed{seed}" / "stage1.pt"
-        if record is not None and weights.is_file():
-            return record
-        self.log(f"seed {seed}, stage 1")
-        lm, tokenizer = load_base(self.inputs.base_dir)
-        vlm = build_vlm(lm, tokenizer, self.config.vision, seed=seed)
-        stage0 = pretrain_encoder(
-            vlm, self.config.vision, seed, self.config.stage0_steps, self.config.stage0_batch
-        )
-        data = stage_data(
-            "stage1",
-            seed,
-            self.config.stage1.steps * self.config.stage1.batch_size,
+        config = self.config
+        started = time.perf_counter()
+        sink = self._screen(self.inputs.base_dir)
+        screened = time.perf_counter()
+        model, tokenizer = load_base(self.inputs.base_dir, config.eval_dtype, config.device)
+        self.reference, generated = reference_answers(
+            model,
             tokenizer,
-            self.config.vision,
+            self.inputs.docs,
+            max_new_tokens=config.max_new_tokens,
+            batch_size=config.eval_batch,
+            generate_dtype=getattr(torch, config.eval_dtype),
         )
-        result = train_stage(vlm, tokenizer, data, self.config.stage1, seed)
-        weights.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(vision_state(vlm), weights)
-        stage1 = {
-            **result.to_dict(),
-            "visual": visual_accuracy(vlm, tokenizer, self.items, self.config.vision.image_tokens),
-        }
-        if record is None:
-            record = {"seed": seed, "arms": []}
-            self.state["seeds"].append(record)
-        record["stage0"], record["stage1"] = stage0, stage1
-        self._write()
-        return record
+        del model
+        text = self._measure_text(self.inputs.base_dir, generated)
+        measured = time.perf_counter()
+        lm, tokenizer = load_base(self.inputs.base_dir, device=config.device)
+        vlm = build_vlm(lm, tokenizer, config.vision, seed=0).to(config.device)
+        visual = visual_accuracy(vlm, tokenizer, self.items, config.vision.image_tokens)
+        return BaseRecord(
+            sink=sink,
+            text=text,
+            reference_token_ids=[list(ids) for ids in self.reference.token_ids],
+            visual_untrained=visual,
+            seconds={"screen": round(screened - started, 1), "text": round(measured - screened, 1)},
+        )
 
-    def _arm(self, seed: int, arm: str) -> dict[str, Any]:
-        """Stage 2 of one arm, then the VLM saved, its LM extracted and verified, screened and evaluated."""
+    def _stage1_path(self, seed: int) -> Path:
+        return self.workdir / f"seed{seed}" / "stage1.pt"
+
+    def _seed(self, seed: int) -> None:
+        """Make the seed's stage-0/1 vision weights (and record them) unless they are on file and on disk."""
+        if self.state.seed_record(seed) is not None and self._stage1_path(seed).is_file():
+            return
+        self.log(f"seed {seed}: stages 0 and 1")
+        config = self.config
+        lm, tokenizer = load_base(self.inputs.base_dir, device=config.device)
+        vlm = build_vlm(lm, tokenizer, config.vision, seed=seed).to(config.device)
+        stage0 = pretrain_encoder(vlm, config.vision, seed, config.stage0_steps, config.stage0_batch)
+        count = config.stage1.steps * config.stage1.batch_size
+        data = stage_data("stage1", seed, count, tokenizer, config.vision)
+        result = train_stage(vlm, tokenizer, data, config.stage1, seed, device=config.device)
+        self._stage1_path(seed).parent.mkdir(parents=True, exist_ok=True)
+        torch.save(vision_state(vlm), self._stage1_path(seed))
+        record = SeedRecord(
+            seed=seed,
+            stage0=stage0,
+            stage1={**result.to_dict(), "supervised_tokens": data.supervised_tokens},
+            visual_after_stage1=visual_accuracy(vlm, tokenizer, self.items, config.vision.image_tokens),
+        )
+        others = [r for r in self.state.seeds if r.seed != seed]
+        self._update(seeds=sorted([*others, record], key=lambda r: r.seed))
+
+    def _run(self, key: RunKey) -> RunRecord:
+        """Stage 2 of one run, then the VLM saved, its LM extracted and verified, screened and measured."""
         from sinkbench.extract.pipeline import extract_lm
         from sinkbench.monitor import SinkStrengthCallback
         from sinkbench.protect import protect_sink_heads
 
+        config, inputs = self.config, self.inputs
         started = time.perf_counter()
-        lm, tokenizer = load_base(self.inputs.base_dir)
-        vlm = build_vlm(lm, tokenizer, self.config.vision, seed=seed)
-        vlm.load_state_dict(torch.load(self.workdir / f"seed{seed}" / "stage1.pt"), strict=False)
-        heads = arm_heads(arm, seed, self.config, self.inputs)
+        lm, tokenizer = load_base(inputs.base_dir, device=config.device)
+        vlm = build_vlm(lm, tokenizer, config.vision, seed=key.seed).to(config.device)
+        vlm.load_state_dict(torch.load(self._stage1_path(key.seed)), strict=False)
+        heads = arm_heads(key.arm, key.seed, inputs.sink_heads, inputs.shape, config.bands)
         handle = protect_sink_heads(vlm, heads, mode="freeze") if heads else None
+        spec = dataclasses.replace(config.doses[key.dose], train_lm=ARMS[key.arm].lm_trains)
+        count = spec.steps * spec.batch_size
+        stage = "stage2" if key.data == "vl" else "stage2_text"
         data = stage_data(
-            "stage2",
-            seed,
-            self.config.stage2.steps * self.config.stage2.batch_size,
+            stage,
+            key.seed,
+            count,
             tokenizer,
-            self.config.vision,
+            config.vision,
+            replies=config.replies,
+            problems=inputs.problems,
+            text_share=config.text_share,
         )
         monitor: list[Any] = []
 
         def make_monitor(trainer: Any) -> Any:
             monitor.append(
-                SinkStrengthCallback(trainer, every_n_steps=self.config.monitor_every, tokenizer=tokenizer)
+                SinkStrengthCallback(trainer, every_n_steps=config.monitor_every, tokenizer=tokenizer)
             )
             return monitor[0]
 
-        result = train_stage(vlm, tokenizer, data, self.config.stage2, seed, callbacks=[make_monitor])
+        result = train_stage(
+            vlm, tokenizer, data, spec, key.seed, callbacks=[make_monitor], device=config.device
+        )
         unchanged = handle is None or all(
             torch.equal(entry.parameter.detach()[entry.rows], entry.initial) for entry in handle.rows
         )
         if handle is not None:
             handle.remove()
-        visual = visual_accuracy(vlm, tokenizer, self.items, self.config.vision.image_tokens)
-        run_dir = self.workdir / f"seed{seed}" / arm
+        visual_started = time.perf_counter()
+        visual = visual_accuracy(vlm, tokenizer, self.items, config.vision.image_tokens)
+        run_dir = self.workdir / f"seed{key.seed}" / f"{key.data}-{key.dose}-{key.arm}"
         shutil.rmtree(run_dir, ignore_errors=True)
         extract_started = time.perf_counter()
-        save_vlm(vlm, tokenizer, self.config.vision, run_dir / "vlm")
+        save_vlm(vlm, tokenizer, config.vision, run_dir / "vlm")
         extraction = extract_lm(str(run_dir / "vlm"), run_dir / "lm", verify=True).provenance["verification"]
-        extract_seconds = time.perf_counter() - extract_started
         del vlm, lm
-        measured = measure_lm(run_dir / "lm", self.inputs.docs, self.config)
-        if (seed, arm) != tuple(self.config.keep):
+        screen_started = time.perf_counter()
+        sink = self._screen(run_dir / "lm")
+        text_started = time.perf_counter()
+        text = self._measure_text(run_dir / "lm")
+        finished = time.perf_counter()
+        if key not in config.keep:
             shutil.rmtree(run_dir, ignore_errors=True)
-        trace = [m.trace_record() for m in monitor[0].monitor.history]
-        return {
-            "arm": arm,
-            "heads": heads,
-            "frozen": {
-                **frozen_units(heads, self.inputs.shape["num_heads"], self.inputs.shape["num_kv_heads"]),
+        trace = [trace_point(m.trace_record()) for m in monitor[0].monitor.history]
+        return RunRecord(
+            key=key,
+            heads=heads,
+            frozen={
+                **frozen_units(heads, inputs.shape["num_heads"], inputs.shape["num_kv_heads"]),
                 "weights": handle.num_protected if handle else 0,
                 "rows_unchanged": unchanged,
+                "lm_trained": spec.train_lm,
             },
-            "stage2": result.to_dict(),
-            "trace": [{k: v for k, v in point.items() if k != "alerts"} for point in trace],
-            "visual": visual,
-            "extraction": extraction,
-            **measured,
-            "seconds": {
-                **measured["seconds"],
+            stage2={**result.to_dict(), "supervised_tokens": data.supervised_tokens},
+            trace=trace,
+            visual=visual,
+            extraction=extraction,
+            sink=sink,
+            text=text,
+            seconds={
                 "stage2": round(result.seconds, 1),
-                "monitor": round(sum(point["seconds"] for point in trace), 1),
-                "extract": round(extract_seconds, 1),
-                "total": round(time.perf_counter() - started, 1),
+                "monitor": round(sum(point.seconds for point in trace), 1),
+                "visual": round(extract_started - visual_started, 1),
+                "extract": round(screen_started - extract_started, 1),
+                "screen": round(text_started - screen_started, 1),
+                "text": round(finished - text_started, 1),
+                "total": round(finished - started, 1),
             },
-        }
+        )
 
 
 def ifeval_subset_record(
-    docs: Sequence[dict[str, Any]], indices: Sequence[int], source: dict[str, Any]
+    docs: Sequence[dict[str, Any]], indices: Sequence[int], non_trivial: Sequence[int], source: dict[str, Any]
 ) -> dict[str, Any]:
-    """What the results file records of the IFEval prompts: the file, the rule, the indices and keys."""
-    return {**source, "indices": list(indices), "keys": [docs[i]["key"] for i in indices]}
+    """What the results file records of the IFEval prompts: the file, the rule, the indices and keys, which of
+    them a trivial answer fails, and what the trivial answers score."""
+    from sinkbench.testbed.outcomes import trivial_scores
+
+    chosen = [docs[i] for i in indices]
+    return {
+        **source,
+        "indices": list(indices),
+        "keys": [doc["key"] for doc in chosen],
+        "non_trivial": list(non_trivial),
+        "trivial_scores": trivial_scores(chosen),
+    }

@@ -1,4 +1,4 @@
-"""IFEval prompts a short answer can satisfy, answered greedily and graded by lm-eval's own IFEval checkers.
+"""IFEval prompts a short answer can satisfy, graded by lm-eval's own IFEval checkers.
 
 The testbed evaluates many fine-tuned models on a 2-core CPU, so it caps every answer at a few hundred tokens.
 A prompt that asks for 300 words, 20 sentences or 6 paragraphs then fails by construction, in every arm, and
@@ -108,41 +108,3 @@ def grade(
         inst_strict_by_prompt=tuple(tuple(bool(ok) for ok in g["inst_level_strict_acc"]) for g in graded),
         answer_tokens=tuple(answer_tokens),
     )
-
-
-def generate_answers(
-    model: Any, tokenizer: Any, prompts: Sequence[str], max_new_tokens: int, batch_size: int
-) -> tuple[list[str], list[int]]:
-    """Greedy chat-template answers to ``prompts`` (sorted by length into batches), and their token counts."""
-    import torch
-
-    tokenizer.padding_side = "left"
-    model.eval()
-    texts = [
-        tokenizer.apply_chat_template(
-            [{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True
-        )
-        for p in prompts
-    ]
-    order = sorted(range(len(texts)), key=lambda i: len(tokenizer(texts[i]).input_ids))
-    answers: list[str] = [""] * len(texts)
-    lengths = [0] * len(texts)
-    for start in range(0, len(order), batch_size):
-        batch = order[start : start + batch_size]
-        encoded = tokenizer(
-            [texts[i] for i in batch], return_tensors="pt", padding=True, add_special_tokens=False
-        )
-        with torch.inference_mode():
-            output = model.generate(
-                **encoded,
-                max_new_tokens=max_new_tokens,
-                do_sample=False,
-                pad_token_id=tokenizer.pad_token_id,
-            )
-        new = output[:, encoded.input_ids.shape[1] :]
-        for row, index in enumerate(batch):
-            ids = new[row].tolist()
-            ended = [k for k, token in enumerate(ids) if token == tokenizer.eos_token_id]
-            lengths[index] = ended[0] + 1 if ended else len(ids)
-            answers[index] = tokenizer.decode(ids[: lengths[index]], skip_special_tokens=True)
-    return answers, lengths

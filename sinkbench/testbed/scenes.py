@@ -2,8 +2,9 @@
 
 A scene puts one to four shapes (circle, square, triangle) in distinct cells of a 2 x 2 grid on a black
 canvas, each in one of four colours, with jittered size, position and shade. From it come a caption ("Two
-shapes: a red circle in the top left and a blue square in the bottom right.") and one-word questions about
-the count, the colour in a cell and the shape in a cell. Images are drawn with numpy alone (no fonts, no
+shapes: a red circle in the top left and a blue square in the bottom right.") and questions about the count,
+the colour in a cell and the shape in a cell, with one-word answers (:mod:`.replies` writes stage 2's longer
+reply formats from the same facts). Images are drawn with numpy alone (no fonts, no
 PIL), so the same seed gives the same pixels on every machine.
 
 Every answer starts with a word whose first token differs from the other answers of its kind, so a model's
@@ -32,6 +33,8 @@ ANSWERS = {
     "shape": tuple(s.capitalize() for s in SHAPES),
 }
 IMAGE_TOKEN = "<image>"
+#: LLaVA-Mix's instruction for short VQA answers: the one-word stage-2 turns and the held-out questions end with it.
+ONE_WORD = "Answer the question using a single word."
 
 
 @dataclass(frozen=True)
@@ -113,23 +116,6 @@ def caption_conversation(scene: Scene) -> list[dict[str, str]]:
     ]
 
 
-def qa_conversation(scene: Scene, rng: np.random.Generator, turns: int = 3) -> list[dict[str, str]]:
-    """Stage 2: ``turns`` question-answer turns (the image in the first), one in four a caption request."""
-    messages = []
-    for turn in range(turns):
-        if rng.random() < 0.25:
-            question, answer = "Describe the image.", caption(scene)
-        else:
-            question, word = ask(scene, list(ANSWERS)[int(rng.integers(len(ANSWERS)))], rng)
-            answer = f"{word}."
-        prefix = f"{IMAGE_TOKEN}\n" if turn == 0 else ""
-        messages += [
-            {"role": "user", "content": prefix + question},
-            {"role": "assistant", "content": answer},
-        ]
-    return messages
-
-
 @dataclass(frozen=True)
 class QuestionItem:
     """A held-out question: the scene's image, the user turn, the kind and the correct answer word."""
@@ -141,12 +127,13 @@ class QuestionItem:
 
 
 def question_items(seed: int, images: int, size: int = 48) -> list[QuestionItem]:
-    """``images`` fresh scenes from ``seed``, each asked one question of every kind (3 items per image)."""
+    """``images`` fresh scenes from ``seed``, each asked one question of every kind (3 items per image), in the
+    one-word form of the stage-2 ``word`` turns."""
     rng = np.random.default_rng(seed)
     items = []
     for _ in range(images):
         scene = make_scene(rng, size)
         for kind in ANSWERS:
             question, answer = ask(scene, kind, rng)
-            items.append(QuestionItem(scene.image, f"{IMAGE_TOKEN}\n{question}", kind, answer))
+            items.append(QuestionItem(scene.image, f"{IMAGE_TOKEN}\n{question}\n{ONE_WORD}", kind, answer))
     return items

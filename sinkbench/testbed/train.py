@@ -21,19 +21,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from sinkbench.testbed.scenes import (
-    CELLS,
-    COLOURS,
-    NUMBERS,
-    SHAPES,
-    caption_conversation,
-    make_scene,
-    qa_conversation,
-)
+from sinkbench.testbed.replies import ReplyMix, vl_conversation
+from sinkbench.testbed.scenes import CELLS, COLOURS, NUMBERS, SHAPES, caption_conversation, make_scene
+from sinkbench.testbed.text_chats import problem_turns, text_conversations
 from sinkbench.testbed.vlm import IGNORE, VisionSpec, encode, pixel_values
 
 #: Stream numbers that keep the two stages' scenes (and the held-out ones) apart for one seed.
-STAGE_STREAMS = {"stage0": 0, "stage1": 1, "stage2": 2}
+STAGE_STREAMS = {"stage0": 0, "stage1": 1, "stage2": 2, "stage2_text": 3}
 
 
 @dataclass(frozen=True)
@@ -61,44 +55,84 @@ class StageSpec:
         return asdict(self)
 
 
-class ChatImages(torch.utils.data.Dataset):
-    """Encoded chats about scenes: token ids, assistant-only labels and one image each."""
+Item = tuple[list[int], list[int], "np.ndarray | None"]
 
-    def __init__(self, items: Sequence[tuple[list[int], list[int], np.ndarray]]) -> None:
+
+class ChatImages(torch.utils.data.Dataset):
+    """Encoded chats: token ids, assistant-only labels and the chat's image (None for a text-only chat)."""
+
+    def __init__(self, items: Sequence[Item]) -> None:
         self.items = list(items)
 
     def __len__(self) -> int:
         return len(self.items)
 
-    def __getitem__(self, index: int) -> tuple[list[int], list[int], np.ndarray]:
+    def __getitem__(self, index: int) -> Item:
         return self.items[index]
 
+    @property
+    def supervised_tokens(self) -> int:
+        """Tokens that enter the loss, over every chat."""
+        return sum(sum(label != IGNORE for label in labels) for _, labels, _ in self.items)
 
-def stage_data(stage: str, seed: int, count: int, tokenizer: Any, vision: VisionSpec) -> ChatImages:
-    """``count`` chats of ``stage`` (captions for ``stage1``, question answering for ``stage2``) from ``seed``."""
+
+def stage_data(
+    stage: str,
+    seed: int,
+    count: int,
+    tokenizer: Any,
+    vision: VisionSpec,
+    *,
+    replies: ReplyMix | None = None,
+    problems: Sequence[dict[str, str]] = (),
+    text_share: float = 0.0,
+) -> ChatImages:
+    """``count`` chats of ``stage`` from ``seed``.
+
+    * ``stage1``: captions of scenes ("Describe the image.");
+    * ``stage2``: chats about scenes in the reply formats of ``replies``; a ``text_share`` of them (drawn per
+      chat) is replaced by a text-only chat from ``problems``;
+    * ``stage2_text``: text-only chats from ``problems`` (the text-only control), as many as stage 2 has.
+
+    Raises:
+        ValueError: text chats are asked for without ``problems``.
+    """
     rng = np.random.default_rng([seed, STAGE_STREAMS[stage]])
-    items = []
+    if stage != "stage1" and (stage == "stage2_text" or text_share > 0) and not problems:
+        raise ValueError(f"{stage} with text-only chats needs GSM8K problems; none were given")
+    if stage == "stage2_text":
+        chats = text_conversations(problems, count, 1, rng)
+        return ChatImages([(*encode(tokenizer, chat, vision.image_tokens), None) for chat in chats])
+    items: list[Item] = []
+    text_rng = np.random.default_rng([seed, STAGE_STREAMS["stage2_text"]])
     for _ in range(count):
         scene = make_scene(rng, vision.image_size)
-        chat = caption_conversation(scene) if stage == "stage1" else qa_conversation(scene, rng)
-        ids, labels = encode(tokenizer, chat, vision.image_tokens)
-        items.append((ids, labels, scene.image))
+        if stage == "stage1":
+            chat = caption_conversation(scene)
+        elif text_share > 0 and rng.random() < text_share:
+            chat = problem_turns(problems[int(text_rng.integers(len(problems)))])
+            items.append((*encode(tokenizer, chat, vision.image_tokens), None))
+            continue
+        else:
+            chat = vl_conversation(scene, rng, replies or ReplyMix())
+        items.append((*encode(tokenizer, chat, vision.image_tokens), scene.image))
     return ChatImages(items)
 
 
 def collate(pad_id: int):
-    """A collator that right-pads a batch of :class:`ChatImages` items."""
+    """A collator that right-pads a batch of :class:`ChatImages` items (images, if any, in batch order)."""
 
-    def collate_batch(batch: Sequence[tuple[list[int], list[int], np.ndarray]]) -> dict[str, torch.Tensor]:
+    def collate_batch(batch: Sequence[Item]) -> dict[str, torch.Tensor]:
         width = max(len(ids) for ids, _, _ in batch)
         ids = [ids + [pad_id] * (width - len(ids)) for ids, _, _ in batch]
         labels = [labels + [IGNORE] * (width - len(labels)) for _, labels, _ in batch]
         mask = [[1] * len(item[0]) + [0] * (width - len(item[0])) for item in batch]
+        images = [image for _, _, image in batch if image is not None]
         return {
             "input_ids": torch.tensor(ids),
             "attention_mask": torch.tensor(mask),
             "labels": torch.tensor(labels),
-            "pixel_values": pixel_values([image for _, _, image in batch]),
+            **({"pixel_values": pixel_values(images)} if images else {}),
         }
 
     return collate_batch
@@ -131,8 +165,10 @@ def train_stage(
     spec: StageSpec,
     seed: int,
     callbacks: Sequence[Any] = (),
+    device: str = "cpu",
 ) -> StageResult:
-    """Train ``vlm`` in place for one stage. ``callbacks`` are built from the trainer (``lambda trainer: ...``)."""
+    """Train ``vlm`` in place for one stage on ``device`` (``cpu`` or a CUDA device the model is on).
+    ``callbacks`` are built from the trainer (``lambda trainer: ...``)."""
     from transformers import PrinterCallback, Trainer, TrainingArguments
 
     set_language_model_trainable(vlm, spec.train_lm)
@@ -151,7 +187,7 @@ def train_stage(
             report_to=[],
             seed=seed,
             data_seed=seed,
-            use_cpu=True,
+            use_cpu=device == "cpu",
             disable_tqdm=True,
             remove_unused_columns=False,
             dataloader_num_workers=0,
@@ -212,8 +248,9 @@ def pretrain_encoder(
     if grid % 2:
         raise ValueError(f"{grid} x {grid} patches cannot be cut into 2 x 2 cells; choose an even grid.")
     encoder = vlm.model.vision_tower
-    count_head = torch.nn.Linear(vision.hidden_size, len(NUMBERS))
-    cell_head = torch.nn.Linear(vision.hidden_size, len(COLOURS) + 1 + len(SHAPES) + 1)
+    device = next(encoder.parameters()).device
+    count_head = torch.nn.Linear(vision.hidden_size, len(NUMBERS)).to(device)
+    cell_head = torch.nn.Linear(vision.hidden_size, len(COLOURS) + 1 + len(SHAPES) + 1).to(device)
     parameters = [*encoder.parameters(), *count_head.parameters(), *cell_head.parameters()]
     optimizer = torch.optim.AdamW(parameters, lr=lr, weight_decay=0.0)
     rng = np.random.default_rng([seed, STAGE_STREAMS["stage0"]])
@@ -221,8 +258,9 @@ def pretrain_encoder(
     encoder.train()
     for _ in range(steps):
         scenes = [make_scene(rng, vision.image_size) for _ in range(batch_size)]
-        targets = _scene_targets(scenes)
-        hidden = encoder(pixel_values([s.image for s in scenes]), output_hidden_states=True).hidden_states[-1]
+        targets = _scene_targets(scenes).to(device)
+        images = pixel_values([s.image for s in scenes]).to(device)
+        hidden = encoder(images, output_hidden_states=True).hidden_states[-1]
         patches = hidden[:, 1:].reshape(batch_size, grid, grid, -1)
         half = grid // 2
         cells = torch.stack(

@@ -53,10 +53,13 @@ def visual_accuracy(
         width = max(map(len, encoded))
         ids = torch.tensor([row + [tokenizer.pad_token_id] * (width - len(row)) for row in encoded])
         mask = torch.tensor([[1] * len(row) + [0] * (width - len(row)) for row in encoded])
-        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+        device = next(vlm.parameters()).device
+        with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16):
             logits = vlm(
-                input_ids=ids, attention_mask=mask, pixel_values=pixel_values([i.image for i in batch])
-            ).logits
+                input_ids=ids.to(device),
+                attention_mask=mask.to(device),
+                pixel_values=pixel_values([i.image for i in batch]).to(device),
+            ).logits.cpu()
         last = logits[torch.arange(len(batch)), mask.sum(1) - 1]
         for item, row in zip(batch, last, strict=True):
             words = list(candidates[item.kind])
