@@ -102,7 +102,9 @@ def _reported_pair(root: Path, index: int, rng: np.random.Generator) -> None:
     tasks = []
     for task in TASKS:
         item = {"task": task, "delta": round(float(-12 + 5 * s + rng.normal(0, 3)), 1), "table": "Table 6"}
-        if task == "ifeval_strict" and index % 3 == 0:  # the scores the counts give, as the seeded ones derive them
+        if (
+            task == "ifeval_strict" and index % 3 == 0
+        ):  # the scores the counts give, as the seeded ones derive them
             reference = round(100 * (both_pass + lost) / prompts, 2)
             vlm = round(100 * (both_pass + gained) / prompts, 2)
             item |= {

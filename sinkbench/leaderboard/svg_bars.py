@@ -42,7 +42,9 @@ def bars_svg(counts: Sequence[tuple[str, int]], *, title: str, heading: str, x_l
     bottom = TOP + ROW_HEIGHT * len(counts)
     for tick in ticks:
         x = left + tick * scale
-        parts.append(f'<line x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{bottom}" stroke="#e0e0e0" stroke-width="0.6"/>')
+        parts.append(
+            f'<line x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{bottom}" stroke="#e0e0e0" stroke-width="0.6"/>'
+        )
         parts.append(f'<text x="{x:.1f}" y="{bottom + 16}" text-anchor="middle" {_FONT}>{int(tick)}</text>')
     for index, (label, count) in enumerate(counts):
         y = TOP + ROW_HEIGHT * index
