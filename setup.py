@@ -2,7 +2,7 @@
 
 * The repository's top-level ``harness_tasks/`` (lm-eval task families) installs as ``sinkbench.tasks``: a name
   inside sinkbench's own namespace instead of a generic top-level package in site-packages.
-* The repository's top-level ``site/`` (the leaderboard's templates, docs and MkDocs hooks) installs as the
+* The repository's top-level ``site/`` (the leaderboard's templates and docs) installs as the
   package ``sinkbench.site``, and the top-level ``mkdocs.yml`` beside it as ``sinkbench/mkdocs.yml``: the wheel
   then holds ``mkdocs.yml`` and ``site/`` side by side, as the repository does, so an installed sinkbench builds
   the site with the same configuration (:mod:`sinkbench.leaderboard.sources`). An editable install maps

@@ -57,6 +57,14 @@ def test_the_committed_page_renders_the_committed_table() -> None:
     assert table.TABLE_PAGE.read_text(encoding="utf-8") == table.to_markdown(table.load())
 
 
+def test_the_committed_encoder_types_are_what_transformers_names_say() -> None:
+    committed = table.load()
+    found = table.encoder_types(list(committed["probe"]))
+    assert committed["encoder_types"] == found
+    assert {"bert", "camembert", "roberta"} <= set(found["encoder"]) and "bart" in found["encoder_decoder"]
+    assert not {"llama", "qwen3", "gemma3_text"} & {*found["encoder"], *found["encoder_decoder"]}
+
+
 def test_every_registered_type_has_a_row() -> None:
     from sinkbench.conformance.probe import causal_lm_types
 

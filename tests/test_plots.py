@@ -61,3 +61,43 @@ def test_heatmap_of_one_value_or_none_still_draws() -> None:
     assert to_hex(colormaps["viridis"](0.5)) in fills  # a constant profile sits mid-scale
     empty = ElementTree.fromstring(HeatmapChart((3,), ((None,),), "m").svg())
     assert [rect.get("fill") for rect in empty.iter(f"{SVG}rect")] == ["#ffffff", "none", "url(#colour-bar)"]
+
+
+def test_the_category_chart_is_one_bar_per_category_its_axis_past_the_longest() -> None:
+    from sinkbench.leaderboard.plots import CategoryChart
+
+    chart = CategoryChart((("keywords", 9), ("combination", 14), ("<b>x</b>", 1)), "Pair <i>")
+    svg = chart.svg()
+    assert svg.startswith("<svg") and svg.count('fill="#3f51b5"') == 3
+    assert "<title>IFEval regressions by category: Pair &lt;i&gt;</title>" in svg
+    assert f"<desc>{chart.alt.replace('<', '&lt;').replace('>', '&gt;')}</desc>" in svg
+    assert ">14</text>" in svg and ">15</text>" in svg and "&lt;b&gt;x&lt;/b&gt;" in svg and "<b>" not in svg
+    figure = chart.figure()
+    assert figure["data"][0]["x"] == [9, 14, 1] and figure["data"][0]["y"][2] == "&lt;b&gt;x&lt;/b&gt;"
+
+
+def test_every_chart_gives_an_interactive_figure_of_its_own_data() -> None:
+    from sinkbench.leaderboard.plots import HeatmapChart, ScatterChart, ScatterPoint, TrajectoryChart
+
+    points = (
+        ScatterPoint("A", 1.0, -5.0, "none", "reported", None, -4.0, (-9.0, 1.0), "jackknife+ 94.1%"),
+        ScatterPoint("B <x>", 2.0, -1.0, "per-head"),
+    )
+    scatter = ScatterChart(points, "IFEval", (3.0, -8.0)).figure()
+    series = {trace["name"]: trace for trace in scatter["data"]}
+    assert series["QK-norm: none"]["x"] == [1.0] and series["QK-norm: per-head"]["y"] == [-1.0]
+    hover = series["QK-norm: none"]["text"][0]
+    assert "<b>A</b>" in hover and "held-out prediction -4.0" in hover and "[-9.0, +1.0]" in hover
+    assert "reported" in hover and "&lt;x&gt;" in series["QK-norm: per-head"]["text"][0]
+    assert series["least-squares fit (all pairs)"]["y"] == [-5.0, -2.0]
+    assert {trace["marker"]["symbol"] for trace in scatter["data"] if "marker" in trace} == {
+        "circle",
+        "triangle-up",
+    }
+    heat = HeatmapChart((20, 21), ((1.0, None), (2.0, 3.0)), "M").figure()["data"][0]
+    assert heat["z"] == [[1.0, None], [2.0, 3.0]] and heat["y"] == ["20", "21"]
+    trace = TrajectoryChart((("arm", (((0, 1.0), (10, 2.0)), ((0, 3.0), (10, 4.0)))),), "M").figure()["data"]
+    assert [t["showlegend"] for t in trace if "showlegend" in t] == [False, False] and trace[-1]["y"] == [
+        2.0,
+        3.0,
+    ]

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import re
 import shutil
 from html.parser import HTMLParser
 from pathlib import Path
-from types import SimpleNamespace
 from urllib.parse import unquote, urlsplit
 
 import pytest
 from markupsafe import Markup
 
 from sinkbench.cli import build_parser, main
+from sinkbench.leaderboard import charts, raw_blocks
 from sinkbench.leaderboard.content import Prediction
 from sinkbench.leaderboard.entry_details import slugify
 from sinkbench.leaderboard.formatting import (
@@ -333,8 +332,10 @@ def test_backbone_page_labels_a_limited_run_and_shows_notes(site: Path, entries:
     backbone = next(e for e in entries if e.kind == "backbone" and e.provenance == "measured")
     assert backbone.scores["gsm8k_cot_strict"].coverage == (250, 1319)
     page = _html(site, f"backbones/{slugify(backbone.llm.id)}.html")
-    row = re.search(r"<tr><td>GSM8K-CoT (.*?)</tr>", page)
-    assert row and "only 250 of 1,319 documents" in row.group(1) and ">2.40<" in row.group(1), row
+    row = re.search(r'<tr><td class="sb-sticky">GSM8K-CoT</td>(.*?)</tr>', page.split('id="own-scores"')[1])
+    assert (
+        row and "first 250 of 1,319 documents (--limit 250)" in row.group(1) and ">2.40<" in row.group(1)
+    ), row
     assert "<dt>Notes</dt><dd>GSM8K-CoT on the first 250 problems only (--limit 250) &lt;b&gt;as text" in page
 
 
@@ -349,7 +350,10 @@ def test_home_page_has_counts_headline_chart_and_last_update(site: Path, entries
 def test_screening_ranks_backbones_by_sink_strength(site: Path) -> None:
     html = _html(site, "screening.html")
     table = html.split('id="board-screening"')[1].split("</table>")[0]
-    values = [float(v) for v in re.findall(r'<td class="sb-num" data-sort="([-0-9.e]+)">[^<]*<br>', table)]
+    values = [
+        float(v)
+        for v in re.findall(r'<td class="sb-num" data-sort="([-0-9.e]+)"><span data-sb-fact="s\|', table)
+    ]
     assert values == sorted(values, reverse=True) and len(values) >= 3
 
 
@@ -477,17 +481,27 @@ def test_format_number(value: float | None, digits: int, signed: bool, expected:
     assert format_number(value, digits, signed) == expected
 
 
-def test_mkdocs_hook_passes_raw_blocks_around_markdown() -> None:
-    spec = importlib.util.spec_from_file_location("mkdocs_hooks", SOURCES_DIR / "site" / "mkdocs_hooks.py")
-    hooks = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hooks)
-    page = SimpleNamespace(file=SimpleNamespace(src_uri="pairs/x.md"))
+def test_raw_blocks_pass_around_markdown() -> None:
     block = "<table>\n<tr><td>*not emphasis*</td></tr>\n</table>"
     markdown = f"# T\n\n<!--sb:raw-->\n{block}\n<!--/sb:raw-->\n\ntext *em*\n"
-    lifted = hooks.on_page_markdown(markdown, page)
-    assert lifted == "# T\n\n<!--sb:raw:0-->\n\ntext *em*\n"
+    lifted, blocks = raw_blocks.lift(markdown)
+    assert lifted == "# T\n\n<!--sb:raw:0-->\n\ntext *em*\n" and blocks == [block]
     html = "<h1>T</h1>\n<!--sb:raw:0-->\n<p>text <em>em</em></p>"
-    assert hooks.on_page_content(html, page) == f"<h1>T</h1>\n{block}\n<p>text <em>em</em></p>"
+    assert raw_blocks.restore(html, blocks) == f"<h1>T</h1>\n{block}\n<p>text <em>em</em></p>"
+
+
+def test_the_plugin_keeps_no_module_state() -> None:
+    """Everything a build remembers between events lives on the plugin instance (one per build): no mutable
+    module-level value in the plugin's modules."""
+    from sinkbench.leaderboard import consistency, plugin
+
+    for module in (plugin, raw_blocks, consistency, charts):
+        mutable = [
+            name
+            for name, value in vars(module).items()
+            if not name.startswith("__") and isinstance(value, (list, dict, set)) and name.isupper() is False
+        ]
+        assert mutable == [], (module.__name__, mutable)
 
 
 def test_small_formatters() -> None:

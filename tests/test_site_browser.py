@@ -50,15 +50,21 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The seeded submissions plus the fixtures' measured pair, built and served on 127.0.0.1."""
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The seeded submissions plus the fixtures' measured pair, built."""
     root = tmp_path_factory.mktemp("browser")
     shutil.copytree(SEEDED, root / "submissions")
     shutil.copytree(MEASURED_PAIR, root / "submissions" / "pairs" / MEASURED_PAIR.name)
     site = root / "site"
     build_site(root / "submissions", site)
+    return site
+
+
+@pytest.fixture(scope="module")
+def base_url(built: Path) -> Iterator[str]:
+    """The built site, served on 127.0.0.1."""
     server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(site))
+        ("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(built))
     )
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -121,12 +127,12 @@ def test_the_filters_hide_rows(page: object, base_url: str) -> None:
     page.goto(f"{base_url}/leaderboard.html")
     rows = page.locator("#board-pairs tbody tr")
     total = rows.count()
-    page.fill('input[data-sb-filter="board-pairs"]', "InternVL")
+    page.fill('input[data-sb-filter~="board-pairs"]', "InternVL")
     visible = page.locator("#board-pairs tbody tr:not([hidden])")
     assert 0 < visible.count() < total
     assert all("InternVL" in text for text in visible.all_inner_texts())
-    page.fill('input[data-sb-filter="board-pairs"]', "")
-    page.select_option('select[data-sb-filter="board-pairs"][data-sb-key="qk"]', "per-head")
+    page.fill('input[data-sb-filter~="board-pairs"]', "")
+    page.select_option('select[data-sb-filter~="board-pairs"][data-sb-key="qk"]', "per-head")
     kinds = page.eval_on_selector_all(
         "#board-pairs tbody tr:not([hidden])", "rows => rows.map(r => r.dataset.sbQk)"
     )
@@ -134,13 +140,15 @@ def test_the_filters_hide_rows(page: object, base_url: str) -> None:
     assert page.inner_text('[data-sb-count="board-pairs"]') == f"{len(kinds)} of {total} rows"
 
 
-def test_the_headline_scatter_plot_is_visible(page: object, base_url: str) -> None:
+def test_the_headline_scatter_plot_is_drawn_at_a_readable_size(page: object, base_url: str) -> None:
     page.goto(f"{base_url}/index.html")
-    plot = page.locator('img[src$="scatter-ifeval_strict.svg"]')
-    plot.scroll_into_view_if_needed()
-    assert plot.is_visible()
-    assert page.evaluate("img => img.complete && img.naturalWidth > 0", plot.element_handle())
-    assert "Scatter plot of Sink Strength S" in plot.get_attribute("alt")
+    chart = page.locator("figure.sb-figure--live .sb-chart").first
+    chart.wait_for()
+    box = chart.bounding_box()
+    assert box["width"] >= 1000 and box["height"] >= 400  # the whole column of a 1,400 px screen
+    svg = page.locator('img[src$="scatter-ifeval_strict.svg"]')  # kept for downloads and readers without JS
+    assert "Scatter plot of Sink Strength S" in svg.get_attribute("alt")
+    assert page.evaluate("url => fetch(url).then(r => r.ok)", f"{base_url}/plots/scatter-ifeval_strict.svg")
 
 
 def test_nothing_is_requested_from_another_host(page: object, base_url: str, requested: list[str]) -> None:
@@ -221,4 +229,153 @@ def test_screenshots_desktop_and_phone(page: object, base_url: str, tmp_path: Pa
             if extra:
                 Path(extra).mkdir(parents=True, exist_ok=True)
                 shutil.copy(shot, Path(extra) / shot.name)
+    page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+#: The two widths every page is checked at: a laptop and a phone.
+WIDTHS = {"desktop": 1400, "phone": 390}
+
+
+@pytest.fixture(scope="module")
+def site_pages(built: Path) -> list[str]:
+    """Every HTML page the build produced (so a page added later is covered without a change here)."""
+    return sorted(path.relative_to(built).as_posix() for path in built.rglob("*.html"))
+
+
+def test_every_page_fits_the_screen_keeps_a_clean_console_and_is_screenshotted(
+    page: object, base_url: str, site_pages: list[str], tmp_path: Path
+) -> None:
+    """At 1400 px and 390 px: no horizontal overflow of the page (wide tables scroll inside their own box), no
+    console error or warning, no failed request, every chart drawn. Screenshots of every page go to tmp_path (the
+    viewport) and, full page, to $SINKBENCH_SCREENSHOT_DIR when set."""
+    extra = os.environ.get("SINKBENCH_SCREENSHOT_DIR")
+    messages: list[str] = []
+    page.on(
+        "console",
+        lambda m: messages.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None,
+    )
+    page.on("pageerror", lambda error: messages.append(f"page error: {error}"))
+    page.on("requestfailed", lambda request: messages.append(f"failed: {request.url}"))
+    problems = []
+    assert len(site_pages) >= 20 and "compare.html" in site_pages and "architectures.html" in site_pages
+    for tag, width in WIDTHS.items():
+        page.set_viewport_size({"width": width, "height": 900})
+        for name in site_pages:
+            messages.clear()
+            page.goto(f"{base_url}/{name}")
+            page.wait_for_load_state("networkidle")
+            widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+            charts = page.evaluate(
+                "[document.querySelectorAll('figure[data-sb-chart]').length,"
+                " document.querySelectorAll('figure.sb-figure--live').length]"
+            )
+            if widths[0] > widths[1]:
+                problems.append(f"{tag} {name}: page {widths[0]} px wide in a {widths[1]} px window")
+            if charts[0] != charts[1]:
+                problems.append(f"{tag} {name}: {charts[1]} of {charts[0]} charts drawn")
+            problems += [f"{tag} {name}: {message}" for message in messages if "favicon" not in message]
+            shot = tmp_path / f"{tag}-{name.replace('/', '-')}.png"
+            page.screenshot(path=str(shot))
+            assert shot.stat().st_size > 5_000, shot
+            if extra:
+                Path(extra).mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(Path(extra) / f"{tag}-{name.replace('/', '-')}.png"), full_page=True)
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    assert problems == []
+
+
+def test_one_filter_covers_every_table_of_the_page_and_lives_in_the_url(page: object, base_url: str) -> None:
+    page.goto(f"{base_url}/leaderboard.html")
+    page.select_option('select[data-sb-key="provenance"]', "measured")
+    counts = page.eval_on_selector_all("[data-sb-count]", "spans => spans.map(s => s.textContent)")
+    visible = page.locator("#board-pairs tbody tr:not([hidden])").count()
+    testbed = page.locator("#board-testbed-pairs tbody tr:not([hidden])").count()
+    assert visible == 1 and testbed == 1  # the fixtures' measured pair, and the testbed pair in its own table
+    assert f"{visible} of " in counts[0] and counts[1] == "1 of 1 rows"
+    assert "provenance=measured" in page.url
+    header = page.locator("#board-pairs thead th", has_text="S (nats)")
+    header.click()
+    assert "sort=board-pairs" in page.url
+    page.goto(page.url)  # the shared address restores the view
+    assert page.input_value('select[data-sb-key="provenance"]') == "measured"
+    assert page.locator("#board-pairs tbody tr:not([hidden])").count() == 1
+    assert (
+        page.locator("#board-pairs thead th", has_text="S (nats)").get_attribute("aria-sort") == "ascending"
+    )
+    page.goto(f"{base_url}/screening.html")
+    page.fill('input[data-sb-filter~="board-screening"]', "smollm2")
+    inside = page.locator("#board-screening tbody tr:not([hidden])").count()
+    apart = page.locator("#board-screening-apart tbody tr:not([hidden])").count()
+    assert inside + apart == 1  # found wherever it is listed, with both tables' counts shown
+    assert page.inner_text('[data-sb-count="board-screening-apart"]') == f"{apart} of 2 rows"
+
+
+def test_columns_can_be_hidden_and_shown_and_the_choice_is_kept(page: object, base_url: str) -> None:
+    page.goto(f"{base_url}/leaderboard.html")
+    menu = page.locator("details.sb-columns").first
+    menu.locator("summary").click()
+    assert not page.locator("#board-pairs thead th", has_text="Submitted").is_visible()  # hidden by default
+    menu.locator("label", has_text="Submitted").locator("input").check()
+    assert page.locator("#board-pairs thead th", has_text="Submitted").is_visible()
+    menu.locator("label", has_text="Provenance").locator("input").uncheck()
+    assert not page.locator("#board-pairs thead th", has_text="Provenance").is_visible()
+    page.goto(page.url)
+    assert page.locator("#board-pairs thead th", has_text="Submitted").is_visible()
+    assert not page.locator("#board-pairs thead th", has_text="Provenance").is_visible()
+
+
+def test_hovering_a_point_of_the_headline_chart_names_the_pair_with_its_numbers(
+    page: object, base_url: str
+) -> None:
+    page.goto(f"{base_url}/index.html")
+    page.wait_for_selector("figure.sb-figure--live .scatterlayer .point")
+    assert not page.locator(
+        "figure.sb-figure--live img.sb-chart-static"
+    ).is_visible()  # the SVG stays for no-JS
+    point = page.locator("figure.sb-figure--live .scatterlayer .point").first
+    point.hover(force=True)
+    label = page.locator(".hoverlayer .hovertext")
+    label.first.wait_for(timeout=10_000)
+    text = label.first.text_content()  # an SVG node
+    assert "S " in text and "Δ " in text and "nats" in text and ("reported" in text or "measured" in text)
+    page.mouse.move(0, 0)
+    page.locator("figure.sb-figure--live .legend .traces .legendtoggle").first.click()
+    page.wait_for_timeout(1000)  # a legend entry hides its series (plotly waits out a double click first)
+    hidden = page.evaluate("document.querySelector('figure.sb-figure--live .sb-chart').data[0].visible")
+    assert hidden == "legendonly"
+
+
+def test_compare_shows_the_two_chosen_models_and_keeps_them_in_the_url(page: object, base_url: str) -> None:
+    page.goto(f"{base_url}/compare.html")
+    page.select_option('select[data-sb-compare-pick="a"]', "pair:tiny-vlm")
+    page.select_option('select[data-sb-compare-pick="b"]', "pair:qwen3-vl-8b-instruct")
+    headers = page.locator("#board-compare thead th").all_inner_texts()
+    assert headers[1].startswith("Tiny VLM") and headers[2].startswith("Qwen3-VL-8B-Instruct")
+    body = page.inner_text("#board-compare tbody")
+    assert "IFEval: observed Δ" in body and "held-out predicted Δ" in body and "Sink Strength S" in body
+    assert "a=pair%3Atiny-vlm" in page.url or "a=pair:tiny-vlm" in page.url
+    assert (
+        page.locator("#board-compare-profile .scatterlayer .trace").count() == 1
+    )  # only tiny-vlm has a profile
+    page.goto(page.url)
+    assert page.input_value('select[data-sb-compare-pick="b"]') == "pair:qwen3-vl-8b-instruct"
+
+
+def test_architectures_are_searchable_grouped_and_never_broken_mid_word(page: object, base_url: str) -> None:
+    page.set_viewport_size({"width": 390, "height": 900})
+    page.goto(f"{base_url}/architectures.html")
+    groups = page.locator("details.sb-verdict summary").all_inner_texts()
+    assert any(g.startswith("equal:") for g in groups) and any(g.startswith("refused:") for g in groups)
+    lines = page.eval_on_selector_all("code.sb-type", "codes => codes.map(c => c.getClientRects().length)")
+    assert lines and set(lines) == {1}  # every model type on one line, bailing_hybrid included
+    page.fill("input[data-sb-filter]", "bert")
+    rows = page.eval_on_selector_all(
+        "table.sb-arch tbody tr:not([hidden])", "rows => rows.map(r => r.textContent)"
+    )
+    shown = page.eval_on_selector_all(
+        "table.sb-arch tbody tr:not([hidden]) code.sb-type", "c => c.map(x => x.textContent)"
+    )
+    assert "bert" in shown and "camembert" in shown and all("bert" in row.lower() for row in rows)
+    assert "llama" not in shown and len(shown) < 40
+    assert "encoder, run causally" in page.inner_text("body")
     page.set_viewport_size({"width": 1400, "height": 1000})

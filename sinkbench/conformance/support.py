@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from sinkbench.checkpoints import native_refusal
+from sinkbench.checkpoints import ORIGINAL_LLAVA, native_refusal
 from sinkbench.conformance.verdicts import EQUAL, EQUAL_LOGITS_ONLY
 
 #: The command each section of the table answers for, and what its sweep checked.
@@ -40,10 +40,16 @@ def support(model_type: str | None, section: str, architecture: str | None = Non
     command = COMMANDS[section]
     if not model_type:
         return Support(None, f"model type not recorded, so whether {command} accepts it is unknown")
-    refusal = native_refusal(model_type, [architecture] if architecture else [])
+    row = _table()[section].get(model_type)
+    # A type in the table is one the installed transformers runs natively, so only the original-LLaVA layout can
+    # still be refused: transformers' name table (a heavy import) is read only for types the table lacks.
+    refusal = (
+        native_refusal(model_type, [architecture] if architecture else [])
+        if row is None or architecture in ORIGINAL_LLAVA
+        else None
+    )
     if refusal is not None:
         return Support(False, f"{command} refuses it: {refusal}")
-    row = _table()[section].get(model_type)
     if row is None:
         return Support(None, f"model type {model_type} is not in the architecture table's {section} sweep")
     if row["verdict"] in (EQUAL, EQUAL_LOGITS_ONLY):

@@ -33,14 +33,38 @@ REASON_GROUPS = {
 
 
 def to_json(version: str, results: dict[str, list[Verdict]]) -> dict[str, Any]:
-    """The JSON document: the transformers version, and each section's verdicts keyed by model type."""
+    """The JSON document: the transformers version, each section's verdicts keyed by model type, and which causal
+    LM types are encoder models run as causal decoders (:func:`encoder_types`)."""
     return {
         "transformers": version,
         **{
             section: {v.model_type: _row(v) for v in sorted(verdicts, key=lambda v: v.model_type)}
             for section, verdicts in results.items()
         },
+        "encoder_types": encoder_types([v.model_type for v in results.get("probe", [])]),
     }
+
+
+def encoder_types(causal_types: list[str]) -> dict[str, list[str]]:
+    """Of the causal-LM model types, those that are not decoders by design, from transformers' own name tables:
+    ``encoder``, an encoder architecture (it has a masked-LM head or its base model is an encoder) whose causal-LM
+    class runs it with a causal mask (``is_decoder=True``); ``encoder_decoder``, the decoder half of an
+    encoder-decoder model, run without its encoder. Their checkpoints were pretrained for another use, so an S
+    measured on one describes the model outside the way it was trained."""
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+        MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_MAPPING_NAMES,
+    )
+
+    seq2seq = [t for t in causal_types if t in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES]
+    encoders = [
+        t
+        for t in causal_types
+        if t not in seq2seq
+        and (t in MODEL_FOR_MASKED_LM_MAPPING_NAMES or "Encoder" in str(MODEL_MAPPING_NAMES.get(t, "")))
+    ]
+    return {"encoder": sorted(encoders), "encoder_decoder": sorted(seq2seq)}
 
 
 def _row(verdict: Verdict) -> dict[str, Any]:
@@ -96,6 +120,7 @@ def to_markdown(document: dict[str, Any]) -> str:
         "only)*: the model's eager code applies its learned sink after normalising, so its probabilities "
         "cannot give G and only the logits are compared.",
         "",
+        *_encoder_note(document.get("encoder_types") or {}),
         "| model type | verdict | attention, or why refused | abs. diff. S | max abs. diff. median G | max abs. diff. logits |",
         "|---|---|---|---:|---:|---:|",
         *(_probe_line(name, row) for name, row in probe.items()),
@@ -112,6 +137,36 @@ def to_markdown(document: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def encoder_note(found: dict[str, list[str]]) -> str:
+    """One paragraph on the causal-LM types that are not decoders by design (:func:`encoder_types`), or ``""``."""
+    encoders, halves = found.get("encoder") or [], found.get("encoder_decoder") or []
+    if not encoders and not halves:
+        return ""
+    parts = []
+    if encoders:
+        parts.append(
+            f"{len(encoders)} are encoders ({', '.join(encoders)}): their causal-LM class runs the encoder with a "
+            "causal mask (`is_decoder=True`)"
+        )
+    if halves:
+        parts.append(
+            f"{len(halves)} are the decoder half of an encoder-decoder model ({', '.join(halves)}), run without "
+            "the encoder"
+        )
+    return (
+        "**Not decoders by design.** Of these types, "
+        + "; ".join(parts)
+        + ". *Equal* for them says the probe "
+        "measures the causal model transformers builds exactly; a checkpoint pretrained as an encoder (or with "
+        "an encoder) is then used outside the way it was trained, so its S is not comparable with a decoder LLM's."
+    )
+
+
+def _encoder_note(found: dict[str, list[str]]) -> list[str]:
+    note = encoder_note(found)
+    return [note, ""] if note else []
 
 
 def _number(value: float | None) -> str:

@@ -8,12 +8,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sinkbench.leaderboard import entry_details as details
-from sinkbench.leaderboard.content import BackboneView, OwnScore, PairView, Prediction
+from sinkbench.leaderboard.content import BackboneView, OtherScore, OwnScore, PairView, Prediction, Shown
 from sinkbench.leaderboard.precision import SourcePrecision
 from sinkbench.numbers import finite_or_none
 from sinkbench.submissions.catalogue import TASKS
 from sinkbench.submissions.entry import Entry
-from sinkbench.submissions.facts import llm_size, s_protocol
+from sinkbench.submissions.facts import llm_size, s_protocol, score_basis
 
 #: One row of an aggregated table, as ``DataFrame.to_dict("records")`` gives it.
 Row = dict[str, Any]
@@ -21,14 +21,9 @@ Row = dict[str, Any]
 LlmKey = tuple[str, str | None]
 
 
-def llm_key(entry: Entry) -> LlmKey:
-    """The LLM an entry is about: (Hub id, revision)."""
-    return entry.llm.id, entry.llm.revision
-
-
-def backbone_slugs(entries: Sequence[Entry]) -> dict[LlmKey, str]:
+def backbone_slugs(llms: Iterable[LlmKey]) -> dict[LlmKey, str]:
     """A unique page name per LLM; the revision is added only when one id has several."""
-    keys = sorted({llm_key(entry) for entry in entries}, key=lambda key: (key[0], key[1] or ""))
+    keys = sorted(set(llms), key=lambda key: (key[0], key[1] or ""))
     revisions_of: dict[str, int] = {}
     for model_id, _ in keys:
         revisions_of[model_id] = revisions_of.get(model_id, 0) + 1
@@ -52,6 +47,11 @@ def _reasons(row: Row) -> tuple[str, ...]:
     return tuple(part for part in str(text).split("; ") if part) if row.get("extrapolated") else ()
 
 
+def _rank_range(row: Row) -> tuple[int, int] | None:
+    low, high = finite_or_none(row.get("rank_range_low")), finite_or_none(row.get("rank_range_high"))
+    return None if low is None or high is None else (int(low), int(high))
+
+
 def _predictions(rows: Iterable[Row]) -> list[Prediction]:
     found = {row["task"]: row for row in rows}
     return [
@@ -64,25 +64,41 @@ def _predictions(rows: Iterable[Row]) -> list[Prediction]:
             _reasons(row),
             row["interval_kind"],
             finite_or_none(row["interval_level"]),
+            informative=bool(row["informative"]),
+            observed_range=finite_or_none(row["observed_delta_range"]),
+            rank_range=_rank_range(row),
         )
         for task, spec in TASKS.items()
-        if (row := found.get(task)) is not None
+        if (row := found.get(task)) is not None and finite_or_none(row["predicted_delta"]) is not None
     ]
 
 
 def _own_scores(entries: Sequence[Entry], precision: SourcePrecision) -> list[OwnScore]:
-    """The LLM's own score per task (reference side of pairs, or the backbone), first entry wins."""
-    scores: dict[str, OwnScore] = {}
+    """The LLM's own score per task (reference side of pairs, or the backbone), first entry wins (entries come
+    sorted, backbones first); the other entries' scores of the same task are listed beside it, with their basis."""
+    found: dict[str, list[tuple[Entry, Shown, str]]] = {}
     for entry in entries:
         reported = entry.provenance == "reported"
+        role = "backbone" if entry.kind == "backbone" else "reference"
         for task, score in entry.scores.items():
             if finite_or_none(score.reference_score) is not None:
                 digits = precision.digits(entry, "score", task) if reported else None
                 value = details.shown(
                     score.reference_score, digits=digits, derived="reference_score" in score.derived
                 )
-                scores.setdefault(task, OwnScore(TASKS[task].label, value, score.coverage))
-    return [scores[task] for task in TASKS if task in scores]
+                basis = score_basis(entry, role, task)
+                found.setdefault(task, []).append((entry, value, basis.label if basis else ""))
+    scores = []
+    for task in (task for task in TASKS if task in found):
+        (first, value, basis), *others = found[task]
+        elsewhere = tuple(
+            OtherScore(entry.name, details.label(entry.vlm) if entry.vlm else entry.name, shown, other_basis)
+            for entry, shown, other_basis in others
+            if (shown.value, other_basis) != (value.value, basis)
+        )
+        coverage = first.scores[task].coverage
+        scores.append(OwnScore(task, TASKS[task].label, value, coverage, basis, elsewhere))
+    return scores
 
 
 def _interval(row: Row | None) -> tuple[float, float] | None:
@@ -98,15 +114,17 @@ def backbone_view(
     pairs: list[PairView],
     slug: str,
     precision: SourcePrecision,
+    submitted: dict[str, str] | None = None,
 ) -> BackboneView:
     """The view of one LLM from its entries and its rows of the screening table; ``precision`` gives the decimals
-    of reported numbers."""
+    of reported numbers, ``submitted`` each entry's date on the board (by entry name)."""
     first, row = entries[0], (screening[0] if screening else None)
+    primary = next((entry for entry in entries if row and entry.name == row["s_entry"]), first)
     own = [entry for entry in entries if entry.kind == "backbone"]
     measured = [entry for entry in own if entry.llm_side is not None]
     profiled = next((entry for entry in entries if entry.sink_profile is not None), None)
-    protocol = s_protocol(first)
-    reported = first.provenance == "reported"
+    protocol = s_protocol(primary)
+    reported = primary.provenance == "reported"
     return BackboneView(
         slug=slug,
         model=details.model_facts(first.llm, llm_size(first)),
@@ -114,7 +132,7 @@ def backbone_view(
         qk_norm=first.metadata.qk_norm,
         sink_strength=details.shown(
             row["sink_strength"] if row else None,
-            digits=precision.digits(first, "sink_strength") if reported else None,
+            digits=precision.digits(primary, "sink_strength") if reported else None,
         ),
         s_interval=_interval(row),
         s_protocol=protocol.label if protocol else None,
@@ -133,6 +151,10 @@ def backbone_view(
         heatmap=details.heatmap(profiled) if profiled is not None else None,
         data_files=details.data_files(e.llm_side for e in measured),
         reproduce=[block for e in measured for block in details.reproduce(e, e.llm_side, e.llm)],
+        s_entry=primary.name,
+        submitted=min(dates)
+        if (dates := [submitted[e.name] for e in entries if e.name in (submitted or {})])
+        else None,
     )
 
 

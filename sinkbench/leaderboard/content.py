@@ -9,9 +9,14 @@ the templates escape it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
 
+from markupsafe import Markup
+
+from sinkbench.leaderboard.charts import spec_json
+from sinkbench.leaderboard.history import BoardHistory
 from sinkbench.leaderboard.plots import Chart
 
 #: Decimals of measured numbers (more than any source prints, fewer than the files hold).
@@ -48,6 +53,11 @@ class PlotRef:
     def alt(self) -> str:
         """The chart's description, used as the image's alt text."""
         return self.chart.alt
+
+    @cached_property
+    def spec(self) -> Markup:
+        """The chart's interactive figure, as JSON for the page (:func:`sinkbench.leaderboard.charts.spec_json`)."""
+        return spec_json(self.chart.figure())
 
 
 @dataclass(frozen=True)
@@ -96,9 +106,24 @@ class ModelFacts:
 
 
 @dataclass(frozen=True)
+class HeldOut:
+    """A pair's leave-one-pair-out prediction of one task: the delta the line through every other pair gives at
+    its S, with that fit's prediction interval (``kind`` at ``level``), and whether the interval is narrower than
+    the task's observed range of delta (``informative``)."""
+
+    delta: float | None
+    low: float | None = None
+    high: float | None = None
+    kind: str | None = None
+    level: float | None = None
+    informative: bool = True
+
+
+@dataclass(frozen=True)
 class TaskResult:
     """One task of a pair, in points, with the leave-one-pair-out prediction and, where per-prompt samples exist,
-    the paired bootstrap interval of the delta."""
+    the paired bootstrap interval of the delta; ``reference_basis`` and ``vlm_basis`` say what each score was
+    measured on (subset or limit, token cap, dtype; or its publication)."""
 
     task: str
     label: str
@@ -106,9 +131,25 @@ class TaskResult:
     vlm_score: Shown
     delta: Shown
     relative: float | None
-    predicted_delta: float | None
+    predicted: HeldOut
     delta_interval: tuple[float, float] | None = None
     coverage: tuple[int, int] | None = None  # (evaluated, documents) of a testbed pair's --limit run
+    reference_basis: str = ""
+    vlm_basis: str = ""
+
+    @property
+    def predicted_delta(self) -> float | None:
+        """The held-out predicted delta, or None."""
+        return self.predicted.delta
+
+    @property
+    def basis(self) -> str:
+        """What the delta was measured on: the two sides' basis, once when they agree."""
+        if self.reference_basis == self.vlm_basis:
+            return self.reference_basis
+        return (
+            f"reference: {self.reference_basis or 'not recorded'}; VLM-LM: {self.vlm_basis or 'not recorded'}"
+        )
 
 
 @dataclass(frozen=True)
@@ -165,6 +206,9 @@ class Prediction:
     reasons: tuple[str, ...] = ()
     kind: str | None = None
     level: float | None = None
+    informative: bool = True
+    observed_range: float | None = None
+    rank_range: tuple[int, int] | None = None
 
     @property
     def extrapolated(self) -> bool:
@@ -173,13 +217,28 @@ class Prediction:
 
 
 @dataclass(frozen=True)
+class OtherScore:
+    """The same model's score on the same task in another entry of the board (a pair it is the reference of), on
+    the basis that entry measured it on."""
+
+    entry: str
+    entry_label: str
+    score: Shown
+    basis: str
+
+
+@dataclass(frozen=True)
 class OwnScore:
     """A backbone's own score on one task, in points; ``coverage`` is ``(evaluated, documents)`` of a
-    ``--limit`` run, None when the whole test set was evaluated."""
+    ``--limit`` run, None when the whole test set was evaluated; ``basis`` what it was measured on; ``elsewhere``
+    the model's other scores on this task on the board."""
 
+    task: str
     label: str
     score: Shown
     coverage: tuple[int, int] | None = None
+    basis: str = ""
+    elsewhere: tuple[OtherScore, ...] = ()
 
 
 @dataclass
@@ -211,6 +270,11 @@ class PairView:
     data_files: list[DataFile] = field(default_factory=list)
     reproduce: list[Reproduce] = field(default_factory=list)
     testbed: bool = False  # made by sinkbench's VL testbed: shown apart, left out of every fit
+    s_interval: tuple[float, float] | None = None
+    s_source: str = ""  # the entry whose S the fits use, when not the pair's own (a re-measured backbone)
+    submitted: str | None = (
+        None  # when the entry joined the board (YYYY-MM-DD), from the repository's history
+    )
 
     def result(self, task: str) -> TaskResult | None:
         """The result of ``task``, or None."""
@@ -254,6 +318,8 @@ class BackboneView:
     data_files: list[DataFile] = field(default_factory=list)
     reproduce: list[Reproduce] = field(default_factory=list)
     ranked: int = 0
+    s_entry: str = ""  # the entry whose S and interval the row shows
+    submitted: str | None = None
 
     @property
     def label(self) -> str:
@@ -313,6 +379,7 @@ class CorrelationRow:
     prediction_level: float | None = None
     prediction_guarantee: float | None = None
     intervals: tuple[IntervalRecord, ...] = ()
+    as_strong_as: tuple[tuple[str, float | None], ...] = ()  # a control: (target label, its rho) no stronger
 
     def interval(self, method: str) -> IntervalRecord | None:
         """The record of ``method``, or None."""
@@ -343,6 +410,16 @@ class SiteViews:
     correlations: list[CorrelationRow]
     scatters: list[PlotRef]
     counts: dict[str, int]
+    history: BoardHistory = field(default_factory=lambda: BoardHistory(available=False))
+
+    def correlation(self, task: str) -> CorrelationRow | None:
+        """The correlations row of ``task``, or None."""
+        return next((row for row in self.correlations if row.task == task), None)
+
+    @property
+    def flagged_controls(self) -> list[CorrelationRow]:
+        """The knowledge controls that correlate with S as strongly as a format-sensitive task."""
+        return [row for row in self.correlations if row.family == "control" and row.as_strong_as]
 
     def plots(self) -> list[PlotRef]:
         """Every chart of the site, each once."""

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from markupsafe import Markup
 
-from sinkbench.leaderboard.content import Prediction, Shown
+from sinkbench.leaderboard.content import HeldOut, Prediction, Shown
 from sinkbench.numbers import finite_or_none
 
 #: What the dagger on a derived value says.
@@ -38,11 +38,14 @@ def sort_value(value: float | None) -> str:
     return format(value, ".10g")
 
 
-def number_cell(value: float | None, digits: int = 2, signed: bool = False, tone: bool = False) -> Markup:
-    """A table cell of a number (:func:`format_number`) with its ``data-sort`` key, red or green by sign if ``tone``.
+def number_cell(
+    value: float | None, digits: int = 2, signed: bool = False, tone: bool = False, fact: Markup | None = None
+) -> Markup:
+    """A table cell of a number (:func:`format_number`) with its ``data-sort`` key, red or green by sign if ``tone``,
+    marked as a fact when ``fact`` holds its attributes (:func:`sinkbench.leaderboard.consistency.fact_attributes`).
 
     The templates' ``num_cell`` global: a Python function renders the thousands of cells of a large site several
-    times faster than a Jinja macro. The markup is safe: only formatted numbers go into it.
+    times faster than a Jinja macro. The markup is safe: only formatted numbers and escaped attributes go into it.
     """
     classes = "sb-num"
     if tone and value is not None and value < 0:
@@ -50,12 +53,12 @@ def number_cell(value: float | None, digits: int = 2, signed: bool = False, tone
     elif tone and value is not None and value > 0:
         classes += " sb-gain"
     text = format_number(value, digits, signed)
-    return Markup(f'<td class="{classes}" data-sort="{sort_value(value)}">{text}</td>')
+    return Markup(f'<td class="{classes}" data-sort="{sort_value(value)}"{fact or ""}>{text}</td>')
 
 
-def shown_cell(number: Shown, signed: bool = False, tone: bool = False) -> Markup:
+def shown_cell(number: Shown, signed: bool = False, tone: bool = False, fact: Markup | None = None) -> Markup:
     """A table cell of a :class:`Shown` number: its own decimals, and a dagger with an explanation when derived."""
-    cell = number_cell(number.value, number.digits, signed, tone)
+    cell = number_cell(number.value, number.digits, signed, tone, fact)
     if not number.derived or number.value is None:
         return cell
     return Markup(
@@ -63,9 +66,12 @@ def shown_cell(number: Shown, signed: bool = False, tone: bool = False) -> Marku
     )
 
 
-def format_shown(number: Shown, signed: bool = False) -> Markup:
-    """A :class:`Shown` number in running text, with the dagger when derived."""
+def format_shown(number: Shown, signed: bool = False, fact: Markup | None = None) -> Markup:
+    """A :class:`Shown` number in running text, with the dagger when derived (marked as a fact when ``fact``
+    holds its attributes)."""
     text = format_number(number.value, number.digits, signed)
+    if fact:
+        text = f"<span{fact}>{text}</span>"
     dagger = (
         f'<sup class="sb-derived" title="{DERIVED_NOTE}">†</sup>'
         if number.derived and number.value is not None
@@ -89,11 +95,11 @@ def format_share(value: float | None) -> str:
     return _DASH if finite_or_none(value) is None else f"{format_number(100 * value, 1)}%"
 
 
-def format_interval(value: Prediction | Sequence[float | None] | None, digits: int = 1) -> str:
+def format_interval(value: Prediction | HeldOut | Sequence[float | None] | None, digits: int = 1) -> str:
     """``[low, high]`` of a prediction or a pair of numbers; an en dash if missing."""
     if value is None:
         return _DASH
-    low, high = (value.low, value.high) if isinstance(value, Prediction) else value
+    low, high = (value.low, value.high) if isinstance(value, (Prediction, HeldOut)) else value
     if low is None or high is None:
         return _DASH
     return f"[{format_number(low, digits)}, {format_number(high, digits)}]"

@@ -20,7 +20,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sinkbench.errors import UserError
+from sinkbench.leaderboard.compare import COMPARE_DATA, ComparePage
+from sinkbench.leaderboard.consistency import Fact
 from sinkbench.leaderboard.content import RawFile
+from sinkbench.leaderboard.history import board_history
 from sinkbench.leaderboard.pages import PageRenderer
 from sinkbench.leaderboard.training import TrainingPage, find_testbed
 from sinkbench.leaderboard.views import build_views
@@ -39,6 +42,9 @@ class GeneratedSite:
     downloads: dict[str, str]
     raw_files: list[RawFile]
     timings: dict[str, float] = field(default_factory=dict)
+    facts: list[Fact] = field(
+        default_factory=list
+    )  # figures of generated data files, for the consistency check
 
     def texts(self) -> Iterator[tuple[str, str]]:
         """``(path, text)`` of every generated page, chart and download."""
@@ -66,16 +72,18 @@ def generate_site(
     timings: dict[str, float] = {}
     with _timed(timings, "aggregate"):
         tables = build_tables(load_valid_entries(submissions_dir), seed=seed)
-        views = build_views(tables)
+        views = build_views(tables, board_history(submissions_dir))
         training = TrainingPage(experiments_dir, find_testbed(experiments_dir))
+        compare = ComparePage.of(views)
     with _timed(timings, "pages"):
         updated = data_timestamp(submissions_dir, tables.entries)
-        pages = renderer.pages(views, tables, training, updated=updated)
+        pages = renderer.pages(views, tables, training, compare, updated=updated)
         pages.update(renderer.entry_pages(views))
         downloads = {f"downloads/{name}": text for name, text in render_tables(tables).items()}
+        downloads[COMPARE_DATA] = compare.script()
     with _timed(timings, "plots"):
         charts = {plot.path: plot.chart.svg() for plot in [*views.plots(), *training.plots()]}
-    return GeneratedSite(pages, charts, downloads, views.raw_files(), timings)
+    return GeneratedSite(pages, charts, downloads, views.raw_files(), timings, compare.facts())
 
 
 def copy_submitted_file(source: Path, target: Path) -> None:

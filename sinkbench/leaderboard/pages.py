@@ -2,7 +2,7 @@
 ``site/templates/``, one page per table view and one per pair and per backbone.
 
 Templates render with autoescaping on, so every user-supplied string lands in the page as text. Pages put user
-strings only inside HTML blocks, which the project's MkDocs hook (``site/mkdocs_hooks.py``) keeps away from
+strings only inside HTML blocks, which the ``sinkbench`` MkDocs plugin (:mod:`sinkbench.leaderboard.plugin`) keeps away from
 Markdown; the entry pages are such a block whole, under a title that is escaped too. Trusted project prose
 (``site/docs/home.md``, ``site/docs/methodology/*.md``) is inserted as Markdown. Nothing here writes a file:
 :mod:`sinkbench.leaderboard.generate` hands the pages to MkDocs as virtual files.
@@ -18,6 +18,9 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup, escape
 
+from sinkbench.leaderboard.architectures import architectures_context
+from sinkbench.leaderboard.compare import ComparePage
+from sinkbench.leaderboard.consistency import fact_attributes, fact_key, model_ref
 from sinkbench.leaderboard.content import BackboneView, PairView, SiteViews
 from sinkbench.leaderboard.formatting import (
     css_token,
@@ -78,7 +81,15 @@ def make_environment(templates_dir: Path) -> jinja2.Environment:
     environment.filters["billions"] = format_billions
     environment.globals["num_cell"] = number_cell
     environment.globals["shown_cell"] = shown_cell
+    environment.globals["fact"] = _fact
+    environment.globals["model_ref"] = model_ref
+    environment.globals["fact_attributes"] = fact_attributes
     return environment
+
+
+def _fact(kind: str, *parts: object, basis: str | None = "") -> Markup:
+    """The templates' ``fact``: the attributes marking a figure as fact ``kind`` of ``parts`` on ``basis``."""
+    return fact_attributes(fact_key(kind, *parts), basis or "")
 
 
 def _trusted_markdown(path: Path) -> Markup | None:
@@ -117,18 +128,30 @@ class PageRenderer:
         return self.environment.get_template(template).render(**context)
 
     def pages(
-        self, views: SiteViews, tables: AggregateTables, training: TrainingPage, *, updated: str
+        self,
+        views: SiteViews,
+        tables: AggregateTables,
+        training: TrainingPage,
+        compare: ComparePage,
+        *,
+        updated: str,
     ) -> dict[str, str]:
         """The Markdown of every page but the entry pages, by its path in the site's docs."""
         pages = {
             target: self.render(template, **_common(views), **context)
-            for target, (template, context) in self._contexts(views, updated).items()
+            for target, (template, context) in self._contexts(views, updated, compare).items()
         }
         pages["downloads.md"] = self.render("downloads.md.j2", tables=_downloads(tables))
         pages["training.md"] = self.render("training.md.j2", **training.context())
+        pages["architectures.md"] = self.render("architectures.md.j2", **architectures_context())
+        pages["changelog.md"] = self.render(
+            "changelog.md.j2", history=views.history, repo_url=self.repo_url, links=_entry_links(views)
+        )
         return pages
 
-    def _contexts(self, views: SiteViews, updated: str) -> dict[str, tuple[str, dict[str, object]]]:
+    def _contexts(
+        self, views: SiteViews, updated: str, compare: ComparePage
+    ) -> dict[str, tuple[str, dict[str, object]]]:
         """Each page rendered from the views: its file, its template and what the template is given."""
         headline = next((p for p in views.scatters if p.chart.task_label == views.headline.label), None)
         outside = [b for b in views.backbones if b.extrapolated(views.headline.task)]
@@ -137,17 +160,32 @@ class PageRenderer:
             "counts": views.counts,
             "updated": updated,
             "headline_plot": headline,
+            "headline_row": views.correlation(views.headline.task),
+            "flagged": views.flagged_controls,
+            "history": views.history,
+            "repo_url": self.repo_url,
         }
         screening = {
             "inside": [b for b in views.backbones if b not in outside],
             "outside": outside,
             "filters": _filters(views, "screening"),
             "intervals": views.correlations,
+            "groups": rank_groups(views.backbones, views.headline.task),
         }
         correlations = {
             "format_rows": [row for row in views.correlations if row.family != "control"],
             "control_rows": [row for row in views.correlations if row.family == "control"],
             "scatters": views.scatters,
+            "flagged": views.flagged_controls,
+        }
+        headline_row = views.correlation(views.headline.task)
+        carried = headline_row.interval(headline_row.prediction_interval) if headline_row else None
+        testbed_tasks = {result.task for pair in views.pairs if pair.testbed for result in pair.results}
+        leaderboard = {
+            "pairs": views.pairs,
+            "filters": _filters(views, "leaderboard"),
+            "held_level": carried.level if carried else None,
+            "testbed_columns": [column for column in views.task_columns if column.task in testbed_tasks],
         }
         methodology = {
             "sink_strength": _trusted_markdown(self.prose_dir / SINK_STRENGTH_DOC),
@@ -155,14 +193,12 @@ class PageRenderer:
         }
         return {
             "index.md": ("home.md.j2", home),
-            "leaderboard.md": (
-                "leaderboard.md.j2",
-                {"pairs": views.pairs, "filters": _filters(views, "leaderboard")},
-            ),
+            "leaderboard.md": ("leaderboard.md.j2", leaderboard),
             "screening.md": ("screening.md.j2", screening),
             "correlations.md": ("correlations.md.j2", correlations),
             "methodology.md": ("methodology.md.j2", methodology),
             "submit.md": ("submit.md.j2", {"repo_url": self.repo_url}),
+            "compare.md": ("compare.md.j2", {"compare": compare}),
         }
 
     def entry_pages(self, views: SiteViews) -> Iterator[tuple[str, str]]:
@@ -189,6 +225,15 @@ def entry_page(title: str, content: str, search_text: str = "") -> str:
     )
 
 
+def _entry_links(views: SiteViews) -> dict[str, str]:
+    """The page of every entry on the board, by its ``kind folder/name`` (as the changelog names entries)."""
+    links = {f"pairs/{pair.slug}": f"pairs/{pair.slug}.html" for pair in views.pairs}
+    for backbone in views.backbones:
+        for directory in backbone.directories:
+            links.setdefault("/".join(directory.split("/")[-2:]), f"backbones/{backbone.slug}.html")
+    return links
+
+
 def _downloads(tables: AggregateTables) -> list[dict[str, object]]:
     """Every table of the Downloads page with its row count and columns."""
     return [
@@ -207,14 +252,31 @@ _SIZE_ORDER = ("<1B", "1-4B", "4-10B", "10-40B", ">40B", "unknown")
 
 
 def _filters(views: SiteViews, page: str) -> list[tuple[str, str, list[str]]]:
-    """Drop-down filters of the leaderboard or screening table: (row attribute, label, options)."""
+    """Drop-down filters of the leaderboard's or the screening page's tables, from every row those tables hold
+    (on the leaderboard, the testbed pairs too): (row attribute, label, options)."""
     if page == "leaderboard":
         rows: Sequence[PairView | BackboneView] = views.pairs
         second = ("provenance", "Provenance", sorted({p.provenance for p in views.pairs}))
         sizes = {p.vlm.size_bucket for p in views.pairs}
+        families = {p.reference.family or "not recorded" for p in views.pairs}
     else:
         rows = views.backbones
         second = ("role", "Role", sorted({b.role for b in views.backbones}))
         sizes = {b.model.size_bucket for b in views.backbones}
+        families = {b.model.family or "not recorded" for b in views.backbones}
     size = ("size", "Size", [bucket for bucket in _SIZE_ORDER if bucket in sizes])
-    return [("qk", "QK-norm", sorted({row.qk_norm for row in rows})), size, second]
+    family = ("family", "LLM family", sorted(families))
+    return [("qk", "QK-norm", sorted({row.qk_norm for row in rows})), size, family, second]
+
+
+def rank_groups(
+    backbones: Sequence[BackboneView], task: str
+) -> list[tuple[tuple[int, int], list[BackboneView]]]:
+    """The backbones by the rank range of their ``task`` prediction (:func:`sinkbench.tables.screening.rank_ranges`),
+    best first: backbones sharing a range cannot be ordered among themselves, nor against an overlapping range."""
+    groups: dict[tuple[int, int], list[BackboneView]] = {}
+    for backbone in backbones:
+        found = backbone.prediction(task)
+        if found is not None and found.rank_range is not None:
+            groups.setdefault(found.rank_range, []).append(backbone)
+    return sorted(groups.items())

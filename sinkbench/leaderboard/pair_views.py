@@ -6,14 +6,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from sinkbench.leaderboard import entry_details as details
-from sinkbench.leaderboard.content import PairView, PlotRef, PromptChange, Regressions, TaskResult
+from sinkbench.leaderboard.content import HeldOut, PairView, PlotRef, PromptChange, Regressions, TaskResult
 from sinkbench.leaderboard.plots import CategoryChart
 from sinkbench.leaderboard.precision import SourcePrecision
 from sinkbench.numbers import finite_or_none
 from sinkbench.submissions.catalogue import TASKS
 from sinkbench.submissions.entry import Entry, IfevalOutcome
 from sinkbench.submissions.facts import llm_size, s_protocol, vlm_size
+from sinkbench.tables.pairs import OWN_S
+from sinkbench.tables.screening import s_interval
 
 #: One row of an aggregated table, as ``DataFrame.to_dict("records")`` gives it.
 Row = dict[str, Any]
@@ -44,9 +48,25 @@ def _task_result(row: Row, entry: Entry, precision: SourcePrecision | None) -> T
         details.shown(row["vlm_score"], digits=score_digits, derived="vlm_score" in derived),
         delta,
         finite_or_none(row["relative_degradation"]),
-        finite_or_none(row["predicted_delta"]),
+        _held_out(row),
         (low, high) if low is not None and high is not None else None,
         entry.scores[task].coverage if task in entry.scores else None,
+        row["reference_basis"] or "",
+        row["vlm_basis"] or "",
+    )
+
+
+def _held_out(row: Row) -> HeldOut:
+    """The pair's held-out prediction of one task with its interval, from its row of the pairs table."""
+    low, high = finite_or_none(row["predicted_interval_low"]), finite_or_none(row["predicted_interval_high"])
+    flag = row["predicted_informative"]
+    return HeldOut(
+        finite_or_none(row["predicted_delta"]),
+        low,
+        high,
+        row["predicted_interval_kind"] if isinstance(row["predicted_interval_kind"], str) else None,
+        finite_or_none(row["predicted_interval_level"]),
+        informative=bool(flag) if isinstance(flag, (bool, np.bool_)) else True,
     )
 
 
@@ -95,13 +115,19 @@ def _prompt_changes(entry: Entry) -> list[PromptChange]:
 
 
 def pair_view(
-    entry: Entry, rows: list[Row], regressions: Row | None, reference_slug: str, precision: SourcePrecision
+    entry: Entry,
+    rows: list[Row],
+    regressions: Row | None,
+    reference_slug: str,
+    precision: SourcePrecision,
+    submitted: str | None = None,
 ) -> PairView:
     """The view of one pair from its rows of the pairs and regressions tables; ``precision`` gives the decimals
-    of reported numbers."""
+    of reported numbers, ``submitted`` the date it joined the board."""
     meta = entry.metadata
     source = precision if entry.provenance == "reported" else None
     protocol = s_protocol(entry)
+    s_source = next((row["s_source"] for row in rows if row["s_source"] != OWN_S), "")
     s_derived = bool(meta.reported and meta.reported.sink_strength.derived)
     sides = [entry.sides.get("reference"), entry.sides.get("vlm")]
     present = [side for side in sides if side is not None]
@@ -140,6 +166,9 @@ def pair_view(
             for block in details.reproduce(entry, side, models[role])
         ],
         testbed=entry.testbed,
+        s_interval=s_interval(entry),
+        s_source=s_source,
+        submitted=submitted,
     )
 
 

@@ -1,8 +1,9 @@
-"""SVG charts for the leaderboard site, drawn with matplotlib's object API (no pyplot, no global state); the
-per-entry heatmaps are written directly as SVG (:mod:`sinkbench.svg_heatmap`), with matplotlib's colours.
+"""Charts for the leaderboard site: SVG drawn with matplotlib's object API (no pyplot, no global state; the
+per-entry heatmaps are written directly as SVG, :mod:`sinkbench.svg_heatmap`, with matplotlib's colours), and the
+same data as an interactive plotly.js figure (:mod:`sinkbench.leaderboard.charts`).
 
-Each chart is a small frozen dataclass of plain numbers and labels with an ``alt`` description and an
-``svg()`` method. The SVG root carries a ``<title>`` and a ``<desc>`` holding the same description as the page's
+Each chart is a small frozen dataclass of plain numbers and labels with an ``alt`` description, an ``svg()`` and a
+``figure()`` method. The SVG root carries a ``<title>`` and a ``<desc>`` holding the same description as the page's
 ``alt`` text. Labels may be user-supplied: matplotlib escapes them for XML, and :func:`_plain` stops ``$`` from
 starting mathtext. Output depends on the data only (fixed hash salt, no date, label placement limited by a step
 count rather than by time), so rebuilding an unchanged site changes no file.
@@ -12,7 +13,8 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from xml.sax.saxutils import escape
+from html import escape
+from xml.sax.saxutils import escape as xml_escape
 
 import matplotlib
 from adjustText import adjust_text
@@ -20,11 +22,10 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from sinkbench.leaderboard import charts
+from sinkbench.leaderboard.svg_bars import bars_svg
 from sinkbench.svg_heatmap import heatmap_svg
 
-#: Colours per QK-norm class (colour-blind safe, Okabe-Ito), and the fallback for unknown classes.
-QK_COLOURS: dict[str, str] = {"per-head": "#0072B2", "layerwise": "#E69F00", "none": "#D55E00"}
-_OTHER_COLOUR = "#7f7f7f"
 #: Most point labels drawn on a scatter; beyond this the chart relies on the table below it.
 MAX_POINT_LABELS = 30
 #: Most steps adjustText takes to move labels apart (it stops earlier once none overlap). A count, not its default
@@ -46,12 +47,36 @@ _STYLE = {
 
 @dataclass(frozen=True)
 class ScatterPoint:
-    """One pair on an S-versus-delta scatter."""
+    """One pair on an S-versus-delta scatter: what its point shows, and what its hover label adds (provenance, the
+    interval of the observed delta, the held-out prediction with its interval and kind)."""
 
     label: str
     sink_strength: float
     delta: float
     qk_norm: str
+    provenance: str = ""
+    delta_interval: tuple[float, float] | None = None
+    predicted: float | None = None
+    predicted_interval: tuple[float, float] | None = None
+    interval_kind: str = ""
+
+    def hover(self) -> str:
+        """The point's hover label."""
+        lines = [
+            f"S {self.sink_strength:+.2f} nats · QK-norm {escape(self.qk_norm)}",
+            f"Δ {self.delta:+.1f} points",
+        ]
+        if self.delta_interval is not None:
+            lines[-1] += f" (95% CI [{self.delta_interval[0]:+.1f}, {self.delta_interval[1]:+.1f}])"
+        if self.predicted is not None:
+            line = f"held-out prediction {self.predicted:+.1f}"
+            if self.predicted_interval is not None:
+                low, high = self.predicted_interval
+                line += f" [{low:+.1f}, {high:+.1f}] {escape(self.interval_kind)}"
+            lines.append(line)
+        if self.provenance:
+            lines.append(escape(self.provenance))
+        return charts.hover_text(self.label, *lines)
 
 
 def _plain(text: str) -> str:
@@ -64,7 +89,7 @@ def _to_svg(figure: Figure, title: str, description: str) -> str:
     buffer = io.StringIO()
     with matplotlib.rc_context(_STYLE):
         figure.savefig(buffer, format="svg", metadata={"Title": title, "Date": None, "Creator": None})
-    return buffer.getvalue().replace("</title>", f"</title>\n <desc>{escape(description)}</desc>", 1)
+    return buffer.getvalue().replace("</title>", f"</title>\n <desc>{xml_escape(description)}</desc>", 1)
 
 
 def _new_axes(width: float, height: float, left: float) -> tuple[Figure, Axes]:
@@ -114,7 +139,7 @@ class ScatterChart:
                     color="#3f51b5",
                     linestyle="--",
                     linewidth=1.2,
-                    label="least-squares fit",
+                    label="least-squares fit (all pairs)",
                     zorder=2,
                 )
             axes.axhline(0.0, color="#9e9e9e", linewidth=0.8, zorder=1)
@@ -125,16 +150,69 @@ class ScatterChart:
                 axes.legend(frameon=False, fontsize=7.5, loc="best")
         return _to_svg(figure, f"{self.task_label}: Sink Strength vs delta", self.alt)
 
+    def _groups(self) -> list[tuple[str, list[ScatterPoint]]]:
+        """The points per QK-norm class, classes in name order."""
+        classes = sorted({p.qk_norm for p in self.points})
+        return [(qk_norm, [p for p in self.points if p.qk_norm == qk_norm]) for qk_norm in classes]
+
+    def figure(self) -> dict:
+        """The interactive figure: one series per QK-norm class (toggled from the legend), the fit line, and a
+        hover label per pair."""
+        data = []
+        for qk_norm, group in self._groups():
+            colour, symbol, _ = charts.qk_style(qk_norm)
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": "markers",
+                    "name": f"QK-norm: {escape(qk_norm)}",
+                    "x": [p.sink_strength for p in group],
+                    "y": [p.delta for p in group],
+                    "text": [p.hover() for p in group],
+                    "hovertemplate": "%{text}<extra></extra>",
+                    "marker": {
+                        "color": colour,
+                        "symbol": symbol,
+                        "size": 10,
+                        "line": {"color": "white", "width": 1},
+                    },
+                }
+            )
+        if self.fit is not None and self.points:
+            xs = [min(p.sink_strength for p in self.points), max(p.sink_strength for p in self.points)]
+            slope, intercept = self.fit
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": "lines",
+                    "name": "least-squares fit (all pairs)",
+                    "x": xs,
+                    "y": [intercept + slope * x for x in xs],
+                    "hovertemplate": f"Δ = {intercept:+.2f} {slope:+.2f} × S<extra></extra>",
+                    "line": {"color": "#3f51b5", "dash": "dash", "width": 1.5},
+                }
+            )
+        return {
+            "data": data,
+            "layout": charts.layout(
+                "Sink Strength S of the reference LLM (nats)",
+                f"{self.task_label} Δ, VLM-LM − reference (points)",
+                shapes=[charts.horizontal_line(0.0)],
+            ),
+        }
+
     def _draw_points(self, axes: Axes) -> None:
-        """One coloured series per QK-norm class; point labels while there are few enough to read."""
-        for qk_norm in sorted({p.qk_norm for p in self.points}):
-            group = [p for p in self.points if p.qk_norm == qk_norm]
+        """One series per QK-norm class (its own colour and marker); point labels while there are few enough to
+        read."""
+        for qk_norm, group in self._groups():
+            colour, _, marker = charts.qk_style(qk_norm)
             axes.scatter(
                 [p.sink_strength for p in group],
                 [p.delta for p in group],
                 s=36,
                 zorder=3,
-                color=QK_COLOURS.get(qk_norm, _OTHER_COLOUR),
+                color=colour,
+                marker=marker,
                 edgecolor="white",
                 linewidth=0.6,
                 label=f"QK-norm: {_plain(qk_norm)}",
@@ -191,6 +269,27 @@ class HeatmapChart:
             alt=self.alt,
         )
 
+    def figure(self) -> dict:
+        """The interactive heatmap: hover gives layer, head and G."""
+        return {
+            "data": [
+                {
+                    "type": "heatmap",
+                    "z": [list(row) for row in self.median_g],
+                    "y": [str(layer) for layer in self.layers],
+                    "colorscale": "Viridis",
+                    "colorbar": {"title": {"text": "G (nats)"}, "thickness": 12},
+                    "hovertemplate": "layer %{y}, head %{x}: G = %{z:.2f} nats<extra></extra>",
+                }
+            ],
+            "layout": charts.layout(
+                "attention head",
+                "layer",
+                yaxis={"title": {"text": "layer"}, "type": "category", "automargin": True},
+                height=max(260, 18 * len(self.layers) + 120),
+            ),
+        }
+
 
 @dataclass(frozen=True)
 class CategoryChart:
@@ -208,25 +307,35 @@ class CategoryChart:
         )
 
     def svg(self) -> str:
-        """Draw the chart."""
-        names = [name for name, _ in self.counts]
-        with matplotlib.rc_context(_STYLE):
-            figure, axes = _new_axes(
-                6.4, max(2.0, 0.3 * len(names) + 1.2), left=0.25 + 0.065 * max(map(len, names), default=4)
-            )
-            axes.grid(axis="y", visible=False)
-            bars = axes.barh(
-                range(len(names)), [count for _, count in self.counts], color="#3f51b5", height=0.65
-            )
-            axes.set_yticks(range(len(names)), [_plain(name) for name in names])
-            axes.invert_yaxis()
-            axes.bar_label(bars, padding=3, fontsize=7.5)
-            axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-            axes.set_xlabel("IFEval prompts lost (a prompt counts once per violated category)")
-            axes.set_title(
-                _plain(f"Regressed IFEval prompts by category: {self.pair_label}"), loc="left", fontsize=10
-            )
-        return _to_svg(figure, f"IFEval regressions by category: {self.pair_label}", self.alt)
+        """Draw the chart as hand-written SVG (:mod:`sinkbench.leaderboard.svg_bars`)."""
+        return bars_svg(
+            self.counts,
+            title=f"IFEval regressions by category: {self.pair_label}",
+            heading=f"Regressed IFEval prompts by category: {self.pair_label}",
+            x_label="IFEval prompts lost (a prompt counts once per violated category)",
+            alt=self.alt,
+        )
+
+    def figure(self) -> dict:
+        """The interactive bar chart: hover gives the category and its count."""
+        return {
+            "data": [
+                {
+                    "type": "bar",
+                    "orientation": "h",
+                    "x": [count for _, count in self.counts],
+                    "y": [escape(name) for name, _ in self.counts],
+                    "marker": {"color": "#3f51b5"},
+                    "hovertemplate": "%{y}: %{x} prompts lost<extra></extra>",
+                }
+            ],
+            "layout": charts.layout(
+                "IFEval prompts lost (a prompt counts once per violated category)",
+                "",
+                yaxis={"autorange": "reversed", "automargin": True},
+                height=max(220, 26 * len(self.counts) + 100),
+            ),
+        }
 
 
 #: Colours of the arms of a training experiment, in order (Okabe-Ito).
@@ -291,6 +400,50 @@ class TrajectoryChart:
             if self.arms:
                 axes.legend(frameon=False, fontsize=7.5, loc="best")
         return _to_svg(figure, f"Sink Strength during fine-tuning: {self.model_label}", self.alt)
+
+    def figure(self) -> dict:
+        """The interactive figure: per arm, one legend entry toggling its seeds (faint) and their mean (bold)."""
+        data = []
+        for index, (label, runs) in enumerate(self.arms):
+            colour = _ARM_COLOURS[index % len(_ARM_COLOURS)]
+            name = escape(label)
+            for number, run in enumerate(runs):
+                steps, values = zip(*run, strict=True) if run else ((), ())
+                data.append(
+                    {
+                        "type": "scatter",
+                        "mode": "lines",
+                        "x": list(steps),
+                        "y": list(values),
+                        "name": f"{name}, run {number + 1}",
+                        "legendgroup": name,
+                        "showlegend": False,
+                        "opacity": 0.35,
+                        "line": {"color": colour, "width": 1},
+                        "hovertemplate": f"{name}, run {number + 1}: step %{{x}}, S %{{y:+.2f}}<extra></extra>",
+                    }
+                )
+            mean = self._mean(runs)
+            if mean:
+                steps, values = zip(*mean, strict=True)
+                data.append(
+                    {
+                        "type": "scatter",
+                        "mode": "lines+markers",
+                        "x": list(steps),
+                        "y": list(values),
+                        "name": f"{name} (mean of {len(runs)})",
+                        "legendgroup": name,
+                        "line": {"color": colour, "width": 2.5},
+                        "hovertemplate": f"{name}, mean: step %{{x}}, S %{{y:+.2f}}<extra></extra>",
+                    }
+                )
+        return {
+            "data": data,
+            "layout": charts.layout(
+                "optimizer step", "Sink Strength S (nats)", shapes=[charts.horizontal_line(0.0)]
+            ),
+        }
 
 
 Chart = ScatterChart | HeatmapChart | CategoryChart | TrajectoryChart

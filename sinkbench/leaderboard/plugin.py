@@ -12,10 +12,21 @@ Its options in ``mkdocs.yml`` (paths relative to that file)::
           experiments: benchmarks/results  # the Training dynamics page's results (optional)
           seed: 0                        # of the bootstrap and permutation tests
 
-Search indexes an entry page by its names and model ids (its ``sinkbench_search_text``), not by its tables, which
-keeps the index small and the build of a large board fast. Under ``mkdocs serve`` it also watches the submissions
-and the experiments folder, so the preview rebuilds when the data changes (``mkdocs.yml``'s ``watch:`` covers the
-templates). Invalid submissions end the build with MkDocs' own error, listing every problem; nothing is written.
+Besides generating, it does for every page what a theme hook would otherwise do, with all state on the plugin
+instance (MkDocs makes one per build, and ``mkdocs serve`` one per rebuild):
+
+* HTML blocks of the templates bypass Markdown (:mod:`sinkbench.leaderboard.raw_blocks`);
+* search indexes an entry page by its names and model ids (its ``sinkbench_search_text``), not by its tables,
+  which keeps the index small and the build of a large board fast;
+* an entry page lights the navigation tab of the table that lists it (pairs: Leaderboard, backbones: Screening);
+* the 404 page links relatively, like every other page, so it works offline and under a sub-path;
+* a page holding an interactive chart loads the vendored plotly.js (:mod:`sinkbench.leaderboard.charts`);
+* every figure a page marks as a fact is collected, and the build fails when two pages show one fact as two
+  numbers without saying why (:mod:`sinkbench.leaderboard.consistency`).
+
+Under ``mkdocs serve`` it also watches the submissions and the experiments folder, so the preview rebuilds when
+the data changes (``mkdocs.yml``'s ``watch:`` covers the templates). Invalid submissions end the build with
+MkDocs' own error, listing every problem; nothing is written.
 """
 
 from __future__ import annotations
@@ -30,15 +41,20 @@ from mkdocs.config.base import Config
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, CombinedEvent, event_priority
-from mkdocs.structure.files import File, Files
+from mkdocs.structure.files import File, Files, InclusionLevel
+from mkdocs.utils import is_error_template, normalize_url
 
 from sinkbench.errors import UserError
+from sinkbench.leaderboard import charts, raw_blocks
+from sinkbench.leaderboard.consistency import FactBook, InconsistentFigures
 from sinkbench.leaderboard.generate import GeneratedSite, copy_submitted_file, generate_site
 from sinkbench.leaderboard.pages import SEARCH_TEXT, PageRenderer, make_environment
 from sinkbench.submissions import SubmissionsInvalid
 
 #: The plugin's name in ``mkdocs.yml`` (its ``mkdocs.plugins`` entry point).
 PLUGIN_NAME = "sinkbench"
+#: The navigation page whose tab an entry page belongs to, by the page's folder.
+TAB_OF_FOLDER = {"pairs": "leaderboard.md", "backbones": "screening.md"}
 
 
 class LeaderboardOptions(Config):
@@ -59,7 +75,7 @@ class SubmittedFile(File):
 
 
 class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
-    """Generates the leaderboard's pages from the submissions (see the module docstring)."""
+    """Generates the leaderboard's pages from the submissions and renders them (see the module docstring)."""
 
     #: Whether a user-caused failure leaves as itself (``sinkbench site build`` reports it) instead of as MkDocs'
     #: ``PluginError`` (the error line ``mkdocs build`` prints).
@@ -69,7 +85,10 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
         self.generated: GeneratedSite | None = None
         self.finished_generating = 0.0
         self._base = Path.cwd()
-        self._contents: dict[str, str] = {}
+        self._contents: dict[str, str] = {}  # an entry page's content while search reads its search text
+        self._lifted: dict[str, list[str]] = {}  # each page's raw blocks while Markdown runs
+        self._lit: list[Any] = []  # the navigation tab an entry page lit, until the page is written
+        self.facts = FactBook()
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         """Note the folder of ``mkdocs.yml``, against which the options' paths are resolved."""
@@ -83,7 +102,7 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
         return None if value is None else self._base / value
 
     def on_files(self, files: Files, config: MkDocsConfig) -> Files:
-        """Generate the site and add its pages, charts, downloads and submitted files to MkDocs' files."""
+        """Generate the site and add its pages, charts, downloads, submitted files and vendored scripts."""
         renderer = PageRenderer(
             make_environment(self.path("templates")),
             Path(config.docs_dir),
@@ -96,27 +115,50 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
                 experiments_dir=_shown(self.path("experiments")),
                 seed=self.config.seed,
             )
+            vendored = charts.vendored_files()
         except UserError as error:  # invalid submissions included
             if self.raise_user_errors:
                 raise
             raise PluginError(_message(error)) from error
         for path, text in generated.texts():
+            replaced = _refuse_clash(files, path, config)
+            inclusion = (
+                InclusionLevel.INCLUDED if replaced else InclusionLevel.UNDEFINED
+            )  # not excluded in turn
+            files.append(File.generated(config, path, content=text, inclusion=inclusion))
+        for path, source in [*((raw.path, raw.source) for raw in generated.raw_files), *vendored]:
             _refuse_clash(files, path, config)
-            files.append(File.generated(config, path, content=text))
-        for raw in generated.raw_files:
-            _refuse_clash(files, raw.path, config)
-            files.append(SubmittedFile.generated(config, raw.path, abs_src_path=str(raw.source)))
+            files.append(SubmittedFile.generated(config, path, abs_src_path=str(source)))
+        self.facts = FactBook(generated.facts)
         self.generated = generated
         self.finished_generating = time.perf_counter()
         return files
 
+    def on_page_markdown(self, markdown: str, page: Any, config: MkDocsConfig, files: Files) -> str:
+        """Lift the page's raw HTML blocks out of the Markdown (:func:`raw_blocks.lift`)."""
+        text, self._lifted[page.file.src_uri] = raw_blocks.lift(markdown)
+        return text
+
+    def on_page_content(self, html: str, page: Any, config: MkDocsConfig, files: Files) -> str:
+        """Put the lifted blocks back (:func:`raw_blocks.restore`)."""
+        return raw_blocks.restore(html, self._lifted.pop(page.file.src_uri, []))
+
     @event_priority(100)  # before the search plugin indexes the page
     def _show_search_text(self, context: dict, page: Any, config: MkDocsConfig, nav: Any) -> dict:
-        """Give search an entry page's search text in place of its content."""
+        """Give search an entry page's search text in place of its content, and light the page's tab."""
         text = page.meta.get(SEARCH_TEXT)
         if text is not None:
             self._contents[page.file.src_uri] = page.content
             page.content = f"<p>{text}</p>"
+        folder, _, rest = page.file.src_uri.partition("/")
+        target = TAB_OF_FOLDER.get(folder) if rest else None
+        tab = next(
+            (item for item in nav.items if getattr(getattr(item, "file", None), "src_uri", None) == target),
+            None,
+        )
+        if tab is not None and not tab.active:
+            tab.active = True
+            self._lit.append(tab)
         return context
 
     @event_priority(-100)  # after it
@@ -128,6 +170,37 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
         return context
 
     on_page_context = CombinedEvent(_show_search_text, _restore_content)
+
+    def on_template_context(self, context: dict, template_name: str, config: MkDocsConfig) -> dict:
+        """Render the 404 page with links relative to the site's root, as the other pages link (MkDocs would make
+        them absolute from the server's root, which breaks a site opened from disk or served under a sub-path)."""
+        if is_error_template(template_name):
+            context["base_url"] = "."
+            context["extra_css"] = [normalize_url(path, None, ".") for path in config.extra_css]
+            context["extra_javascript"] = [
+                normalize_url(str(script), None, ".") for script in config.extra_javascript
+            ]
+        return context
+
+    def on_post_page(self, output: str, page: Any, config: MkDocsConfig) -> str:
+        """Switch a borrowed tab off again, load plotly.js where a chart needs it, and collect the page's facts."""
+        while self._lit:
+            self._lit.pop().active = False
+        output = charts.load_where_needed(output, page.url)
+        self.facts.read_page(page.file.src_uri, output)
+        return output
+
+    def on_post_build(self, config: MkDocsConfig) -> None:
+        """Fail the build when two pages show one fact as two numbers and neither says why
+        (:meth:`FactBook.problems`)."""
+        problems = self.facts.problems()
+        if problems:
+            message = "\n".join(
+                [*problems, f"{len(problems)} fact(s) shown as different numbers; nothing was built."]
+            )
+            if self.raise_user_errors:
+                raise InconsistentFigures(message)
+            raise PluginError(message)
 
     def on_serve(self, server: Any, config: MkDocsConfig, builder: Any) -> Any:
         """Rebuild the preview when the submissions or the experiment's results change."""
@@ -146,13 +219,20 @@ def _shown(path: Path | None) -> Path | None:
     return path if relative.parts[:1] == ("..",) else relative
 
 
-def _refuse_clash(files: Files, path: str, config: MkDocsConfig) -> None:
-    """Refuse a file of the docs folder at a path the plugin generates (one would silently replace the other)."""
-    if files.get_file_from_path(path) is not None:
-        raise PluginError(
-            f"{Path(config.docs_dir) / path}: the leaderboard generates this file; rename or remove the one in "
-            "the docs folder."
-        )
+def _refuse_clash(files: Files, path: str, config: MkDocsConfig) -> bool:
+    """Refuse a file of the docs folder at a path the plugin generates (one would silently replace the other); one
+    that ``exclude_docs`` leaves out of the site (a Markdown copy kept for the repository's readers) gives way, and
+    True says so."""
+    existing = files.get_file_from_path(path)
+    if existing is None:
+        return False
+    if existing.inclusion.is_excluded():
+        files.remove(existing)
+        return True
+    raise PluginError(
+        f"{Path(config.docs_dir) / path}: the leaderboard generates this file; rename or remove the one in "
+        "the docs folder."
+    )
 
 
 def _message(error: Exception) -> str:

@@ -3,16 +3,19 @@
 * :class:`PairedChart`: one outcome per arm, each seed a line joining its arms (the pairing the statistics use);
 * :class:`LengthChart`: the answer lengths of every run group, every answer shown in the box.
 
-Built like the other charts of :mod:`sinkbench.leaderboard.plots` (its style, margins and SVG writer).
+Built like the other charts of :mod:`sinkbench.leaderboard.plots` (its style, margins and SVG writer), each
+with its interactive figure too (:mod:`sinkbench.leaderboard.charts`).
 """
 
 from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass
+from html import escape
 
 import matplotlib
 
+from sinkbench.leaderboard import charts
 from sinkbench.leaderboard.plots import _ARM_COLOURS, _STYLE, _new_axes, _plain, _to_svg
 
 
@@ -78,6 +81,34 @@ class PairedChart:
             )
         return _to_svg(figure, f"{self.outcome} per arm and seed", self.alt)
 
+    def figure(self) -> dict:
+        """The interactive figure: one series per seed (toggled from the legend), its points coloured by arm."""
+        data = [
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": f"seed {seed}",
+                "x": [escape(arm) for arm, value in zip(self.arms, values, strict=True) if value is not None],
+                "y": [value for value in values if value is not None],
+                "line": {"color": "#9e9e9e", "width": 1},
+                "marker": {
+                    "size": 9,
+                    "color": [
+                        _ARM_COLOURS[i % len(_ARM_COLOURS)] for i, v in enumerate(values) if v is not None
+                    ],
+                },
+                "hovertemplate": f"seed {seed}, %{{x}}: %{{y:.2f}}<extra></extra>",
+            }
+            for seed, values in self.seeds
+        ]
+        shapes = [] if self.reference is None else [charts.horizontal_line(self.reference, "#616161", "dash")]
+        return {
+            "data": data,
+            "layout": charts.layout(
+                "", self.outcome, shapes=shapes, xaxis={"type": "category", "automargin": True}
+            ),
+        }
+
 
 @dataclass(frozen=True)
 class LengthChart:
@@ -126,6 +157,32 @@ class LengthChart:
             axes.set_xlabel(f"answer length (tokens; dashed: the cap of {self.cap})")
             axes.set_title("How long the answers are: every answer of every seed", loc="left", fontsize=10)
         return _to_svg(figure, "Answer lengths per run group", self.alt)
+
+    def figure(self) -> dict:
+        """The interactive figure: a box per run group over all its answers (every answer a point), the cap drawn."""
+        data = [
+            {
+                "type": "box",
+                "name": escape(label),
+                "y": list(lengths),
+                "boxpoints": "all",
+                "jitter": 0.4,
+                "pointpos": 0,
+                "marker": {"size": 3, "color": _ARM_COLOURS[index % len(_ARM_COLOURS)], "opacity": 0.5},
+                "line": {"color": _ARM_COLOURS[index % len(_ARM_COLOURS)]},
+                "hovertemplate": f"{escape(label)}: %{{y}} tokens ({100 * stopped:.0f}% stopped before the cap)<extra></extra>",
+            }
+            for index, (label, lengths, stopped) in enumerate(self.groups)
+        ]
+        return {
+            "data": data,
+            "layout": charts.layout(
+                "",
+                "answer length (tokens)",
+                shapes=[charts.horizontal_line(self.cap, "#616161", "dash")],
+                showlegend=False,
+            ),
+        }
 
 
 def _median(values: tuple[int, ...]) -> float:

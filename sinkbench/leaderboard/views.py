@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from sinkbench.leaderboard.backbone_views import LlmKey, backbone_slugs, backbone_view, llm_key, rank_order
+from sinkbench.leaderboard.backbone_views import LlmKey, backbone_slugs, backbone_view, rank_order
 from sinkbench.leaderboard.content import (
     BackboneView,
     CorrelationRow,
@@ -24,6 +24,7 @@ from sinkbench.leaderboard.content import (
     SiteViews,
     TaskColumn,
 )
+from sinkbench.leaderboard.history import BoardHistory
 from sinkbench.leaderboard.pair_views import order_pairs, pair_view
 from sinkbench.leaderboard.plots import ScatterChart, ScatterPoint
 from sinkbench.leaderboard.precision import SourcePrecision
@@ -32,6 +33,7 @@ from sinkbench.submissions.catalogue import IFEVAL_TASK, TASKS
 from sinkbench.submissions.entry import Entry
 from sinkbench.tables.build import AggregateTables
 from sinkbench.tables.intervals import METHODS
+from sinkbench.tables.pairs import llm_keys
 
 #: The task the home page and the leaderboard's prediction column are about.
 HEADLINE_TASK = IFEVAL_TASK
@@ -69,7 +71,13 @@ def _interval_records(row: Row, labels: dict[str, str]) -> tuple[IntervalRecord,
     return tuple(records)
 
 
-def _correlation_row(row: Row, labels: dict[str, str]) -> CorrelationRow:
+def _as_strong_as(row: Row, rho: dict[str, float | None]) -> tuple[tuple[str, float | None], ...]:
+    """The targets a control correlates with S as strongly as, with their rho (``control_as_strong_as``)."""
+    tasks = [task for task in str(row.get("control_as_strong_as") or "").split(";") if task]
+    return tuple((TASKS[task].label, rho.get(task)) for task in tasks)
+
+
+def _correlation_row(row: Row, labels: dict[str, str], rho: dict[str, float | None]) -> CorrelationRow:
     low, high = row["spearman_ci"]
     slope, intercept = finite_or_none(row["slope"]), finite_or_none(row["intercept"])
     beats = row["beats_baseline"]
@@ -91,12 +99,32 @@ def _correlation_row(row: Row, labels: dict[str, str]) -> CorrelationRow:
         prediction_level=finite_or_none(row["prediction_interval_level"]),
         prediction_guarantee=finite_or_none(row["prediction_interval_guarantee"]),
         intervals=_interval_records(row, labels),
+        as_strong_as=_as_strong_as(row, rho),
+    )
+
+
+def _point(pair: PairView, task: str, delta: float) -> ScatterPoint:
+    """A pair's point on ``task``'s scatter, with what its hover label says."""
+    result = pair.result(task)
+    held = result.predicted if result else None
+    return ScatterPoint(
+        pair.vlm.label,
+        pair.sink_strength.value,
+        delta,
+        pair.qk_norm,
+        provenance=f"{pair.provenance}{f' · {result.basis}' if result and result.basis else ''}",
+        delta_interval=result.delta_interval if result else None,
+        predicted=held.delta if held else None,
+        predicted_interval=(held.low, held.high)
+        if held and held.low is not None and held.high is not None
+        else None,
+        interval_kind=f"{held.kind} {100 * held.level:.1f}%" if held and held.kind and held.level else "",
     )
 
 
 def _scatter(correlation: CorrelationRow, pairs: Sequence[PairView]) -> PlotRef:
     points = tuple(
-        ScatterPoint(pair.vlm.label, pair.sink_strength.value, delta, pair.qk_norm)
+        _point(pair, correlation.task, delta)
         for pair in pairs
         if pair.sink_strength.value is not None and (delta := pair.delta(correlation.task)) is not None
     )
@@ -111,7 +139,11 @@ def _scatter(correlation: CorrelationRow, pairs: Sequence[PairView]) -> PlotRef:
 
 
 def _pair_views(
-    tables: AggregateTables, slugs: dict[LlmKey, str], precision: SourcePrecision
+    tables: AggregateTables,
+    keys: dict[str, LlmKey],
+    slugs: dict[LlmKey, str],
+    precision: SourcePrecision,
+    submitted: dict[str, str],
 ) -> list[PairView]:
     pair_rows = _group_rows(tables.pairs, "entry")
     regression_rows = _group_rows(tables.regressions, "entry")
@@ -120,8 +152,9 @@ def _pair_views(
             entry,
             pair_rows.get(entry.name, []),
             next(iter(regression_rows.get(entry.name, [])), None),
-            slugs[llm_key(entry)],
+            slugs[keys[entry.name]],
             precision,
+            submitted.get(entry.name),
         )
         for entry in tables.entries
         if entry.kind == "pair"
@@ -130,12 +163,17 @@ def _pair_views(
 
 
 def _backbone_views(
-    tables: AggregateTables, pairs: list[PairView], slugs: dict[LlmKey, str], precision: SourcePrecision
+    tables: AggregateTables,
+    pairs: list[PairView],
+    keys: dict[str, LlmKey],
+    slugs: dict[LlmKey, str],
+    precision: SourcePrecision,
+    submitted: dict[str, str],
 ) -> list[BackboneView]:
     """Every LLM of the entries, in screening order (rank by S; unranked last)."""
     by_llm: dict[LlmKey, list[Entry]] = {}
     for entry in tables.entries:
-        by_llm.setdefault(llm_key(entry), []).append(entry)
+        by_llm.setdefault(keys[entry.name], []).append(entry)
     screening: dict[LlmKey, list[Row]] = {}
     for row in tables.screening.to_dict("records"):
         key = (row["model_id"], None if pd.isna(row["model_revision"]) else row["model_revision"])
@@ -146,7 +184,13 @@ def _backbone_views(
     backbones = sorted(
         (
             backbone_view(
-                key, group, screening.get(key, []), pairs_of.get(slugs[key], []), slugs[key], precision
+                key,
+                group,
+                screening.get(key, []),
+                pairs_of.get(slugs[key], []),
+                slugs[key],
+                precision,
+                submitted,
             )
             for key, group in by_llm.items()
         ),
@@ -158,14 +202,19 @@ def _backbone_views(
     return backbones
 
 
-def build_views(tables: AggregateTables) -> SiteViews:
-    """Shape the aggregated tables and the entries they were built from into the contents of every page."""
-    slugs = backbone_slugs(tables.entries)
+def build_views(tables: AggregateTables, history: BoardHistory | None = None) -> SiteViews:
+    """Shape the aggregated tables and the entries they were built from into the contents of every page;
+    ``history`` (of the submissions folder) gives each entry's date on the board and the changelog."""
+    history = history or BoardHistory(available=False)
+    keys = llm_keys(tables.entries)
+    slugs = backbone_slugs(keys.values())
     precision = SourcePrecision(tables.entries)
-    pairs = _pair_views(tables, slugs, precision)
-    backbones = _backbone_views(tables, pairs, slugs, precision)
+    pairs = _pair_views(tables, keys, slugs, precision, history.submitted)
+    backbones = _backbone_views(tables, pairs, keys, slugs, precision, history.submitted)
     labels = {pair.slug: pair.vlm.label for pair in pairs}
-    correlations = [_correlation_row(row, labels) for row in tables.correlations.to_dict("records")]
+    records = tables.correlations.to_dict("records")
+    rho = {row["task"]: finite_or_none(row["spearman"]) for row in records}
+    correlations = [_correlation_row(row, labels, rho) for row in records]
     present = set(tables.pairs["task"])
     return SiteViews(
         task_columns=[
@@ -183,4 +232,5 @@ def build_views(tables: AggregateTables) -> SiteViews:
             "measured": sum(entry.provenance == "measured" for entry in tables.entries),
             "reported": sum(entry.provenance == "reported" for entry in tables.entries),
         },
+        history=history,
     )

@@ -1,5 +1,6 @@
-"""What an entry says about its models beyond their scores: their size, and the protocol their S was measured
-by (so that an S from one protocol is never silently compared with an S from another).
+"""What an entry says about its models beyond their scores: their size, the protocol their S was measured by (so
+that an S from one protocol is never silently compared with an S from another), and the basis each score was
+measured on (subset or limit, token cap, dtype, weights), as its results file records it.
 
 Sizes come from ``metadata.json`` (``params_b`` with its source) or, for measured entries, from the parameter
 count lm-eval recorded from the weights (``config.model_num_parameters``). A reported S carries the protocol of
@@ -10,13 +11,13 @@ format, read from the ``sink_strength`` results file.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sinkbench.submissions.catalogue import SINK_TASK
 from sinkbench.submissions.entry import Entry, Side
 from sinkbench.submissions.schema import ModelRef
-from sinkbench.weights import weights_label
+from sinkbench.weights import TRANSFORMERS_WEIGHTS, weights_label
 
 
 @dataclass(frozen=True)
@@ -92,17 +93,118 @@ def sinkbench_protocol(calibration: object, dtype: str | None, weights: str) -> 
     )
 
 
+@dataclass(frozen=True)
+class ScoreBasis:
+    """What one score was measured on, as its results file records it (or, reported, who printed it).
+
+    ``subset`` is what the task's config names as its subset (``configs.<task>.metadata.subset``, e.g. set by
+    lm-eval's ``--metadata``), else None; ``evaluated`` of ``documents`` were scored, ``limit`` is lm-eval's
+    ``--limit`` (None: not limited); ``max_new_tokens`` is the generation cap (None for log-likelihood tasks).
+    """
+
+    label: str
+    evaluated: int | None = None
+    documents: int | None = None
+    limit: float | None = None
+    subset: str | None = None
+    max_new_tokens: int | None = None
+    dtype: str | None = None
+
+
+def _subset_name(metadata: dict[str, Any] | None) -> str | None:
+    """The subset a task's metadata names: a string, or a mapping's ``name`` (else its ``rule``)."""
+    value = (metadata or {}).get("subset")
+    if isinstance(value, dict):
+        value = value.get("name") or value.get("rule")
+    return str(value)[:120] if isinstance(value, (str, int, float)) and str(value) else None
+
+
+def _documents_text(basis: ScoreBasis) -> str:
+    """``all 541 documents``, ``first 128 of 541 documents (--limit 128)``, a named subset, or the count alone."""
+    evaluated, documents = basis.evaluated, basis.documents
+    if evaluated is None or documents is None:
+        return "document count not recorded"
+    share = f"{evaluated:,} of {documents:,} documents"
+    if basis.subset:
+        return (
+            f"{basis.subset}: {share}"
+            if evaluated != documents
+            else f"{basis.subset} ({documents:,} documents)"
+        )
+    if evaluated == documents:
+        return f"all {documents:,} documents"
+    if basis.limit is not None:
+        return f"first {share} (--limit {basis.limit:g})"
+    return f"{share} (which ones is not recorded)"
+
+
+def score_basis(entry: Entry, role: str, task: str) -> ScoreBasis | None:
+    """The basis of ``task``'s score on side ``role`` of ``entry`` (``reference``, ``vlm`` or ``backbone``), or
+    None when that side has no such score."""
+    reported = entry.metadata.reported
+    if reported is not None:
+        score = entry.scores.get(task)
+        if score is None:
+            return None
+        citation = entry.metadata.citation
+        source = _short_citation(citation.source) if citation else "source not stated"
+        table = score.source.split(";")[0].strip()
+        return ScoreBasis(f"reported by {source}" + (f" ({table})" if table else ""))
+    side = entry.sides.get(role)
+    found = side.results_for(task) if side else None
+    if found is None:
+        return None
+    data = found.data
+    config = data.configs.get(task)
+    count = data.n_samples.get(task)
+    generation = (config.generation_kwargs if config else None) or {}
+    cap = generation.get("max_gen_toks")
+    dtype = (data.config.model_dtype or str(model_args(data.config.model_args).get("dtype") or "")) or None
+    basis = ScoreBasis(
+        "",
+        count.effective if count else None,
+        count.original if count else None,
+        float(data.config.limit) if isinstance(data.config.limit, (int, float)) else None,
+        _subset_name(config.metadata if config else None),
+        int(cap) if isinstance(cap, (int, float)) and not isinstance(cap, bool) else None,
+        dtype.removeprefix("torch.") if dtype else None,
+    )
+    parts = [_documents_text(basis)]
+    if basis.max_new_tokens is not None:
+        parts.append(f"up to {basis.max_new_tokens:,} new tokens")
+    parts.append(basis.dtype or "dtype not recorded")
+    weights = weights_label(model_args(data.config.model_args).get("gguf_file"))
+    if weights != TRANSFORMERS_WEIGHTS:
+        parts.append(weights)
+    return replace(basis, label=" · ".join(parts))
+
+
+def _sink_results(entry: Entry) -> tuple[Any, Any] | None:
+    """The ``sink_strength`` results file of a measured entry's LLM and its task config, or None."""
+    side = entry.llm_side
+    found = side.results_for(SINK_TASK) if side else None
+    return None if found is None else (found, found.data.configs.get(SINK_TASK))
+
+
+def calibration_set(entry: Entry) -> str | None:
+    """The calibration set a measured S was taken on (``v1``, ``v2``, a file's name), or None (reported, or not
+    recorded)."""
+    found = _sink_results(entry) if entry.metadata.reported is None else None
+    calibration = ((found[1].metadata or {}).get("calibration") if found and found[1] else None) or {}
+    value = calibration.get("set") if isinstance(calibration, dict) else None
+    return value if isinstance(value, str) else None
+
+
 def s_protocol(entry: Entry) -> SProtocol | None:
     """The protocol of the entry's S, or None when the entry has no S."""
     reported = entry.metadata.reported
     if reported is not None:
         citation = entry.metadata.citation
         return SProtocol("reported", _short_citation(citation.source) if citation else "source not stated")
-    side = entry.llm_side
-    found = side.results_for(SINK_TASK) if side else None
-    if found is None:
+    sink = _sink_results(entry)
+    if sink is None:
         return None
-    config = found.data.configs.get(SINK_TASK)
+    found, config = sink
     calibration = (config.metadata or {}).get("calibration") if config else None
     weights = weights_label(model_args(found.data.config.model_args).get("gguf_file"))
     return sinkbench_protocol(calibration, found.data.config.model_dtype, weights)

@@ -10,7 +10,7 @@ import pandas as pd
 
 from sinkbench.submissions.entry import Entry
 from sinkbench.tables.correlations import correlations_table
-from sinkbench.tables.pairs import loo_coverages, pairs_table
+from sinkbench.tables.pairs import loo_coverages, pairs_table, with_held_out_intervals
 from sinkbench.tables.regressions import regressions_table
 from sinkbench.tables.screening import screening_table
 
@@ -34,6 +34,7 @@ def build_tables(entries: Sequence[Entry], *, seed: int = 0) -> AggregateTables:
     ordered = sorted(entries, key=lambda entry: (entry.kind, entry.name))
     pairs = pairs_table(ordered, seed=seed)
     coverages = loo_coverages(pairs)
+    pairs = with_held_out_intervals(pairs, coverages)
     return AggregateTables(
         pairs=pairs,
         correlations=correlations_table(pairs, coverages, seed=seed),

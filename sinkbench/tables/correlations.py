@@ -5,6 +5,8 @@ whether the task is a format-sensitive one or a knowledge control."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -38,6 +40,7 @@ CORRELATION_COLUMNS = [
     "distinct_s",
     "beats_baseline",
     "family",
+    "control_as_strong_as",
 ]
 
 
@@ -108,4 +111,25 @@ def correlations_table(
         for task in TASKS
         if (pairs["task"] == task).any()
     ]
+    for row in rows:
+        row["control_as_strong_as"] = ";".join(control_as_strong_as(row, rows))
     return pd.DataFrame(rows, columns=CORRELATION_COLUMNS)
+
+
+def control_as_strong_as(row: dict, rows: list[dict]) -> list[str]:
+    """For a knowledge control, the format-sensitive tasks whose correlation with S is no stronger than the
+    control's (|rho| at most the control's); empty for a format task or a control weaker than every target.
+
+    A control is there to show what S tracks that has nothing to do with strict formats: one that correlates with S
+    as strongly as a target does says S's link to that target may not be about formats at all, so the board flags it.
+    """
+    strength = abs(row["spearman"]) if row["family"] == "control" else math.nan
+    if math.isnan(strength):
+        return []
+    return [
+        target["task"]
+        for target in rows
+        if target["family"] != "control"
+        and not math.isnan(target["spearman"])
+        and abs(target["spearman"]) <= strength
+    ]

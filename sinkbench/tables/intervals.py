@@ -188,6 +188,8 @@ class Coverage:
 
     ``level`` and ``guarantee`` are those of the held-out intervals (made from n - 1 pairs); ``outside`` holds the
     positions, in the input order, of the pairs that fell outside; ``checked`` counts pairs whose interval exists.
+    ``lows`` and ``highs`` are the held-out intervals themselves, in the input order (NaN where none exists): the
+    interval each pair's held-out prediction carries.
     """
 
     method: str
@@ -197,6 +199,8 @@ class Coverage:
     checked: int
     median_width: float
     outside: tuple[int, ...]
+    lows: tuple[float, ...] = ()
+    highs: tuple[float, ...] = ()
 
 
 def loo_coverage(x: ArrayLike, y: ArrayLike, method: str, confidence: float = CONFIDENCE) -> Coverage:
@@ -221,4 +225,6 @@ def loo_coverage(x: ArrayLike, y: ArrayLike, method: str, confidence: float = CO
         int(checked.sum()),
         float(np.median(widths)) if widths.size else math.nan,
         tuple(int(i) for i in np.flatnonzero(checked & ~inside)),
+        tuple(float(value) for value in lows),
+        tuple(float(value) for value in highs),
     )

@@ -1,15 +1,31 @@
-"""The pairs table: one row per pair and task, with scores, delta (and its paired bootstrap interval where both
-sides' IFEval samples exist), S with its protocol, the models' sizes and the leave-one-pair-out prediction."""
+"""The pairs table: one row per pair and task, with scores and the basis each was measured on, delta (and its
+paired bootstrap interval where both sides' IFEval samples exist), S with its protocol, the models' sizes and the
+leave-one-pair-out prediction with its held-out interval.
+
+S of a reported pair is its publication's, unless the board holds a measured backbone entry of the same reference
+LLM, measured by sinkbench on its default calibration set (``benchmarks/remeasure_board.py`` writes them): then
+the fits use that S, so that every S they see was measured by one protocol, and ``s_source`` names the entry
+(``reported_sink_strength`` keeps the publication's)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
+from sinkbench.sink.prompts import DEFAULT_SET
 from sinkbench.submissions.catalogue import IFEVAL_TASK, TASKS
 from sinkbench.submissions.entry import Entry, TaskScore
-from sinkbench.submissions.facts import ModelSize, llm_size, s_protocol, vlm_size
+from sinkbench.submissions.facts import (
+    ModelSize,
+    calibration_set,
+    llm_size,
+    s_protocol,
+    score_basis,
+    vlm_size,
+)
 from sinkbench.tables import intervals, stats
 
 PAIRS_COLUMNS = [
@@ -36,6 +52,15 @@ PAIRS_COLUMNS = [
     "derived",
     "source",
     "testbed",
+    "reference_basis",
+    "vlm_basis",
+    "s_source",
+    "reported_sink_strength",
+    "predicted_interval_kind",
+    "predicted_interval_level",
+    "predicted_interval_low",
+    "predicted_interval_high",
+    "predicted_informative",
 ]
 _FLOAT_COLUMNS = [
     "reference_score",
@@ -49,7 +74,13 @@ _FLOAT_COLUMNS = [
     "vlm_params_b",
     "reference_params_b",
     "predicted_delta",
+    "reported_sink_strength",
+    "predicted_interval_level",
+    "predicted_interval_low",
+    "predicted_interval_high",
 ]
+#: The S of a pair that is its own (measured with the pair, or printed by its source).
+OWN_S = "the pair's own"
 
 
 def _delta_interval(entry: Entry, seed: int) -> tuple[float, float] | tuple[None, None]:
@@ -75,12 +106,53 @@ def _derived(entry: Entry, score: TaskScore) -> str:
     return ";".join(derived)
 
 
+def remeasured(entries: Sequence[Entry]) -> dict[str, list[Entry]]:
+    """Measured backbone entries whose S sinkbench took on its default calibration set, by model id."""
+    found: dict[str, list[Entry]] = {}
+    for entry in entries:
+        if (
+            entry.kind == "backbone"
+            and entry.sink_strength is not None
+            and calibration_set(entry) == DEFAULT_SET
+        ):
+            found.setdefault(entry.llm.id, []).append(entry)
+    return found
+
+
+def s_used(entry: Entry, backbones: dict[str, list[Entry]]) -> Entry:
+    """The entry whose S a pair's statistics use: a re-measured backbone entry of its reference LLM (the same
+    revision when the pair records one) for a reported pair, else the pair itself."""
+    if entry.provenance != "reported":
+        return entry
+    revision = entry.llm.revision
+    matching = [other for other in backbones.get(entry.llm.id, []) if revision in (None, other.llm.revision)]
+    return matching[0] if matching else entry
+
+
+def llm_keys(entries: Sequence[Entry]) -> dict[str, tuple[str, str | None]]:
+    """The LLM each entry is about, as (Hub id, revision), by entry name: a reported pair whose S was re-measured
+    (:func:`s_used`) counts as the re-measured entry's LLM, so that one LLM is one row and one page."""
+    backbones = remeasured(entries)
+    keys = {}
+    for entry in entries:
+        used = s_used(entry, backbones) if entry.kind == "pair" else entry
+        keys[entry.name] = (used.llm.id, used.llm.revision)
+    return keys
+
+
+def _basis(entry: Entry, role: str, task: str) -> str | None:
+    found = score_basis(entry, role, task)
+    return found.label if found else None
+
+
 def _pair_rows(entries: Sequence[Entry], seed: int) -> list[dict]:
     rows = []
+    backbones = remeasured(entries)
     for entry in entries:
         if entry.kind != "pair":
             continue
-        protocol = s_protocol(entry)
+        measured = s_used(entry, backbones)
+        protocol = s_protocol(measured)
         for task, score in entry.scores.items():
             low, high = _delta_interval(entry, seed) if task == IFEVAL_TASK else (None, None)
             rows.append(
@@ -98,7 +170,7 @@ def _pair_rows(entries: Sequence[Entry], seed: int) -> list[dict]:
                     "relative_degradation": score.relative_degradation,
                     "delta_ci_low": low,
                     "delta_ci_high": high,
-                    "sink_strength": entry.sink_strength,
+                    "sink_strength": measured.sink_strength,
                     "s_protocol": protocol.label if protocol else None,
                     "qk_norm": entry.metadata.qk_norm,
                     "vlm_params_b": _size(vlm_size(entry)),
@@ -107,6 +179,10 @@ def _pair_rows(entries: Sequence[Entry], seed: int) -> list[dict]:
                     "derived": _derived(entry, score),
                     "source": score.source,
                     "testbed": entry.testbed,
+                    "reference_basis": _basis(entry, "reference", task),
+                    "vlm_basis": _basis(entry, "vlm", task),
+                    "s_source": OWN_S if measured is entry else f"backbone entry {measured.name}",
+                    "reported_sink_strength": entry.sink_strength if measured is not entry else None,
                 }
             )
     return rows
@@ -134,12 +210,47 @@ def loo_coverages(pairs: pd.DataFrame) -> dict[str, dict[str, intervals.Coverage
 
 
 def pairs_table(entries: Sequence[Entry], *, seed: int = 0) -> pd.DataFrame:
-    """Per pair and task: scores, delta (points) with its interval, relative degradation, S and its protocol, QK
-    class, sizes, held-out prediction."""
+    """Per pair and task: scores with their bases, delta (points) with its interval, relative degradation, S and
+    its protocol, QK class, sizes, held-out prediction (its interval: :func:`with_held_out_intervals`)."""
     pairs = pd.DataFrame(_pair_rows(entries, seed), columns=PAIRS_COLUMNS)
-    pairs = pairs.astype(dict.fromkeys(_FLOAT_COLUMNS, float))
+    pairs = pairs.astype(
+        {
+            **dict.fromkeys(_FLOAT_COLUMNS, float),
+            "predicted_interval_kind": object,
+            "predicted_informative": object,
+        }
+    )
     for task in TASKS:
         usable = usable_pairs(pairs, task)
         held_out = stats.loo_predictions(usable["sink_strength"], usable["delta"])
         pairs.loc[usable.index, "predicted_delta"] = held_out
+    return pairs
+
+
+def informative(width: ArrayLike, observed: ArrayLike) -> np.ndarray:
+    """Whether a prediction interval says something: no wider than the range of the deltas the task's pairs
+    showed (max - min). An interval wider than every delta seen so far is uninformative."""
+    width, observed = np.asarray(width, dtype=float), np.asarray(observed, dtype=float)
+    return np.isfinite(width) & (width <= observed)
+
+
+def with_held_out_intervals(
+    pairs: pd.DataFrame, coverages: dict[str, dict[str, intervals.Coverage]]
+) -> pd.DataFrame:
+    """``pairs`` with each held-out prediction's interval: the one the predictions carry
+    (:data:`intervals.PREDICTION_METHOD`), made from all other pairs (``coverages``: :func:`loo_coverages`), its
+    level, and whether it is informative (:func:`informative`)."""
+    pairs = pairs.copy()
+    for task in TASKS:
+        usable = usable_pairs(pairs, task)
+        found = coverages[task][intervals.PREDICTION_METHOD]
+        if not found.lows:
+            continue
+        lows, highs = np.asarray(found.lows), np.asarray(found.highs)
+        observed = float(np.ptp(usable["delta"].to_numpy(float)))
+        pairs.loc[usable.index, "predicted_interval_kind"] = found.method
+        pairs.loc[usable.index, "predicted_interval_level"] = found.level
+        pairs.loc[usable.index, "predicted_interval_low"] = lows
+        pairs.loc[usable.index, "predicted_interval_high"] = highs
+        pairs.loc[usable.index, "predicted_informative"] = informative(highs - lows, observed)
     return pairs

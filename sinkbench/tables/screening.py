@@ -22,7 +22,7 @@ from sinkbench.submissions.catalogue import TASKS
 from sinkbench.submissions.entry import Entry
 from sinkbench.submissions.facts import llm_size, s_protocol
 from sinkbench.tables import intervals, stats
-from sinkbench.tables.pairs import usable_pairs
+from sinkbench.tables.pairs import informative, llm_keys, usable_pairs
 
 _LLM_COLUMNS = [
     "model_id",
@@ -39,6 +39,7 @@ _LLM_COLUMNS = [
     "role",
     "provenance",
     "entries",
+    "s_entry",
 ]
 SCREENING_COLUMNS = [
     "rank",
@@ -58,6 +59,10 @@ SCREENING_COLUMNS = [
     "n_pairs",
     "extrapolated",
     "extrapolation_reasons",
+    "observed_delta_range",
+    "informative",
+    "rank_range_low",
+    "rank_range_high",
 ]
 #: z of a two-sided 95% normal interval: S's interval from its bootstrap standard error.
 _Z95 = 1.959964
@@ -142,6 +147,8 @@ class TaskFit:
             "interval_loo_covered": self.coverage.covered,
             "interval_loo_checked": self.coverage.checked,
             "n_pairs": self.fit.n,
+            "observed_delta_range": float(np.ptp(self.delta)),
+            "informative": informative(np.asarray(high) - np.asarray(low), float(np.ptp(self.delta))),
         }
 
 
@@ -154,6 +161,7 @@ _NO_PREDICTION = {
     "n_pairs": 0,
     "extrapolated": False,
     "extrapolation_reasons": "",
+    "informative": False,
     **dict.fromkeys(
         [
             "predicted_delta",
@@ -164,6 +172,9 @@ _NO_PREDICTION = {
             "t_interval_low",
             "t_interval_high",
             "interval_loo_level",
+            "observed_delta_range",
+            "rank_range_low",
+            "rank_range_high",
         ],
         np.nan,
     ),
@@ -174,22 +185,30 @@ def _billions(value: float) -> str:
     return f"{value:.3g}B"
 
 
-def _interval(entry: Entry) -> tuple[float | None, float | None]:
+def s_interval(entry: Entry) -> tuple[float, float] | None:
     """S +- 1.96 bootstrap standard errors over prompts, for a measured S whose results file records one."""
     error = entry.sink_strength_stderr
     if error is None or entry.sink_strength is None:
-        return None, None
+        return None
     return entry.sink_strength - _Z95 * error, entry.sink_strength + _Z95 * error
 
 
+def _primary(group: list[Entry]) -> Entry:
+    """The entry whose S stands for an LLM measured by several: its own backbone entry with an interval, else its
+    own backbone entry, else the first (entries come sorted by kind and name)."""
+    own = [entry for entry in group if entry.kind == "backbone"]
+    with_interval = [entry for entry in own if entry.sink_strength_stderr is not None]
+    return (with_interval or own or group)[0]
+
+
 def _llm_row(model_id: str, revision: str | None, group: list[Entry]) -> dict:
-    first = group[0]
-    size, protocol = llm_size(first), s_protocol(first)
-    low, high = _interval(first) if len(group) == 1 else (None, None)
+    first, primary = group[0], _primary(group)
+    size, protocol = llm_size(first), s_protocol(primary)
+    low, high = s_interval(primary) or (None, None)
     return {
         "model_id": model_id,
         "model_revision": revision,
-        "sink_strength": float(np.mean([entry.sink_strength for entry in group])),
+        "sink_strength": primary.sink_strength,
         "sink_strength_ci_low": low,
         "sink_strength_ci_high": high,
         "s_protocol": protocol.label if protocol else None,
@@ -201,15 +220,18 @@ def _llm_row(model_id: str, revision: str | None, group: list[Entry]) -> dict:
         "role": ";".join(sorted({"reference" if entry.kind == "pair" else "backbone" for entry in group})),
         "provenance": ";".join(sorted({entry.provenance for entry in group})),
         "entries": ";".join(sorted(entry.name for entry in group)),
+        "s_entry": primary.name,
     }
 
 
 def _llm_rows(entries: Sequence[Entry]) -> pd.DataFrame:
-    """One row per distinct LLM (id, revision), sorted by them: the mean S of the entries that measured it."""
+    """One row per distinct LLM (id, revision), sorted by them, with the S of its primary entry (:func:`_primary`,
+    named in ``s_entry``)."""
     groups: dict[tuple[str, str | None], list[Entry]] = {}
+    keys = llm_keys(entries)
     for entry in entries:
         if entry.sink_strength is not None:
-            groups.setdefault((entry.llm.id, entry.llm.revision), []).append(entry)
+            groups.setdefault(keys[entry.name], []).append(entry)
     ordered = sorted(groups.items(), key=lambda item: (item[0][0], item[0][1] or ""))
     rows = [_llm_row(model_id, revision, group) for (model_id, revision), group in ordered]
     return pd.DataFrame(rows, columns=_LLM_COLUMNS).astype({"params_b": float})
@@ -228,12 +250,32 @@ def _task_block(
         )
         for row in llms.itertuples()
     ]
-    return llms.assign(
+    block = llms.assign(
         task=task,
         **fitted.predict(llms["sink_strength"].to_numpy(float)),
         extrapolated=[bool(found) for found in reasons],
         extrapolation_reasons=["; ".join(found) for found in reasons],
     )
+    low, high = rank_ranges(block["interval_low"].to_numpy(float), block["interval_high"].to_numpy(float))
+    return block.assign(rank_range_low=low, rank_range_high=high)
+
+
+def rank_ranges(lows: ArrayLike, highs: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """The ranks each prediction can take, from its interval and the others': the best is 1 + the number of
+    intervals wholly above its own, the worst the number of intervals not wholly below it (rank 1: the smallest
+    predicted loss). Two predictions whose intervals overlap cannot be told apart, so their ranges overlap; an
+    interval that does not exist ranks nowhere (NaN).
+
+    A rule for reading, not a test: it compares prediction intervals, which describe where each backbone's own
+    delta may fall, not the difference between two backbones.
+    """
+    lows, highs = np.asarray(lows, dtype=float), np.asarray(highs, dtype=float)
+    valid = np.isfinite(lows) & np.isfinite(highs)
+    above = (lows[None, :] > highs[:, None]) & valid[None, :]  # [i, j]: j wholly above i
+    below = (highs[None, :] < lows[:, None]) & valid[None, :]  # [i, j]: j wholly below i
+    best = 1 + above.sum(axis=1)
+    worst = valid.sum() - below.sum(axis=1)
+    return np.where(valid, best, np.nan), np.where(valid, worst, np.nan)
 
 
 def screening_table(
