@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
-from tiny_models import CHAT_TEMPLATE, tiny_tokenizer
+from tiny_models import CHAT_TEMPLATE, CHOICE_DOCS, tiny_tokenizer
 from transformers import (
     AutoModelForCausalLM,
     AutoModelForImageTextToText,
@@ -171,40 +171,6 @@ def test_extracted_lm_reproduces_vlm_logits(extracted, model_type: str, tie: boo
         expected, actual = vlm(input_ids=ids).logits, lm(input_ids=ids).logits
     assert expected.abs().max() > 1.0  # the weights are large enough for the comparison to mean something
     torch.testing.assert_close(actual, expected, atol=1e-4, rtol=0)
-
-
-CHOICE_DOCS = [
-    {"question": "what color is the sky", "choices": ["blue", "red", "green"], "answer": 0},
-    {"question": "the cat and the dog", "choices": ["big", "small"], "answer": 1},
-    {"question": "which is cold", "choices": ["snow", "fire"], "answer": 0},
-    {"question": "the sun is", "choices": ["hot", "cold", "dark"], "answer": 0},
-]
-TASK_YAML = """task: sinkbench_tiny_choice
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {data}
-test_split: test
-output_type: multiple_choice
-doc_to_text: "{{{{question}}}}"
-doc_to_choice: "{{{{choices}}}}"
-doc_to_target: answer
-metric_list:
-  - metric: acc
-    aggregation: mean
-    higher_is_better: true
-"""
-
-
-@pytest.fixture(scope="module")
-def task_manager(tmp_path_factory: pytest.TempPathFactory):
-    """An lm-eval TaskManager that knows only a tiny local multiple-choice task (no network)."""
-    from lm_eval.tasks import TaskManager
-
-    folder = tmp_path_factory.mktemp("tasks")
-    (folder / "docs.jsonl").write_text("".join(json.dumps(doc) + "\n" for doc in CHOICE_DOCS))
-    (folder / "tiny_choice.yaml").write_text(TASK_YAML.format(data=folder / "docs.jsonl"))
-    return TaskManager(include_path=str(folder), include_defaults=False)
 
 
 def _loglikelihood(model, tokenizer, context: str, continuation: str) -> float:

@@ -17,7 +17,16 @@ from transformers import (
 
 from sinkbench.conformance.tiny import CHAT_TEMPLATE, CORPUS, tiny_tokenizer
 
-__all__ = ["CHAT_TEMPLATE", "CONFIGS", "CORPUS", "save_tiny_model", "tiny_causal_lm", "tiny_tokenizer"]
+__all__ = [
+    "CHAT_TEMPLATE",
+    "CHOICE_DOCS",
+    "CONFIGS",
+    "CORPUS",
+    "TASK_YAML",
+    "save_tiny_model",
+    "tiny_causal_lm",
+    "tiny_tokenizer",
+]
 
 SMALL = {
     "hidden_size": 32,
@@ -104,3 +113,27 @@ def run_tiny_testbed(root: Path, log: Callable[[str], None]) -> Path:
     inputs = experiment.Inputs(base, docs, TINY_SINK_HEADS, TINY_SHAPE)
     experiment.Testbed(config, inputs, root / "work", results, header, log=log).run()
     return results
+
+
+#: A tiny multiple-choice task for lm-eval (the ``task_manager`` fixture of conftest.py serves it, no network).
+CHOICE_DOCS = [
+    {"question": "what color is the sky", "choices": ["blue", "red", "green"], "answer": 0},
+    {"question": "the cat and the dog", "choices": ["big", "small"], "answer": 1},
+    {"question": "which is cold", "choices": ["snow", "fire"], "answer": 0},
+    {"question": "the sun is", "choices": ["hot", "cold", "dark"], "answer": 0},
+]
+TASK_YAML = """task: sinkbench_tiny_choice
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: multiple_choice
+doc_to_text: "{{{{question}}}}"
+doc_to_choice: "{{{{choices}}}}"
+doc_to_target: answer
+metric_list:
+  - metric: acc
+    aggregation: mean
+    higher_is_better: true
+"""
