@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "site",
     "extract",
     "margin",
+    "interventions",
 )
 
 
