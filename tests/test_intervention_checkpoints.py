@@ -7,9 +7,8 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-import torch
-from tiny_models import CHOICE_DOCS, tiny_tokenizer
-from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoTokenizer, LlavaConfig
+from tiny_models import lm_eval_tiny_choice, tiny_tokenizer
+from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, LlavaConfig
 
 from sinkbench.extract import implant_lm
 from sinkbench.interventions.ablation import write_channel_ablation
@@ -51,34 +50,11 @@ def _folder(checkpoints: dict[str, Path], kind: str) -> Path:
 KINDS = ["control", "ablation", "injected", "merge"]
 
 
-def _loglikelihood(model, tokenizer, context: str, continuation: str) -> float:
-    context_ids = tokenizer(context, add_special_tokens=False).input_ids
-    whole = tokenizer(context + continuation, add_special_tokens=False).input_ids
-    with torch.no_grad():
-        logprobs = model(input_ids=torch.tensor([whole[:-1]])).logits[0].log_softmax(-1)
-    return sum(logprobs[p, whole[p + 1]].item() for p in range(len(context_ids) - 1, len(whole) - 1))
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_lm_eval_scores_the_checkpoint(checkpoints, task_manager, kind: str) -> None:
-    import lm_eval
-
-    folder = _folder(checkpoints, kind)
-    results = lm_eval.simple_evaluate(
-        model="hf",
-        model_args={"pretrained": str(folder), "dtype": "float32"},
-        tasks=["sinkbench_tiny_choice"],
-        task_manager=task_manager,
-        device="cpu",
-        batch_size=1,
-        log_samples=True,
-    )
-    model, tokenizer = AutoModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
-    for sample in results["samples"]["sinkbench_tiny_choice"]:
-        expected = [_loglikelihood(model, tokenizer, *arguments) for arguments in sample["arguments"]]
-        assert [score for score, _ in sample["filtered_resps"]] == pytest.approx(expected, abs=1e-4)
-    assert 0.0 <= results["results"]["sinkbench_tiny_choice"]["acc,none"] <= 1.0 and len(CHOICE_DOCS) == 4
+    accuracy, expected = lm_eval_tiny_choice(_folder(checkpoints, kind), task_manager)
+    assert accuracy == pytest.approx(expected)
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -192,3 +194,14 @@ def test_a_layer_without_a_finite_median_g_prints_its_value_and_no_bar():
     odd = dataclasses.replace(summary, layer_median_g=[float("nan"), float("inf")])
     lines = format_profile(odd).splitlines()[-2:]
     assert lines == [f"{summary.layers[0]:>5}     +nan  ", f"{summary.layers[1]:>5}     +inf  "]
+
+
+def test_screen_probes_a_layer_band_from_the_command_line(tiny_pair, tmp_path, capsys) -> None:
+    from sinkbench.cli import main
+
+    output = tmp_path / "s.json"
+    argv = ["screen", str(tiny_pair.vlm_lm), "--layer-band", "last-third", "--against", "none", "--quiet"]
+    assert main([*argv, "--bootstrap-resamples", "0", "--output", str(output)]) == 0
+    assert "probed layers 2-2 (1 layers)" in capsys.readouterr().out  # 3 layers: the last third is layer 2
+    report = json.loads(output.read_text())
+    assert report["options"]["layer_band"] == "last-third" and report["layers_probed"] == [2]

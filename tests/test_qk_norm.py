@@ -56,32 +56,18 @@ def _per_head_rmsnorm_forward(model: torch.nn.Module, ids: torch.Tensor) -> torc
             hook.remove()
 
 
+def _small(config_class, **fields) -> torch.nn.Module:
+    """A two-layer random model of ``config_class`` with the tiny dimensions and ``fields``."""
+    shape = {"vocab_size": 300, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+             "num_attention_heads": 4, "num_key_value_heads": 2}  # fmt: skip
+    return AutoModelForCausalLM.from_config(config_class(**{**shape, **fields}))
+
+
 SOURCES = {
     "llama": lambda: tiny_causal_lm("llama"),
-    "mistral-window": lambda: AutoModelForCausalLM.from_config(
-        MistralConfig(
-            vocab_size=300,
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            sliding_window=4,
-        )
-    ),
+    "mistral-window": lambda: _small(MistralConfig, sliding_window=4),
     "qwen2": lambda: tiny_causal_lm("qwen2"),
-    "llama-biased": lambda: AutoModelForCausalLM.from_config(
-        LlamaConfig(
-            vocab_size=300,
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            attention_bias=True,
-            head_dim=16,
-        )
-    ),
+    "llama-biased": lambda: _small(LlamaConfig, attention_bias=True, head_dim=16),
 }
 
 
@@ -113,13 +99,7 @@ def test_the_injected_model_is_the_source_with_a_per_head_rmsnorm_on_q_and_k(nam
             lambda: AutoModelForCausalLM.from_config(GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=300)),
             r"model type 'gpt2': no native transformers class has per-head QK-norm .* supported: llama, mistral, qwen2",
         ),
-        (
-            lambda: AutoModelForCausalLM.from_config(
-                LlamaConfig(vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                            num_attention_heads=4, mlp_bias=True)
-            ),
-            r"model type 'llama' with mlp_bias",
-        ),
+        (lambda: _small(LlamaConfig, mlp_bias=True), r"model type 'llama' with mlp_bias"),
     ],
 )  # fmt: skip
 def test_sources_without_a_native_target_are_refused_in_one_line(model, message: str) -> None:

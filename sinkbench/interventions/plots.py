@@ -31,6 +31,7 @@ def displacement_svg(report: dict[str, Any]) -> str:
     try:
         import matplotlib
         from matplotlib.figure import Figure
+        from matplotlib.ticker import NullFormatter
     except ImportError as error:
         raise UserError(f"--plot needs matplotlib: pip install 'sinkbench[site]' ({error})") from error
     series = {"endpoint": report["rows"], "versus": report["versus_rows"] or []}
@@ -49,6 +50,9 @@ def displacement_svg(report: dict[str, Any]) -> str:
                     label = report["models"][role]["id"] if role in report["models"] else role
                     axis.plot(*zip(*points, strict=True), marker=".", color=colour, label=label, linewidth=1)
             axis.set_yscale("log")
+            axis.yaxis.set_minor_formatter(
+                NullFormatter()
+            )  # a label on every minor tick crowds a narrow panel
             axis.set_title(name.removesuffix(".weight"), fontsize=8)
             axis.set_xlabel("decoder layer")
         for axis in axes[len(kinds) :]:

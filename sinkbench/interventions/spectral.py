@@ -41,6 +41,8 @@ def polar_factor(matrix: torch.Tensor) -> torch.Tensor:
 
 def tsv_change(deltas: list[torch.Tensor]) -> torch.Tensor:
     """TSV-Merge's merged change of one matrix from its task vectors (module docstring)."""
+    if len(deltas) == 1:  # every triplet kept, and U, V are their own polar factors: the task vector itself
+        return deltas[0]
     keep = min(deltas[0].shape) // len(deltas)
     if keep == 0:  # fewer singular directions than tasks: no low-rank part to keep, as in the paper's code
         return torch.zeros_like(deltas[0])
