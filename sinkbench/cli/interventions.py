@@ -64,12 +64,23 @@ def _common(args: argparse.Namespace) -> dict[str, Any]:
     return {"progress": not args.quiet, **load_options(args)}
 
 
-def _strength_line(label: str, found: dict | None) -> str:
+def _strength(found: dict | None) -> str:
+    """``S = +1.456 [+1.382, +1.518]`` of a measured strength, or nothing when S was not measured."""
     if found is None:
         return ""
     ci = found.get("sink_strength_ci")
     interval = f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else ""
-    return f"  S {label}: {found['sink_strength']:+.3f}{interval}\n"
+    return f"S = {found['sink_strength']:+.3f}{interval}"
+
+
+def _strength_line(label: str, found: dict | None) -> str:
+    """``  S of LABEL = ...`` on a line of its own, or nothing."""
+    return f"  S of {label}{_strength(found)[1:]}\n" if found is not None else ""
+
+
+def _with_strength(text: str, found: dict | None) -> str:
+    """``text`` followed by ``; S = ...`` when S was measured."""
+    return f"{text}; {_strength(found)}" if found is not None else text
 
 
 def _displacement(subparsers: argparse._SubParsersAction) -> None:
@@ -237,11 +248,10 @@ def _run_ablate(args: argparse.Namespace) -> int:
     lines = [f"top-{report['top_k']} channel ablation of {', '.join(report['kinds'])}"]
     if report["paper_kinds_absent"]:
         lines.append(f"  (the model has no {', '.join(report['paper_kinds_absent'])})")
-    lines.append(_strength_line("unablated", report["sink_strength"]).rstrip("\n"))
+    lines.append(_strength_line("the unablated model", report["sink_strength"]).rstrip("\n"))
     for name, result in report["settings"].items():
         lines.append(
-            f"  {name}: {result['norms_changed']} norms changed"
-            + _strength_line("", result["sink_strength"]).rstrip("\n")
+            _with_strength(f"  {name}: {result['norms_changed']} norms changed", result["sink_strength"])
         )
     print("\n".join(line for line in lines if line) + f"\nwritten to {args.out}")
     return 0
@@ -344,8 +354,6 @@ def _run_merge(args: argparse.Namespace) -> int:
     for name, record in report["settings"].items():
         distance = record["distance"]["to_vlm_lm"]
         moved = "" if distance is None else f" (distance to VLM-LM {distance:.3g} of the pair's)"
-        lines.append(
-            f"{name}: {record['title']}{moved}" + _strength_line("", record["sink_strength"]).rstrip("\n")
-        )
+        lines.append(_with_strength(f"{name}: {record['title']}{moved}", record["sink_strength"]))
     print("\n".join(line for line in lines if line) + f"\nwritten to {args.out}")
     return 0
