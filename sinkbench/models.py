@@ -299,18 +299,52 @@ def load_model(
     model, tokenizer = _load(spec or DEFAULT_MODEL, location, kwargs)
     if device and not device_map:
         model.to(device)
-    config = model.config.get_text_config()
-    info = ModelInfo(
-        id=spec or DEFAULT_MODEL,
+    info = module_info(
+        model,
+        spec or DEFAULT_MODEL,
         source=source,
         revision=revision or getattr(model.config, "_commit_hash", None),
         sha256=sha,
+        weights=weights_label(_gguf_name(spec, source)),
+        upstream=EMBEDDED_MODELS[spec or DEFAULT_MODEL].upstream if source == "embedded" else None,
+    )
+    return LoadedModel(model=model, tokenizer=tokenizer, info=info)
+
+
+def module_info(model: torch.nn.Module, model_id: str, *, source: str = "module", **known: Any) -> ModelInfo:
+    """The :class:`ModelInfo` of a loaded model: what its config and weights say, plus what the caller ``known``
+    of its origin (revision, sha256, weights, upstream)."""
+    config = model.config.get_text_config()
+    return ModelInfo(
+        id=model_id,
+        source=source,
+        revision=known.pop("revision", None),
+        sha256=known.pop("sha256", None),
         architecture=config.model_type,
         num_layers=getattr(config, "num_hidden_layers", None),
         num_heads=getattr(config, "num_attention_heads", None),
         dtype=str(next(model.parameters()).dtype).removeprefix("torch."),
         num_parameters=sum(parameter.numel() for parameter in model.parameters()),
-        weights=weights_label(_gguf_name(spec, source)),
-        upstream=EMBEDDED_MODELS[spec or DEFAULT_MODEL].upstream if source == "embedded" else None,
+        **known,
     )
-    return LoadedModel(model=model, tokenizer=tokenizer, info=info)
+
+
+#: What the library calls that take a model accept: a spec for :func:`load_model` (None: the embedded default),
+#: or a model already loaded.
+ModelLike = str | Path | LoadedModel | None
+
+
+def as_loaded(model: ModelLike, **load_options: Any) -> LoadedModel:
+    """``model`` itself when it is loaded already, else :func:`load_model` of it with ``load_options``."""
+    if isinstance(model, LoadedModel):
+        return model
+    return load_model(None if model is None else str(model), **load_options)
+
+
+def load_all(models: dict[str, ModelLike], **load_options: Any) -> dict[str, LoadedModel]:
+    """:func:`as_loaded` of each model, by role, after resolving every spec first, so that a mistyped one fails
+    before any model is loaded."""
+    for model in models.values():
+        if not isinstance(model, LoadedModel):
+            resolve_model(None if model is None else str(model))
+    return {role: as_loaded(model, **load_options) for role, model in models.items()}

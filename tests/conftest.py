@@ -1,8 +1,10 @@
-"""Test-session settings: nothing reaches the network."""
+"""Test-session settings (nothing reaches the network) and shared fixtures."""
 
 from __future__ import annotations
 
+import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -25,3 +27,62 @@ def testbed_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[st
     logged.append("-- rerun --")
     run_tiny_testbed(root, logged.append)
     return results, logged
+
+
+@pytest.fixture(scope="session")
+def task_manager(tmp_path_factory: pytest.TempPathFactory):
+    """An lm-eval TaskManager that knows only a tiny local multiple-choice task (no network)."""
+    from lm_eval.tasks import TaskManager
+    from tiny_models import CHOICE_DOCS, TASK_YAML
+
+    folder = tmp_path_factory.mktemp("tasks")
+    (folder / "docs.jsonl").write_text("".join(json.dumps(doc) + "\n" for doc in CHOICE_DOCS))
+    (folder / "tiny_choice.yaml").write_text(TASK_YAML.format(data=folder / "docs.jsonl"))
+    return TaskManager(include_path=str(folder), include_defaults=False)
+
+
+@dataclass(frozen=True)
+class TinyPair:
+    """A tiny VLM, its extracted VLM-LM, a reference LLM the VLM-LM moved away from, a second endpoint of that
+    reference, and a pretrained base both came from (all Llama, 3 layers, with the tiny tokenizer)."""
+
+    vlm: Path
+    vlm_lm: Path
+    reference: Path
+    text_endpoint: Path
+    base: Path
+
+
+def _shifted(source: Path, target: Path, scale: float, seed: int) -> Path:
+    """A copy of the causal LM ``source`` with every tensor moved by ``scale`` times seeded noise."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(scale * torch.randn(parameter.shape, generator=generator))
+    model.save_pretrained(target)
+    AutoTokenizer.from_pretrained(source).save_pretrained(target)
+    return target
+
+
+@pytest.fixture(scope="session")
+def tiny_pair(tmp_path_factory: pytest.TempPathFactory) -> TinyPair:
+    """The :class:`TinyPair`, built once per session."""
+    from test_extract import save_tiny_vlm
+
+    from sinkbench.extract import extract_lm
+
+    root = tmp_path_factory.mktemp("pair")
+    vlm = save_tiny_vlm(root / "vlm", "llava")
+    vlm_lm = extract_lm(str(vlm), root / "vlm-lm").output
+    reference = _shifted(vlm_lm, root / "reference", 0.05, seed=1)
+    return TinyPair(
+        vlm=vlm,
+        vlm_lm=vlm_lm,
+        reference=reference,
+        text_endpoint=_shifted(reference, root / "text-endpoint", 0.01, seed=2),
+        base=_shifted(reference, root / "base", 0.05, seed=3),
+    )

@@ -82,6 +82,13 @@ ONE_LINE = {
         ["site", "serve", "--submissions", str(FIXTURES), "--port", "{port}"],
         "sinkbench site serve: Address already in use",
     ),
+    "buckets": (["buckets", "a", "--samples", "{tmp}/none.jsonl"], "sinkbench buckets: {tmp}/none.jsonl: cannot read"),
+    "implant-lm": (["implant-lm", "{model}", "{tmp}/lm", "{tmp}/out"], "sinkbench implant-lm: {model}/config.json: model_type"),
+    "displacement": (["displacement", "{tmp}/none", "{tmp}/b"], "sinkbench displacement: MODEL {tmp}/none: no such file"),
+    "random-control": (["random-control", "a", "b", "{tmp}/out"], "sinkbench random-control: MODEL a: no such file"),
+    "ablate-norms": (["ablate-norms", "{tmp}/none", "{tmp}/out"], "sinkbench ablate-norms: MODEL {tmp}/none: no such"),
+    "inject-qk-norm": (["inject-qk-norm", "{tmp}/none", "{tmp}/out"], "sinkbench inject-qk-norm: MODEL {tmp}/none:"),
+    "merge": (["merge", "a", "b", "{tmp}/out", "--setting", "ties"], "sinkbench merge: MODEL a: no such file or folder"),
 }  # fmt: skip
 #: Commands whose user errors are invalid submissions: every problem on a line of its own.
 PROBLEMS = {

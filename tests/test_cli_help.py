@@ -27,7 +27,8 @@ COMMANDS = _commands(build_parser())
 def test_the_command_tree_is_complete() -> None:
     names = {" ".join(path) for path, _ in COMMANDS}
     expected = {"screen", "eval", "tasks-path", "validate", "aggregate", "import-reported", "submit pair",
-                "submit backbone", "site build", "site serve", "extract-lm", "margin"}  # fmt: skip
+                "submit backbone", "site build", "site serve", "extract-lm", "margin", "buckets", "implant-lm",
+                "displacement", "random-control", "ablate-norms", "inject-qk-norm", "merge"}  # fmt: skip
     assert expected <= names, expected - names
 
 

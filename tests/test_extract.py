@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
-from tiny_models import CHAT_TEMPLATE, tiny_tokenizer
+from tiny_models import CHAT_TEMPLATE, lm_eval_tiny_choice, tiny_tokenizer
 from transformers import (
     AutoModelForCausalLM,
     AutoModelForImageTextToText,
@@ -173,76 +173,12 @@ def test_extracted_lm_reproduces_vlm_logits(extracted, model_type: str, tie: boo
     torch.testing.assert_close(actual, expected, atol=1e-4, rtol=0)
 
 
-CHOICE_DOCS = [
-    {"question": "what color is the sky", "choices": ["blue", "red", "green"], "answer": 0},
-    {"question": "the cat and the dog", "choices": ["big", "small"], "answer": 1},
-    {"question": "which is cold", "choices": ["snow", "fire"], "answer": 0},
-    {"question": "the sun is", "choices": ["hot", "cold", "dark"], "answer": 0},
-]
-TASK_YAML = """task: sinkbench_tiny_choice
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {data}
-test_split: test
-output_type: multiple_choice
-doc_to_text: "{{{{question}}}}"
-doc_to_choice: "{{{{choices}}}}"
-doc_to_target: answer
-metric_list:
-  - metric: acc
-    aggregation: mean
-    higher_is_better: true
-"""
-
-
-@pytest.fixture(scope="module")
-def task_manager(tmp_path_factory: pytest.TempPathFactory):
-    """An lm-eval TaskManager that knows only a tiny local multiple-choice task (no network)."""
-    from lm_eval.tasks import TaskManager
-
-    folder = tmp_path_factory.mktemp("tasks")
-    (folder / "docs.jsonl").write_text("".join(json.dumps(doc) + "\n" for doc in CHOICE_DOCS))
-    (folder / "tiny_choice.yaml").write_text(TASK_YAML.format(data=folder / "docs.jsonl"))
-    return TaskManager(include_path=str(folder), include_defaults=False)
-
-
-def _loglikelihood(model, tokenizer, context: str, continuation: str) -> float:
-    """log p(continuation | context), split into tokens the way lm-eval's HF model does."""
-    context_ids = tokenizer(context, add_special_tokens=False).input_ids
-    whole = tokenizer(context + continuation, add_special_tokens=False).input_ids
-    with torch.no_grad():
-        logprobs = model(input_ids=torch.tensor([whole[:-1]])).logits[0].log_softmax(-1)
-    positions = range(len(context_ids) - 1, len(whole) - 1)
-    return sum(logprobs[p, whole[p + 1]].item() for p in positions)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(("model_type", "tie"), CASES[: len(FAMILY_TYPES)])
 def test_lm_eval_scores_the_extracted_lm(extracted, task_manager, model_type: str, tie: bool) -> None:
-    import lm_eval
-
     _, out = extracted[(model_type, tie)]
-    results = lm_eval.simple_evaluate(
-        model="hf",
-        model_args={"pretrained": str(out), "dtype": "float32"},
-        tasks=["sinkbench_tiny_choice"],
-        task_manager=task_manager,
-        device="cpu",
-        batch_size=1,
-        log_samples=True,
-    )
-    model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
-    tokenizer = AutoTokenizer.from_pretrained(out)
-    correct = []
-    for sample in sorted(results["samples"]["sinkbench_tiny_choice"], key=lambda s: s["doc_id"]):
-        expected = [_loglikelihood(model, tokenizer, *arguments) for arguments in sample["arguments"]]
-        scored = [loglikelihood for loglikelihood, _ in sample["filtered_resps"]]
-        assert scored == pytest.approx(expected, abs=1e-4)
-        correct.append(expected.index(max(expected)) == CHOICE_DOCS[sample["doc_id"]]["answer"])
-    assert results["results"]["sinkbench_tiny_choice"]["acc,none"] == pytest.approx(
-        sum(correct) / len(correct)
-    )
+    accuracy, expected = lm_eval_tiny_choice(out, task_manager)
+    assert accuracy == pytest.approx(expected)
 
 
 @pytest.mark.parametrize("model_type", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl"])

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import pytest
 import torch
 from tiny_models import tiny_causal_lm, tiny_tokenizer
@@ -14,10 +17,10 @@ from transformers import (
     MambaConfig,
 )
 
-from sinkbench.errors import ModelNotSupported
+from sinkbench.errors import ModelNotSupported, UserError
 from sinkbench.sink.layers import attention_layout
 from sinkbench.sink.observe import measure
-from sinkbench.sink.options import ProbeOptions
+from sinkbench.sink.options import LAYER_THIRDS, ProbeOptions, band_layers
 from sinkbench.sink.report import format_profile
 
 TOKENS = [5, 17, 30, 8, 44, 61]
@@ -50,6 +53,64 @@ def test_a_hybrid_stack_probes_its_attention_layers_only_and_the_report_names_th
     assert summary.layers == [3, 5]
     text = format_profile(summary, requested_layers=2)
     assert "probed layers 3, 5 (2 layers); 3 of the 6 decoder layers are softmax attention" in text
+
+
+@pytest.mark.parametrize(
+    ("depth", "thirds"),
+    [
+        (30, [(0, 9), (10, 19), (20, 29)]),
+        (32, [(0, 10), (11, 20), (21, 31)]),
+        (18, [(0, 5), (6, 11), (12, 17)]),
+    ],
+)
+def test_the_thirds_of_a_decoder(depth: int, thirds: list[tuple[int, int]]) -> None:
+    found = [band_layers(band, depth) for band in LAYER_THIRDS]
+    assert [(band[0], band[-1]) for band in found] == thirds
+    assert sorted(layer for band in found for layer in band) == list(range(depth))
+
+
+@pytest.mark.parametrize(
+    ("band", "message"),
+    [
+        ("5-2", "START <= END"),
+        ("late", "expected one of first-third"),
+        ("0-40", "the decoder has layers 0-29"),
+    ],
+)
+def test_a_bad_band_is_refused_naming_the_fix(band: str, message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        band_layers(band, 30)
+
+
+def test_a_band_probes_exactly_its_layers_and_gives_their_s() -> None:
+    model, prompts = (
+        tiny_causal_lm("llama"),
+        ["Say hello in five words.", "List three colours, one per line."],
+    )
+    everything = measure(model, tiny_tokenizer(), prompts, ProbeOptions(num_layers=4))[1]
+    for band, layers in (
+        ("first-third", [0]),
+        ("middle-third", [1, 2]),
+        ("last-third", [3]),
+        ("1-3", [1, 2, 3]),
+    ):
+        summary, _ = measure(model, tiny_tokenizer(), prompts, ProbeOptions(layer_band=band))
+        assert summary.layers == layers
+        inside = np.concatenate([obs.g[layers].flatten().numpy() for obs in everything])
+        assert summary.sink_strength == pytest.approx(float(np.nanmedian(inside)), abs=1e-6)
+
+
+def test_a_band_of_a_hybrid_stack_holds_its_attention_layers_or_is_refused() -> None:
+    config = JambaConfig(
+        num_hidden_layers=6, attn_layer_period=2, attn_layer_offset=1, num_key_value_heads=2, **SMALL,
+        num_experts=2, expert_layer_period=6, mamba_d_state=4, mamba_dt_rank=4,
+    )  # fmt: skip
+    layout = attention_layout(_model(config), TOKENS)
+    assert layout.probed(10, "last-third") == [5] and layout.probed(10, "1-3") == [1, 3]
+    with pytest.raises(
+        UserError, match=r"layer band '2-2' \(layers 2-2\) holds none of the model's attention layers"
+    ):
+        layout.probed(10, "2-2")
 
 
 @pytest.mark.parametrize(
@@ -133,3 +194,14 @@ def test_a_layer_without_a_finite_median_g_prints_its_value_and_no_bar():
     odd = dataclasses.replace(summary, layer_median_g=[float("nan"), float("inf")])
     lines = format_profile(odd).splitlines()[-2:]
     assert lines == [f"{summary.layers[0]:>5}     +nan  ", f"{summary.layers[1]:>5}     +inf  "]
+
+
+def test_screen_probes_a_layer_band_from_the_command_line(tiny_pair, tmp_path, capsys) -> None:
+    from sinkbench.cli import main
+
+    output = tmp_path / "s.json"
+    argv = ["screen", str(tiny_pair.vlm_lm), "--layer-band", "last-third", "--against", "none", "--quiet"]
+    assert main([*argv, "--bootstrap-resamples", "0", "--output", str(output)]) == 0
+    assert "probed layers 2-2 (1 layers)" in capsys.readouterr().out  # 3 layers: the last third is layer 2
+    report = json.loads(output.read_text())
+    assert report["options"]["layer_band"] == "last-third" and report["layers_probed"] == [2]

@@ -14,6 +14,7 @@ from sinkbench.sink.strength import (
     layer_medians,
     pooled_g,
     position0_mass,
+    position0_per_prompt,
     share_above,
     sink_position_histogram,
     sink_rate,
@@ -84,6 +85,23 @@ def test_sink_rate_counts_heads_over_all_layers():
     first[3, 0] = [1.0, 1.0, NAN]  # NaN (padding) ignored: mean 1.0
     obs = _obs(np.zeros((2, 2, 3)), first=first)
     assert sink_rate([obs], 0.3) == pytest.approx(2 / 8)
+
+
+def test_sink_rate_thresholds_each_prompt_before_averaging_as_gu_et_al_do():
+    # sail-sg/Attention-Sink: per (prompt, layer, head) the mean first-token attention over queries, thresholded,
+    # then averaged. Pooling the prompts first would give head (0, 0) a mean of 0.35 > 0.3 and count it once.
+    first_a, first_b = np.zeros((4, 1, 2)), np.zeros((4, 1, 2))
+    first_a[0, 0] = [1.0, 0.0]  # mean 0.5 > 0.3
+    first_b[0, 0] = [0.2, 0.2]  # mean 0.2
+    prompts = [_obs(np.zeros((2, 1, 2)), first=first) for first in (first_a, first_b)]
+    assert sink_rate(prompts, 0.3) == pytest.approx(1 / 8)  # 1 of 2 prompts x 4 layers x 1 head
+
+
+def test_position0_per_prompt_gives_each_prompt_its_mean():
+    first = np.zeros((4, 1, 10))
+    first[2:, 0, -8:] = 0.4
+    values = position0_per_prompt([_obs(np.zeros((2, 1, 10)), first=first), _obs(np.zeros((2, 1, 10)))])
+    np.testing.assert_allclose(values, [0.4, 0.5])
 
 
 def test_sink_position_histogram_per_head_and_per_query():

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import torch
 from transformers import (
     Gemma3TextConfig,
@@ -17,7 +18,17 @@ from transformers import (
 
 from sinkbench.conformance.tiny import CHAT_TEMPLATE, CORPUS, tiny_tokenizer
 
-__all__ = ["CHAT_TEMPLATE", "CONFIGS", "CORPUS", "save_tiny_model", "tiny_causal_lm", "tiny_tokenizer"]
+__all__ = [
+    "CHAT_TEMPLATE",
+    "CHOICE_DOCS",
+    "CONFIGS",
+    "CORPUS",
+    "TASK_YAML",
+    "lm_eval_tiny_choice",
+    "save_tiny_model",
+    "tiny_causal_lm",
+    "tiny_tokenizer",
+]
 
 SMALL = {
     "hidden_size": 32,
@@ -142,3 +153,65 @@ def run_tiny_testbed(
     inputs = experiment.Inputs(base, TINY_DOCS, non_trivial, TINY_PROBLEMS, TINY_SINK_HEADS, TINY_SHAPE)
     experiment.Testbed(config, inputs, root / "work", results, header, log=log).run(report_only=report_only)
     return results
+
+
+#: A tiny multiple-choice task for lm-eval (the ``task_manager`` fixture of conftest.py serves it, no network).
+CHOICE_DOCS = [
+    {"question": "what color is the sky", "choices": ["blue", "red", "green"], "answer": 0},
+    {"question": "the cat and the dog", "choices": ["big", "small"], "answer": 1},
+    {"question": "which is cold", "choices": ["snow", "fire"], "answer": 0},
+    {"question": "the sun is", "choices": ["hot", "cold", "dark"], "answer": 0},
+]
+TASK_YAML = """task: sinkbench_tiny_choice
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: multiple_choice
+doc_to_text: "{{{{question}}}}"
+doc_to_choice: "{{{{choices}}}}"
+doc_to_target: answer
+metric_list:
+  - metric: acc
+    aggregation: mean
+    higher_is_better: true
+"""
+
+
+def _loglikelihood(model, tokenizer, context: str, continuation: str) -> float:
+    """log p(continuation | context), split into tokens the way lm-eval's HF model does."""
+    context_ids = tokenizer(context, add_special_tokens=False).input_ids
+    whole = tokenizer(context + continuation, add_special_tokens=False).input_ids
+    with torch.no_grad():
+        logprobs = model(input_ids=torch.tensor([whole[:-1]])).logits[0].log_softmax(-1)
+    positions = range(len(context_ids) - 1, len(whole) - 1)
+    return sum(logprobs[p, whole[p + 1]].item() for p in positions)
+
+
+def lm_eval_tiny_choice(folder: Path, task_manager) -> tuple[float, float]:
+    """``lm_eval --model hf`` on the tiny choice task over the model ``folder``, with every log-likelihood it
+    scored checked against one computed here (to 1e-4). Returns lm-eval's accuracy and the accuracy of the
+    log-likelihoods computed here."""
+    import lm_eval
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    results = lm_eval.simple_evaluate(
+        model="hf",
+        model_args={"pretrained": str(folder), "dtype": "float32"},
+        tasks=["sinkbench_tiny_choice"],
+        task_manager=task_manager,
+        device="cpu",
+        batch_size=1,
+        log_samples=True,
+    )
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    correct = []
+    for sample in sorted(results["samples"]["sinkbench_tiny_choice"], key=lambda s: s["doc_id"]):
+        expected = [_loglikelihood(model, tokenizer, *arguments) for arguments in sample["arguments"]]
+        scored = [loglikelihood for loglikelihood, _ in sample["filtered_resps"]]
+        if scored != pytest.approx(expected, abs=1e-4):
+            raise AssertionError(f"lm-eval scored {scored}, the model computes {expected}")
+        correct.append(expected.index(max(expected)) == CHOICE_DOCS[sample["doc_id"]]["answer"])
+    return results["results"]["sinkbench_tiny_choice"]["acc,none"], sum(correct) / len(correct)

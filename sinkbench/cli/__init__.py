@@ -18,7 +18,18 @@ from collections.abc import Sequence
 from sinkbench import __version__
 
 #: Modules under ``sinkbench.cli`` that contribute subcommands, in help order.
-COMMAND_MODULES = ("screen", "heads", "evaluate", "submissions", "submit", "site", "extract", "margin")
+COMMAND_MODULES = (
+    "screen",
+    "heads",
+    "buckets",
+    "evaluate",
+    "submissions",
+    "submit",
+    "site",
+    "extract",
+    "margin",
+    "interventions",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -41,6 +41,47 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--overwrite", action="store_true", help="replace OUT if it exists (default: refuse to overwrite)"
     )
     parser.set_defaults(handler=run_extract)
+    _register_implant(subparsers)
+
+
+def _register_implant(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "implant-lm",
+        help="The inverse of extract-lm: put a causal LM (e.g. a merged VLM-LM) back into its VLM.",
+        description="Write VLM with its language model and LM head replaced by LM's tensors, file by file with "
+        "the VLM's own names; the vision tower, projector, config, processor and tokenizer stay the VLM's. LM must "
+        "have exactly the tensors extract-lm takes from VLM (an extraction of it, merged, ablated or perturbed). "
+        "The result's text-only logits are checked against LM's (float32) before OUT is written.",
+    )
+    parser.add_argument("vlm", metavar="VLM", help="hub id or local directory of the VLM")
+    parser.add_argument("lm", metavar="LM", help="the causal-LM folder to put into it")
+    parser.add_argument("out", metavar="OUT", help="output VLM directory (written atomically)")
+    parser.add_argument(
+        "--no-verify",
+        dest="verify",
+        action="store_false",
+        help="skip the logit check (default: checked; exit 1 if the logits differ by more than 1e-4 in float32)",
+    )
+    parser.add_argument("--revision", help="Hub revision of VLM (default: main)")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace OUT if it exists (default: refuse to overwrite)"
+    )
+    parser.set_defaults(handler=run_implant)
+
+
+def run_implant(args: argparse.Namespace) -> int:
+    """Handle ``sinkbench implant-lm``."""
+    from sinkbench.extract import implant_lm
+
+    result = implant_lm(
+        args.vlm, args.lm, args.out, verify=args.verify, overwrite=args.overwrite, revision=args.revision
+    )
+    print(f"{result.record['family']}: {result.record['tensors_replaced']} tensors from {args.lm}")
+    verification = result.record["verification"]
+    if verification is not None:
+        print(f"verified: max |logit diff| = {verification['max_abs_logit_diff']:.3g} (float32)")
+    print(f"written to {result.output}")
+    return 0
 
 
 def run_extract(args: argparse.Namespace) -> int:

@@ -14,7 +14,13 @@ from dataclasses import fields
 from pathlib import Path
 
 from sinkbench.models import DTYPES
-from sinkbench.sink.options import CHAT_TEMPLATE_MODES, PADDING_SIDES, SINK_MODES, ProbeOptions
+from sinkbench.sink.options import (
+    CHAT_TEMPLATE_MODES,
+    LAYER_THIRDS,
+    PADDING_SIDES,
+    SINK_MODES,
+    ProbeOptions,
+)
 from sinkbench.sink.prompts import DEFAULT_SET, PACKAGED_SETS
 
 _DEFAULTS = {field.name: field.default for field in fields(ProbeOptions)}
@@ -26,8 +32,9 @@ _SINK_MODE_HELP = {
 }
 
 
-def add_model_options(parser: argparse.ArgumentParser, *, model: str = "the model") -> None:
-    """``--dtype``, ``--device``, ``--device-map`` and ``--revision`` (of ``model``): how weights are loaded."""
+def add_model_options(parser: argparse.ArgumentParser, *, model: str | None = "the model") -> None:
+    """``--dtype``, ``--device``, ``--device-map`` and ``--revision`` (of ``model``; none when ``model`` is None,
+    for commands that load several models): how weights are loaded."""
     parser.add_argument(
         "--dtype",
         default="float32",
@@ -45,9 +52,18 @@ def add_model_options(parser: argparse.ArgumentParser, *, model: str = "the mode
         metavar="MAP",
         help="accelerate device map, e.g. auto to shard a large model over GPUs (default: none)",
     )
-    parser.add_argument(
-        "--revision", default=None, help=f"Hub revision (commit, tag or branch) of {model} (default: main)"
-    )
+    if model is not None:
+        parser.add_argument(
+            "--revision",
+            default=None,
+            help=f"Hub revision (commit, tag or branch) of {model} (default: main)",
+        )
+
+
+def load_options(args: argparse.Namespace) -> dict[str, object]:
+    """How the parsed arguments say models are loaded (:func:`sinkbench.models.load_model`'s keywords)."""
+    options = {"dtype": args.dtype, "device": args.device, "device_map": args.device_map}
+    return {**options, **({"revision": args.revision} if getattr(args, "revision", None) else {})}
 
 
 def add_probe_options(
@@ -77,6 +93,13 @@ def add_probe_options(
         + ("%(default)s)" if all_layers is None else "all layers)"),
     )
     modes = ", ".join(f"{mode} = {_SINK_MODE_HELP[mode]}" for mode in sink_modes)
+    parser.add_argument(
+        "--layer-band",
+        metavar="BAND",
+        default=_DEFAULTS["layer_band"],
+        help=f"probe a band of decoder layers instead of the last K: {', '.join(LAYER_THIRDS)} (the paper's "
+        "depth ablation), or START-END, decoder-layer indices inclusive (default: none, the last K)",
+    )
     parser.add_argument(
         "--sink-position",
         choices=sink_modes,
@@ -116,6 +139,7 @@ def probe_options(args: argparse.Namespace) -> ProbeOptions:
     """The :class:`~sinkbench.sink.options.ProbeOptions` of parsed command-line arguments."""
     return ProbeOptions(
         num_layers=args.num_layers,
+        layer_band=args.layer_band,
         sink_position=args.sink_position,
         keep_degenerate=getattr(args, "keep_degenerate", _DEFAULTS["keep_degenerate"]),
         chat_template=args.chat_template,

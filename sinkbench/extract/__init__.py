@@ -3,6 +3,7 @@
 ``extract_lm(source, out)`` streams the backbone's tensors by name from the VLM's safetensors
 shards into a normal transformers causal-LM directory (config, sharded safetensors, tokenizer
 and chat template, ``provenance.json``), optionally checking its logits against the VLM.
+``implant_lm(vlm, lm, out)`` is the inverse: a causal LM (a merged VLM-LM, say) put back into its VLM.
 
 The heavy modules (transformers, torch) load on first use of ``extract_lm`` and friends, so the
 family registry stays cheap to import for ``sinkbench --help``.
@@ -16,14 +17,22 @@ from typing import Any
 from sinkbench.extract.errors import ExtractError, VerificationError
 from sinkbench.extract.families import vlm_model_types
 
-_LAZY = {"extract_lm": "pipeline", "ExtractionResult": "pipeline", "PROVENANCE_FILE": "pipeline"}
+_LAZY = {
+    "extract_lm": "pipeline",
+    "ExtractionResult": "pipeline",
+    "PROVENANCE_FILE": "pipeline",
+    "implant_lm": "implant",
+    "ImplantResult": "implant",
+}
 
 __all__ = [
     "PROVENANCE_FILE",
     "ExtractError",
     "ExtractionResult",
+    "ImplantResult",
     "VerificationError",
     "extract_lm",
+    "implant_lm",
     "vlm_model_types",
 ]
 

@@ -46,7 +46,7 @@ class ExtractionResult:
 
 
 @dataclass(frozen=True)
-class _Plan:
+class ExtractionPlan:
     """Everything known about an extraction before any tensor is read."""
 
     source: Source
@@ -93,8 +93,8 @@ def extract_lm(
     if out.exists() and not overwrite:
         raise ExtractError(f"OUT {out} already exists; choose a new directory or pass --overwrite")
     shard_bytes = _shard_bytes(max_shard_size)
-    plan = _plan(resolve_source(source, revision))
-    _check_apart(plan.source.path, out)
+    plan = plan_extraction(resolve_source(source, revision))
+    check_apart(plan.source.path, out)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     try:
@@ -113,7 +113,7 @@ def extract_lm(
     return ExtractionResult(out, provenance)
 
 
-def _check_apart(source: Path, out: Path) -> None:
+def check_apart(source: Path, out: Path) -> None:
     """Raise ExtractError when OUT is the source folder, inside it, or holds it (``--overwrite`` would replace
     or change the VLM)."""
     if overlap(source, out):
@@ -133,7 +133,7 @@ def _shard_bytes(max_shard_size: str | int) -> int:
     return size
 
 
-def _plan(source: Source) -> _Plan:
+def plan_extraction(source: Source) -> ExtractionPlan:
     """Read the config and weight headers and map every backbone tensor (raises ExtractError)."""
     where = str(source.path / "config.json")
     config = load_config(source.path)
@@ -145,10 +145,12 @@ def _plan(source: Source) -> _Plan:
         refs = plan_tensors(vlm, family, target_config, files)
     except NeedsConversion:
         refs = None
-    return _Plan(source, family, files, refs, target_config)
+    return ExtractionPlan(source, family, files, refs, target_config)
 
 
-def _write(plan: _Plan, staging: Path, tokenizer_from: str | None, max_shard_bytes: int) -> tuple[dict, dict]:
+def _write(
+    plan: ExtractionPlan, staging: Path, tokenizer_from: str | None, max_shard_bytes: int
+) -> tuple[dict, dict]:
     """Write config, generation config, tokenizer (first: its checks are cheap) and weight shards.
 
     Returns:
@@ -175,7 +177,7 @@ def _write(plan: _Plan, staging: Path, tokenizer_from: str | None, max_shard_byt
     }
 
 
-def _provenance(plan: _Plan, tokenizer: dict, weights: dict, verification: dict | None) -> dict:
+def _provenance(plan: ExtractionPlan, tokenizer: dict, weights: dict, verification: dict | None) -> dict:
     """The provenance record written beside the weights (a local reference tokenizer's files hashed too)."""
     origin = Path(tokenizer["from"])
     if origin != plan.source.path and origin.is_dir():

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 
 import torch
 
-from sinkbench.errors import ModelNotSupported, described
+from sinkbench.errors import ModelNotSupported, UserError, described
 from sinkbench.sink.attention import AttentionCall, AttentionCensus, probe_mode, recording
+from sinkbench.sink.options import band_layers
 
 #: Tokens of the census forward: enough for a causal mask to show.
 CENSUS_TOKENS = 4
@@ -52,9 +53,28 @@ class AttentionLayout:
     num_hidden_layers: int
     by_call: bool = False
 
-    def probed(self, num_layers: int) -> list[int]:
-        """Labels of the last ``num_layers`` attention layers (all of them when there are fewer)."""
-        return self.labels[max(0, len(self.labels) - num_layers) :]
+    def probed(self, num_layers: int, band: str | None = None) -> list[int]:
+        """Labels of the last ``num_layers`` attention layers (all of them when there are fewer), or, with a
+        layer ``band`` (:func:`~sinkbench.sink.options.band_layers`), of the attention layers inside it.
+
+        Raises:
+            UserError: the band is malformed, reaches past the decoder, or holds no attention layer.
+        """
+        if band is None:
+            return self.labels[max(0, len(self.labels) - num_layers) :]
+        if self.by_call:
+            raise UserError(
+                f"layer band {band!r}: this model's attention layers are labelled by call, not by decoder "
+                "layer, so a band of layers cannot be chosen; use num_layers instead"
+            )
+        inside = band_layers(band, self.num_hidden_layers)
+        chosen = [label for label in self.labels if label in inside]
+        if not chosen:
+            raise UserError(
+                f"layer band {band!r} (layers {inside.start}-{inside.stop - 1}) holds none of the model's "
+                f"attention layers ({self.describe()}); choose another band"
+            )
+        return chosen
 
     @property
     def hybrid(self) -> bool:

@@ -65,7 +65,8 @@ POSITION0_MASS = SinkMetric(
 )
 SINK_RATE = SinkMetric(
     f"sink_rate_{SINK_RATE_THRESHOLD:g}",
-    f"share of heads, all layers, whose mean first-token attention exceeds {SINK_RATE_THRESHOLD:g}",
+    f"Gu et al.'s Sink_1: share of (prompt, layer, head), all layers, whose mean first-token attention over "
+    f"the prompt's queries exceeds {SINK_RATE_THRESHOLD:g}",
     True,
     0.0,
     1.0,

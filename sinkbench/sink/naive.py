@@ -83,7 +83,7 @@ def _one_prompt(
             "eager attention returns probabilities without the learned sink's share; compare logits instead"
         )
     by_label = {label: attentions[_row(layout, label, len(attentions))] for label in layout.labels}
-    probed = layout.probed(options.num_layers)
+    probed = layout.probed(options.num_layers, options.layer_band)
     per_layer = [
         _layer_logodds(
             by_label[label],

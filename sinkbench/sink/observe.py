@@ -81,7 +81,7 @@ def observe_tokens(
     if sink_positions is not None and len(sink_positions) != len(token_ids):
         raise ValueError(f"sink_positions has {len(sink_positions)} entries for {len(token_ids)} prompts.")
     layout = layout or attention_layout(model, token_ids[0])
-    layers = layout.probed(options.num_layers)
+    layers = layout.probed(options.num_layers, options.layer_band)
     from tqdm.auto import tqdm
 
     results: list[PromptObservations] = []

@@ -17,11 +17,16 @@ Choices where the paper is silent (each an option of :class:`ProbeOptions`, reco
   left padding passes explicit position ids. Padded keys are masked and padded queries are
   not observations, so neither batching nor padding changes S.
 * ``num_layers=10``: the last 10 decoder layers (all of them for shallower models).
+* ``layer_band``: instead of the last K, a band of decoder layers: a third of the decoder (the paper's E.4 depth
+  ablation, Table 13) or any inclusive range of decoder-layer indices. The thirds split the decoder's layer
+  indices ``0 .. D-1`` at ``round(D/3)`` and ``round(2D/3)`` (30 layers: 0-9, 10-19, 20-29; 32 layers: 0-10, 11-20,
+  21-31); the attention layers whose index falls in the band are probed (a hybrid stack's other layers have none).
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -33,6 +38,9 @@ SINK_MODES = ("head", "query", "first")
 PER_HEAD_SINK_MODES = ("head", "first")
 CHAT_TEMPLATE_MODES = ("auto", "on", "off")
 PADDING_SIDES = ("right", "left")
+#: The named layer bands (thirds of the decoder); any ``START-END`` range of layer indices is a band too.
+LAYER_THIRDS = ("first-third", "middle-third", "last-third")
+_RANGE = re.compile(r"^(\d+)-(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,7 @@ class ProbeOptions:
     """
 
     num_layers: int = 10
+    layer_band: str | None = None
     sink_position: str = "head"
     keep_degenerate: bool = False
     chat_template: str = "auto"
@@ -54,6 +63,7 @@ class ProbeOptions:
     def __post_init__(self) -> None:
         checks = {
             "num_layers": _positive_int(self.num_layers),
+            "layer_band": self.layer_band is None or _valid_band(self.layer_band),
             "sink_position": self.sink_position in SINK_MODES,
             "keep_degenerate": isinstance(self.keep_degenerate, bool),
             "chat_template": self.chat_template in CHAT_TEMPLATE_MODES,
@@ -63,6 +73,8 @@ class ProbeOptions:
             "use_flash_kernel": isinstance(self.use_flash_kernel, bool),
         }
         bad = [name for name, ok in checks.items() if not ok]
+        if bad == ["layer_band"]:
+            raise UserError(_band_error(self.layer_band))
         if bad:
             raise UserError(f"Invalid probe option(s) {bad}: got {[getattr(self, n) for n in bad]}.")
 
@@ -85,6 +97,39 @@ def _positive_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
+def _valid_band(band: object) -> bool:
+    if not isinstance(band, str):
+        return False
+    found = _RANGE.match(band)
+    return band in LAYER_THIRDS or (found is not None and int(found[1]) <= int(found[2]))
+
+
+def _band_error(band: object) -> str:
+    return (
+        f"layer band {band!r}: expected one of {', '.join(LAYER_THIRDS)} or START-END (decoder-layer indices, "
+        "inclusive, START <= END), e.g. 10-19"
+    )
+
+
+def band_layers(band: str, depth: int) -> range:
+    """The decoder-layer indices of a layer band (module docstring) in a decoder of ``depth`` layers.
+
+    Raises:
+        UserError: the band is not a third or a ``START-END`` range, or the range reaches past the decoder.
+    """
+    if not _valid_band(band):
+        raise UserError(_band_error(band))
+    if band in LAYER_THIRDS:
+        third = LAYER_THIRDS.index(band)
+        return range(round(depth * third / 3), round(depth * (third + 1) / 3))
+    start, end = (int(part) for part in _RANGE.match(band).groups())
+    if end >= depth:
+        raise UserError(
+            f"layer band {band!r}: the decoder has layers 0-{depth - 1}; choose a range inside it"
+        )
+    return range(start, end + 1)
+
+
 @dataclass(frozen=True)
 class IntervalOptions:
     """How S's bootstrap interval over prompts is drawn (:mod:`sinkbench.sink.uncertainty`); ``resamples=0``
@@ -103,3 +148,20 @@ class IntervalOptions:
     def to_dict(self) -> dict:
         """JSON-ready dictionary."""
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class BucketRule:
+    """How an lm-eval samples file splits into pass and fail buckets (:mod:`sinkbench.sink.buckets`).
+
+    Attributes:
+        metric: the per-prompt metric of each sample (a boolean or a number).
+        threshold: a prompt passes when its metric is at least this (the paper: 0.5).
+        prompt_field: the document field that holds the prompt text.
+        filter: lm-eval's filter name of the samples to read; None takes the file's only filter.
+    """
+
+    metric: str = "prompt_level_strict_acc"
+    threshold: float = 0.5
+    prompt_field: str = "prompt"
+    filter: str | None = None

@@ -66,5 +66,8 @@ def probe_model(
         f"{loaded.info.id} ({loaded.info.architecture}, {loaded.info.dtype}, {loaded.info.num_layers} layers)"
     )
     return report, heading + "\n" + format_profile(
-        summary, ci, confidence=interval.confidence, requested_layers=options.num_layers
+        summary,
+        ci,
+        confidence=interval.confidence,
+        requested_layers=options.num_layers if options.layer_band is None else None,
     )

@@ -10,9 +10,11 @@ Definitions (arXiv 2609.00746 sections 3 and C.3; Gu et al. 2025 for Sink_1^eps;
 * the position-0 mass, the paper's C.3 probe: attention on the first token averaged over
   probed layers x heads x the last :data:`~sinkbench.sink.metrics.LAST_QUERIES` queries of each
   prompt, then over prompts.
-* the sink rate (Sink_1^eps) is the share of (layer, head) pairs, over *all* layers, whose mean
-  attention on the first token (pooled over prompts and queries) exceeds
-  :data:`~sinkbench.sink.metrics.SINK_RATE_THRESHOLD`.
+* the sink rate is Gu et al.'s Sink_1^eps as their code computes it (sail-sg/Attention-Sink,
+  ``eval_sink_open_source.py``): for each (prompt, layer, head), over *all* layers, the mean attention on the
+  first token over that prompt's queries (the first query, whose only key is the first token, included) is
+  compared with :data:`~sinkbench.sink.metrics.SINK_RATE_THRESHOLD`; Sink_1^eps is the share of
+  (prompt, layer, head) above it. Each prompt is thresholded on its own, then the indicators are averaged.
 """
 
 from __future__ import annotations
@@ -155,27 +157,41 @@ def layer_medians(observations: Sequence[PromptObservations]) -> np.ndarray:
     return np.array([_median(row) for row in pooled])
 
 
+def position0_per_prompt(
+    observations: Sequence[PromptObservations], last_queries: int = metrics.LAST_QUERIES
+) -> np.ndarray:
+    """Paper C.3 probe, one value per prompt: first-token attention averaged over the probed layers x heads x
+    the prompt's last ``last_queries`` queries."""
+    _require(observations)
+    return np.array(
+        [
+            float(
+                torch.nanmean(obs.first_token_attention[obs.rows_of(obs.layers), :, -last_queries:].double())
+            )
+            for obs in observations
+        ]
+    )
+
+
 def position0_mass(
     observations: Sequence[PromptObservations], last_queries: int = metrics.LAST_QUERIES
 ) -> float:
-    """Paper C.3 probe: first-token attention over probed layers x heads x last queries, mean over prompts."""
-    _require(observations)
-    per_prompt = [
-        float(torch.nanmean(obs.first_token_attention[obs.rows_of(obs.layers), :, -last_queries:].double()))
-        for obs in observations
-    ]
-    return float(np.mean(per_prompt))
+    """Paper C.3 probe: :func:`position0_per_prompt`, averaged over prompts."""
+    return float(np.mean(position0_per_prompt(observations, last_queries)))
 
 
 def sink_rate(
     observations: Sequence[PromptObservations], threshold: float = metrics.SINK_RATE_THRESHOLD
 ) -> float:
-    """Gu et al.'s Sink_1^eps: share of (layer, head) over all layers whose mean first-token attention > eps."""
+    """Gu et al.'s Sink_1^eps (module docstring): per (prompt, layer, head) over all layers, the mean first-token
+    attention over the prompt's queries is thresholded at eps; the share above it, over (prompt, layer, head)."""
     _require(observations)
-    pooled = torch.cat([obs.first_token_attention.double() for obs in observations], dim=-1)
-    means = torch.nanmean(pooled, dim=-1)
-    present = ~torch.isnan(means)  # heads that a layer with fewer heads does not have are left out
-    return float((means[present] > threshold).double().mean())
+    indicators = []
+    for obs in observations:
+        means = torch.nanmean(obs.first_token_attention.double(), dim=-1)  # (L, H): mean over queries
+        present = ~torch.isnan(means)  # heads that a layer with fewer heads does not have are left out
+        indicators.append((means[present] > threshold).double())
+    return float(torch.cat(indicators).mean())
 
 
 def sink_position_histogram(observations: Sequence[PromptObservations]) -> dict[int, int]:

@@ -71,6 +71,22 @@ def bootstrap_sink_strength(
     return np.where(total > 0, (values[lower] + values[upper]) / 2, np.nan)
 
 
+def bootstrap_mean(values: np.ndarray, *, resamples: int, seed: int) -> np.ndarray:
+    """``resamples`` bootstrap replicates of the mean of per-prompt ``values`` (prompts drawn with replacement,
+    seeded)."""
+    if values.size == 0:
+        return np.full(resamples, np.nan)
+    draws = np.random.default_rng(seed).integers(0, values.size, size=(resamples, values.size))
+    return values[draws].mean(axis=1)
+
+
+def percentile_interval(replicates: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The percentile bootstrap interval of ``replicates`` at ``confidence`` (NaN replicates left out)."""
+    tail = 50.0 * (1.0 - confidence)
+    low, high = np.nanpercentile(replicates, [tail, 100.0 - tail])
+    return float(low), float(high)
+
+
 def sink_strength_interval(
     observations: Sequence[PromptObservations], options: IntervalOptions | None = None
 ) -> tuple[float, float] | None:
@@ -79,9 +95,7 @@ def sink_strength_interval(
     if options.resamples == 0:
         return None
     replicates = bootstrap_sink_strength(observations, resamples=options.resamples, seed=options.seed)
-    tail = 50.0 * (1.0 - options.confidence)
-    low, high = np.nanpercentile(replicates, [tail, 100.0 - tail])
-    return float(low), float(high)
+    return percentile_interval(replicates, options.confidence)
 
 
 def sink_strength_stderr(

@@ -1,0 +1,229 @@
+"""Merging a VLM-LM with its reference LLM (arXiv 2609.00746, Appendix F.4): the paper's seven settings, run on
+mergekit's library API (``mergekit.merge_methods.merge_state_dicts``; mergekit is LGPL-3.0 and an optional extra,
+``pip install 'sinkbench[merge]'``), with TSV and STAR from :mod:`.spectral`.
+
+How the inputs are read. The two linear mixes need no base: ``w * VLM-LM + (1 - w) * reference``. The other five
+merge *task vectors* over a base model, and the paper does not say which base it used:
+
+* without ``base`` (the default), the reference is the base and the VLM-LM is the one fine-tuned model, with task
+  vector ``d = VLM-LM - reference``. Then Task Arithmetic with lambda = 1 is ``reference + d``, which *is* the
+  VLM-LM: the setting is the identity (and TSV with alpha = 1, which keeps every singular direction of a single task
+  vector, is too). TIES, DARE and STAR still change the model: they trim, drop or truncate ``d``.
+* with ``base`` (the pretrained model both were fine-tuned from, e.g. Qwen2.5-7B for Qwen2.5-7B-Instruct and
+  Qwen2.5-VL-7B), reference and VLM-LM are two fine-tuned models with task vectors ``d_ref`` and ``d_vlm``; Task
+  Arithmetic with lambda = 1 is ``base + d_ref + d_vlm``. The paper's result that TA "drops the unprotected pair by
+  tens of points" fits this reading, not the identity.
+
+Each report says which reading ran (``reading``) and how far the merged weights lie from each input
+(``distance``), so an identity merge shows as a distance of 0 to the VLM-LM. DARE's random mask comes from
+torch's generator seeded with ``seed`` (forked, so the caller's generator is untouched); mergekit rescales the kept
+entries of each task vector to its original L1 norm (the DARE paper's 1 / (1 - p) in expectation).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+
+from sinkbench.errors import UserError
+from sinkbench.interventions.checkpoint import (
+    StrengthProbe,
+    check_out,
+    checkpoint_record,
+    measured,
+    publishing_checkpoints,
+    save_checkpoint,
+    write_report,
+)
+from sinkbench.interventions.settings import MERGE_SETTING_NAMES, MergeSetting, merge_setting
+from sinkbench.models import LoadedModel, ModelLike, load_all, module_info
+
+#: The readings of the inputs (module docstring).
+ONE_TASK_VECTOR = "one task vector: VLM-LM - reference, over the reference"
+TWO_TASK_VECTORS = "two task vectors: reference - base and VLM-LM - base, over the base"
+
+
+def _mergekit(method: str) -> tuple[Any, Any]:
+    """mergekit's ``merge_state_dicts`` and the method called ``method`` (or TSV / STAR of :mod:`.spectral`).
+
+    Raises:
+        UserError: mergekit is not installed.
+    """
+    try:
+        from mergekit import merge_methods
+
+        from sinkbench.interventions import spectral
+    except ImportError as error:
+        raise UserError(
+            f"merging needs mergekit (LGPL-3.0), an optional extra: pip install 'sinkbench[merge]' ({error})"
+        ) from error
+    ours = {"tsv": spectral.tsv_merge, "star": spectral.star_merge}
+    return merge_methods.merge_state_dicts, ours.get(method) or merge_methods.get(method)
+
+
+def merge_state_dicts(
+    chosen: MergeSetting,
+    reference: dict[str, torch.Tensor],
+    vlm_lm: dict[str, torch.Tensor],
+    *,
+    base: dict[str, torch.Tensor] | None = None,
+    seed: int = 0,
+) -> dict[str, torch.Tensor]:
+    """The merged tensors of one setting (module docstring), through mergekit's ``merge_state_dicts``.
+
+    Raises:
+        UserError: mergekit is missing, or the state dicts do not have the same tensors.
+    """
+    mergekit_merge, method = _mergekit(chosen.method)
+    if chosen.mix is not None:
+        models = {"vlm_lm": vlm_lm, "reference": reference}
+        base_id, parameters = None, {"weight": {"vlm_lm": chosen.mix, "reference": 1.0 - chosen.mix}}
+    elif base is None:
+        models = {"reference": reference, "vlm_lm": vlm_lm}
+        base_id, parameters = "reference", dict(chosen.parameters)
+    else:
+        models = {"base": base, "reference": reference, "vlm_lm": vlm_lm}
+        base_id, parameters = "base", dict(chosen.parameters)
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(seed)
+        try:
+            return mergekit_merge(models, method, parameters=parameters, base=base_id)
+        except ValueError as error:
+            raise UserError(f"merge {chosen.name}: the models cannot be merged ({error})") from error
+
+
+def distances(merged: dict[str, torch.Tensor], reference: dict, vlm_lm: dict) -> dict[str, float | None]:
+    """Where the merge landed: ||merged - reference|| and ||merged - VLM-LM|| over all floating tensors, each as
+    a fraction of ||VLM-LM - reference|| (None when the two inputs are equal)."""
+    span, to_reference, to_vlm = 0.0, 0.0, 0.0
+    for name, tensor in merged.items():
+        if tensor.is_floating_point():
+            mine, ref, vlm = tensor.float(), reference[name].float(), vlm_lm[name].float()
+            span += float((vlm - ref).pow(2).sum())
+            to_reference += float((mine - ref).pow(2).sum())
+            to_vlm += float((mine - vlm).pow(2).sum())
+    if span == 0:
+        return {"to_reference": None, "to_vlm_lm": None}
+    return {"to_reference": (to_reference / span) ** 0.5, "to_vlm_lm": (to_vlm / span) ** 0.5}
+
+
+def merge(
+    reference: ModelLike,
+    vlm_lm: ModelLike,
+    name: str,
+    *,
+    base: ModelLike | None = None,
+    seed: int = 0,
+    **load_options: Any,
+) -> tuple[LoadedModel, dict[str, Any]]:
+    """The merged model of setting ``name`` (a copy of the VLM-LM with the merged weights, its tokenizer) and its
+    record: the setting, the reading, the parameters and the distances (module docstring)."""
+    chosen = merge_setting(name)
+    loaded = _inputs(reference, vlm_lm, base, load_options)
+    return _merged(chosen, loaded, seed)
+
+
+def _inputs(
+    reference: ModelLike, vlm_lm: ModelLike, base: ModelLike | None, load_options: dict
+) -> dict[str, LoadedModel]:
+    models = {"reference": reference, "vlm_lm": vlm_lm, **({"base": base} if base is not None else {})}
+    loaded = load_all(models, **load_options)
+    keys = {role: set(item.model.state_dict()) for role, item in loaded.items()}
+    for role, found in keys.items():
+        if found != keys["vlm_lm"]:
+            extra = sorted(found ^ keys["vlm_lm"])[:3]
+            raise UserError(
+                f"{role} {loaded[role].info.id} does not have the VLM-LM's tensors (differs in {extra}); merging "
+                "needs the same architecture and size"
+            )
+    return loaded
+
+
+def _merged(
+    chosen: MergeSetting, loaded: dict[str, LoadedModel], seed: int
+) -> tuple[LoadedModel, dict[str, Any]]:
+    states = {role: item.model.state_dict() for role, item in loaded.items()}
+    merged = merge_state_dicts(
+        chosen, states["reference"], states["vlm_lm"], base=states.get("base"), seed=seed
+    )
+    model = copy.deepcopy(loaded["vlm_lm"].model)
+    model.load_state_dict(merged)
+    vlm_info = loaded["vlm_lm"].info
+    result = LoadedModel(
+        model.eval(), loaded["vlm_lm"].tokenizer, module_info(model, f"{vlm_info.id}+{chosen.name}")
+    )
+    reading = None if chosen.mix is not None else (TWO_TASK_VECTORS if "base" in states else ONE_TASK_VECTOR)
+    record = {
+        "setting": chosen.name,
+        "title": chosen.title,
+        "method": chosen.method,
+        "parameters": {"vlm_lm_weight": chosen.mix} if chosen.mix is not None else chosen.parameters,
+        "reading": reading,
+        "seed": seed,
+        "distance": distances(merged, states["reference"], states["vlm_lm"]),
+    }
+    return result, record
+
+
+def write_merges(
+    reference: ModelLike,
+    vlm_lm: ModelLike,
+    out: str | Path,
+    names: Sequence[str] = MERGE_SETTING_NAMES,
+    *,
+    sweep: bool = True,
+    base: ModelLike | None = None,
+    seed: int = 0,
+    probe: StrengthProbe | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+    **load_options: Any,
+) -> dict[str, Any]:
+    """Write merged checkpoints: with ``sweep``, one folder per setting in ``out`` (``out/<setting>/``) and the
+    sweep's report; without, ``out`` is the one setting's checkpoint (``names`` has one name).
+
+    Args:
+        reference, vlm_lm, base, seed: as for :func:`merge`.
+        out: the folder (published as a whole).
+        names: the settings to run (default: all seven).
+        sweep: write a folder of settings (else a single checkpoint).
+        probe: also measure S of the inputs and of each merged model (None: do not).
+        overwrite: replace an earlier ``out``.
+        progress: show progress bars.
+        load_options: how specs are loaded (:func:`sinkbench.models.load_model`).
+
+    Returns:
+        The report: each setting's record (with S), S of the inputs, the provenance.
+    """
+    started = time.perf_counter()
+    chosen = [merge_setting(name) for name in names]
+    if not sweep and len(chosen) != 1:
+        raise UserError(f"a single merge takes one setting, got {len(chosen)}; use the sweep for several")
+    check_out(out, overwrite)
+    loaded = _inputs(reference, vlm_lm, base, load_options)
+    with publishing_checkpoints(out, overwrite=overwrite, inputs=tuple(loaded.values())) as staging:
+        inputs_strength = {role: measured(probe, item, progress) for role, item in loaded.items()}
+        records = {}
+        for item in tqdm(chosen, desc="merges", unit="setting", disable=not progress or not sweep):
+            merged, record = _merged(item, loaded, seed)
+            record["sink_strength"] = measured(probe, merged, progress)
+            head = checkpoint_record("merge", loaded, **record)
+            save_checkpoint(merged, staging / item.name if sweep else staging, head)
+            records[item.name] = record
+            del merged
+        report = checkpoint_record(
+            "merge_sweep" if sweep else "merge",
+            loaded,
+            inputs_sink_strength=inputs_strength if probe is not None else None,
+            settings=records,
+            seconds=round(time.perf_counter() - started, 3),
+        )
+        if sweep:
+            write_report(staging, report)
+    return report

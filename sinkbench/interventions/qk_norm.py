@@ -1,0 +1,235 @@
+"""Per-head QK-RMSNorm injection (arXiv 2609.00746, Appendix F.3): a backbone without QK-norm gets an RMSNorm
+over each head's query and key, after the projections and before RoPE, with unit scales (gamma_q = gamma_k = 1),
+and nothing else changes.
+
+The paper ran its injected Qwen2.5 as remote code. sinkbench writes it as a checkpoint of a *native* transformers
+architecture instead, one that has exactly these per-head norms and otherwise computes the source's function, so
+that ``from_pretrained``, lm-eval and the probe load it without remote code. Qwen3 is that architecture for the
+sources in :data:`NATIVE_TARGETS`: its attention is Llama's (the same projections, grouped-query attention,
+RoPE and scaling) with ``q_norm`` and ``k_norm`` over the head dimension, and its decoder layer, MLP (SwiGLU) and
+RMSNorms are Llama's. What differs is mapped field by field:
+
+* Llama: ``attention_bias`` carries over (it covers q, k, v and o in both); a Llama with ``mlp_bias`` is refused
+  (Qwen3's MLP has no bias).
+* Mistral: no bias; its sliding window, when set, applies to every layer (``layer_types``).
+* Qwen2: q, k and v have biases and o has none, so the target has ``attention_bias`` and a zero o bias; its
+  sliding-window fields carry over.
+
+Every injection is checked before anything is written: with the new norms taken out again (identity), the
+target's logits on a text probe must equal the source's (float32, within ``tolerance``). Any other source, or one
+that has QK-norm already, is refused in one line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from sinkbench.errors import ModelNotSupported, UserError
+from sinkbench.interventions.checkpoint import (
+    StrengthProbe,
+    check_out,
+    checkpoint_record,
+    measured,
+    publishing_checkpoints,
+    save_checkpoint,
+)
+from sinkbench.models import LoadedModel, ModelLike, as_loaded, module_info
+
+#: The per-head norms injected, by their name in the target's attention.
+QK_NORMS = ("q_norm", "k_norm")
+TARGET_TYPE = "qwen3"
+#: Largest max |logit difference| (float32) between the source and the target with its new norms taken out.
+TOLERANCE = 1e-4
+
+
+def _llama(config: Any) -> dict[str, Any]:
+    if getattr(config, "mlp_bias", False):
+        raise ModelNotSupported(
+            "model type 'llama' with mlp_bias: no native transformers class has per-head QK-norm and an MLP with "
+            "biases, so the injection cannot be written without remote code"
+        )
+    return {"attention_bias": bool(config.attention_bias), "use_sliding_window": False, "layer_types": None}
+
+
+def _mistral(config: Any) -> dict[str, Any]:
+    window = getattr(config, "sliding_window", None)
+    layers = ["sliding_attention"] * config.num_hidden_layers if window is not None else None
+    return {
+        "attention_bias": False,
+        "use_sliding_window": window is not None,
+        "sliding_window": window,
+        "layer_types": layers,
+    }
+
+
+def _qwen2(config: Any) -> dict[str, Any]:
+    return {"attention_bias": True}
+
+
+#: Source model type -> the target fields that make the native target compute the source's function.
+NATIVE_TARGETS: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "llama": _llama,
+    "mistral": _mistral,
+    "qwen2": _qwen2,
+}
+#: Config keys that describe the source checkpoint, not the target.
+_DROPPED = frozenset({"model_type", "architectures", "transformers_version", "_name_or_path"})
+
+
+def target_config(source: Any) -> Any:
+    """The Qwen3 config that runs ``source``'s layers with per-head QK-norm (module docstring).
+
+    Raises:
+        ModelNotSupported: no native class fits (another model type, an MLP with biases, QK-norm already there).
+    """
+    from transformers import AutoConfig
+
+    kind = source.model_type
+    if kind not in NATIVE_TARGETS:
+        raise ModelNotSupported(
+            f"model type {kind!r}: no native transformers class has per-head QK-norm and otherwise computes its "
+            f"function, so the injection cannot be written without remote code; supported: {', '.join(NATIVE_TARGETS)}"
+        )
+    allowed = set(AutoConfig.for_model(TARGET_TYPE).to_dict()) - _DROPPED
+    fields = {key: value for key, value in source.to_dict().items() if key in allowed}
+    fields["head_dim"] = getattr(source, "head_dim", None) or source.hidden_size // source.num_attention_heads
+    fields.update(NATIVE_TARGETS[kind](source))
+    fields["architectures"] = ["Qwen3ForCausalLM"]
+    return AutoConfig.for_model(TARGET_TYPE, **fields)
+
+
+def inject_qk_norm(
+    model: ModelLike, *, tolerance: float = TOLERANCE, **load_options: Any
+) -> tuple[LoadedModel, dict[str, Any]]:
+    """The injected model (a new Qwen3 causal LM with unit QK-norm scales) and the equivalence check's record.
+
+    Raises:
+        ModelNotSupported: no native class fits, or the source has QK-norm already.
+        UserError: the target does not reproduce the source with its new norms taken out.
+    """
+    from transformers import AutoModelForCausalLM
+
+    source = as_loaded(model, **load_options)
+    names = {name.rsplit(".", 1)[-1] for name, _ in source.model.named_modules()}
+    existing = [norm for norm in QK_NORMS if norm in names]
+    if existing:
+        raise ModelNotSupported(
+            f"model type {source.model.config.model_type!r} has QK-norm already ({', '.join(existing)}); "
+            "there is nothing to inject"
+        )
+    config = target_config(source.model.config)
+    dtype = next(source.model.parameters()).dtype
+    target = AutoModelForCausalLM.from_config(config, dtype=dtype).to(next(source.model.parameters()).device)
+    _load_source_weights(target, source.model)
+    difference = _max_logit_difference(source, target)
+    if not difference <= tolerance:
+        raise UserError(
+            f"model type {source.model.config.model_type!r}: the {type(target).__name__} built for it does not "
+            f"compute its function with the new norms taken out (max |logit diff| {difference:.3g} > {tolerance:g}); "
+            "nothing was written"
+        )
+    injected = LoadedModel(target.eval(), source.tokenizer, module_info(target, f"{source.info.id}+qk-norm"))
+    record = {
+        "source_model_type": source.model.config.model_type,
+        "target_architecture": type(target).__name__,
+        "norms": list(QK_NORMS),
+        "gamma": 1.0,
+        "equivalence": {"max_abs_logit_diff_without_new_norms": difference, "tolerance": tolerance},
+    }
+    return injected, record
+
+
+def _load_source_weights(target: torch.nn.Module, source: torch.nn.Module) -> None:
+    """Copy every source tensor into ``target``; its new norms get unit scales and a bias the source lacks is 0.
+
+    Raises:
+        ModelNotSupported: a source tensor has no place in the target, or a target tensor other than those is
+            left without a value.
+    """
+    missing, unexpected = target.load_state_dict(source.state_dict(), strict=False)
+    new = [name for name in missing if name.endswith((".q_norm.weight", ".k_norm.weight", ".o_proj.bias"))]
+    if unexpected or set(missing) - set(new):
+        raise ModelNotSupported(
+            f"model type {source.config.model_type!r}: its weights do not map onto {type(target).__name__} "
+            f"(no place for {unexpected[:3]}; left without a value {sorted(set(missing) - set(new))[:3]})"
+        )
+    with torch.no_grad():
+        for name in new:
+            parameter = target.get_parameter(name)
+            parameter.fill_(1.0 if name.endswith("norm.weight") else 0.0)
+
+
+@contextlib.contextmanager
+def without_qk_norms(model: torch.nn.Module) -> Iterator[None]:
+    """For the block, every ``q_norm`` and ``k_norm`` of ``model`` is the identity."""
+    swapped = []
+    for module in list(model.modules()):
+        for norm in QK_NORMS:
+            if isinstance(getattr(module, norm, None), torch.nn.Module):
+                swapped.append((module, norm, getattr(module, norm)))
+                setattr(module, norm, torch.nn.Identity())
+    try:
+        yield
+    finally:
+        for module, norm, original in swapped:
+            setattr(module, norm, original)
+
+
+def _max_logit_difference(source: LoadedModel, target: torch.nn.Module) -> float:
+    """max |logit difference| on the text probe between the source and the target without its QK-norms (float32)."""
+    from sinkbench.extract.tokenizer import PROBE_TEXT
+
+    device = next(source.model.parameters()).device
+    ids = source.tokenizer(PROBE_TEXT, return_tensors="pt").input_ids.to(device)
+    with torch.inference_mode(), without_qk_norms(target):
+        expected = source.model(input_ids=ids).logits.float()
+        found = target.eval()(input_ids=ids).logits.float()
+    return float((expected - found).abs().max())
+
+
+def write_qk_norm_injection(
+    model: ModelLike,
+    out: str | Path,
+    *,
+    probe: StrengthProbe | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+    **load_options: Any,
+) -> dict[str, Any]:
+    """Write the QK-norm-injected model as a checkpoint folder ``out`` (no training: the injection only).
+
+    Args:
+        model: the source model (spec, folder or loaded model).
+        out: the checkpoint folder (published atomically).
+        probe: also measure S of the source and of the injected model (None: do not).
+        overwrite: replace an earlier ``out``.
+        progress: show progress bars.
+        load_options: how a spec is loaded (:func:`sinkbench.models.load_model`).
+
+    Returns:
+        The report written beside the weights.
+    """
+    started = time.perf_counter()
+    check_out(out, overwrite)
+    source = as_loaded(model, **load_options)
+    with publishing_checkpoints(out, overwrite=overwrite, inputs=(source,)) as staging:
+        injected, record = inject_qk_norm(source)
+        strengths = {
+            "source": measured(probe, source, progress),
+            "injected": measured(probe, injected, progress),
+        }
+        report = checkpoint_record(
+            "qk_norm_injection",
+            {"source": source},
+            **record,
+            sink_strength=strengths if probe is not None else None,
+            seconds=round(time.perf_counter() - started, 3),
+        )
+        save_checkpoint(injected, staging, report)
+    return report
