@@ -5,7 +5,8 @@
 #
 # Both sides are scored as the testbed scores them, read from its results file: the same IFEval prompts (the
 # short-answer subset, passed to lm_eval as --samples indices; shown on the board as coverage), the same token cap
-# (--gen_kwargs max_gen_toks) and the same dtype, with --log_samples, so the board's regressions table shows the
+# (--gen_kwargs max_gen_toks) and the same dtype, with --log_samples and the subset named in the task metadata (the
+# board labels each score's basis from it), so the board's regressions table shows the
 # prompts the VLM-LM lost. sink_strength runs on its own, on all its prompts, as the gate requires.
 # `testbed_pair.sh reference` makes the reference LLM's runs alone (kept, and reused, in RUNS/llm).
 set -euo pipefail
@@ -35,7 +36,7 @@ read -r REFERENCE REFERENCE_SHA < <(python -c \
 
 mkdir -p "$RUNS"
 STRICT=(--tasks ifeval_strict --samples "$SAMPLES" --gen_kwargs "max_gen_toks=$CAP" --apply_chat_template
-        --log_samples --batch_size 64 --device cpu)
+        --metadata '{"subset": "the VL testbed'"'"'s short-answer prompts"}' --log_samples --batch_size 64 --device cpu)
 if [ ! -d "$RUNS/llm" ]; then
   rm -rf "$RUNS/llm.partial"
   sinkbench screen "$REFERENCE" --output "$RUNS/sink_profile.json" --against none

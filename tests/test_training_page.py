@@ -77,12 +77,27 @@ def tiny_results(testbed_run, tmp_path: Path) -> Path:
 def test_the_wall_times_give_the_measured_load_and_the_note(tiny_results: Path) -> None:
     data = json.loads((tiny_results / TESTBED_FILE).read_text())
     data["machine"]["note"] = "nothing else ran"
+    data["machine"]["resumed_at_load"] = []
     (tiny_results / TESTBED_FILE).write_text(json.dumps(data), encoding="utf-8")
     page = re.sub(r"\s+", " ", _render(tiny_results))
     assert (
         "On 2 CPUs with 1 torch thread (cpu); the load average (1, 5, 15 min) at the start was 0.5, 0.4, 0.3; the "
         'person running it noted: "nothing else ran".' in page
     )
+    data["machine"]["resumed_at_load"] = [[1.5, 1.25, 1.0], [2.0, 1.75, 1.5]]
+    (tiny_results / TESTBED_FILE).write_text(json.dumps(data), encoding="utf-8")
+    page = re.sub(r"\s+", " ", _render(tiny_results))
+    assert (
+        "at the start was 0.5, 0.4, 0.3 (the run was resumed 2 times, at load averages 1.5, 1.25, 1.0; 2.0, 1.75, "
+        '1.5); the person running it noted: "nothing else ran".' in page
+    )
+
+
+def test_a_rerun_records_the_load_it_resumed_at(testbed_run) -> None:
+    """The fixture's second run resumed the first: its load average is on file, the first one's is kept."""
+    machine = json.loads(testbed_run[0].read_text(encoding="utf-8"))["machine"]
+    assert machine["load_average_at_start"] == [0.5, 0.4, 0.3]
+    assert len(machine["resumed_at_load"]) == 1 and len(machine["resumed_at_load"][0]) == 3
 
 
 def test_each_chart_sits_under_its_own_caption(tiny_results: Path) -> None:
