@@ -131,7 +131,7 @@ def _displacement(subparsers: argparse._SubParsersAction) -> None:
 def _run_displacement(args: argparse.Namespace) -> int:
     from sinkbench.interventions.displacement import format_displacement, weight_displacement
     from sinkbench.interventions.plots import displacement_svg
-    from sinkbench.safe_io import write_files_atomically
+    from sinkbench.safe_io import write_text_atomic
 
     report = weight_displacement(
         args.reference,
@@ -145,7 +145,8 @@ def _run_displacement(args: argparse.Namespace) -> int:
     print(format_displacement(report))
     if args.plot:
         plot = Path(args.plot)
-        write_files_atomically(plot.parent, {plot.name: displacement_svg(report)})
+        plot.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(plot, displacement_svg(report))
     for what, where in (("report", args.output), ("plot", args.plot)):
         if where:
             print(f"{what} written to {where}")
