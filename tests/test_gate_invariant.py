@@ -28,6 +28,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
+from sinkbench.leaderboard.compare import ComparePage
 from sinkbench.leaderboard.pages import PageRenderer, make_environment
 from sinkbench.leaderboard.project import build_site
 from sinkbench.leaderboard.sources import SiteSources
@@ -360,7 +361,11 @@ def render_everything(loaded_entries: Any) -> None:
             json.loads(content)
     views = build_views(tables)
     renderer = PageRenderer(make_environment(SiteSources().templates), SiteSources().docs)
-    renderer.pages(views, tables, TrainingPage(None, None), updated="2026-11-30 00:00 UTC")
+    compare = ComparePage.of(views)
+    renderer.pages(views, tables, TrainingPage(None, None), compare, updated="2026-11-30 00:00 UTC")
+    prefix, data = compare.script().split(" = ", 1)
+    assert prefix == "window.SB_COMPARE" and "<" not in data
+    json.loads(data.rstrip().removesuffix(";"))
     for path, _ in renderer.entry_pages(views):
         assert _SLUG.fullmatch(Path(path).stem), path
     for plot in views.plots():
