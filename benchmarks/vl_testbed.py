@@ -192,6 +192,8 @@ def main() -> None:
     config = PRESETS[preset].model_copy(update={"backbone": args.backbone})
     if args.seeds:
         config = config.model_copy(update={"seeds": tuple(args.seeds)})
+    if args.groups:
+        config = config.model_copy(update={"plan": _only_groups(config, args.groups)})
     config = TestbedConfig.model_validate(config.model_dump())
     name = "vl_testbed" + ("" if preset in ("full", "quick") else f"_{preset}")
     name += "" if args.backbone == FULL.backbone else f"_{args.backbone.replace('-', '_')}"
@@ -238,6 +240,17 @@ def main() -> None:
     print(f"done in {time.perf_counter() - started:.0f} s; wrote {out} and its charts")
 
 
+def _only_groups(config: TestbedConfig, names: list[str]) -> tuple[RunGroup, ...]:
+    """The run groups of ``config``'s plan named ``DATA/DOSE`` in ``names``, in plan order."""
+    known = {f"{group.data}/{group.dose}": group for group in config.plan}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise SystemExit(
+            f"vl_testbed: --groups {' '.join(unknown)}: the plan's groups are {', '.join(known)}"
+        )
+    return tuple(group for name, group in known.items() if name in names)
+
+
 def write_charts(results: Path) -> None:
     """The SVG charts of ``results``, drawn beside it by the Training dynamics page's own code."""
 
@@ -267,6 +280,14 @@ def _parser() -> argparse.ArgumentParser:
         help="the base LM, as `sinkbench screen` takes it (default: %(default)s; gemma3-270m for Gemma 3 270M)",
     )
     parser.add_argument("--seeds", type=int, nargs="+", help="seeds to run (default: the preset's)")
+    parser.add_argument(
+        "--groups",
+        nargs="+",
+        metavar="DATA/DOSE",
+        help="run only these run groups of the plan, e.g. vl/high (the compared arms) to give them their seeds "
+        "first when the budget is short; the results then hold only these groups' comparisons until a run with "
+        "every group (or --report-only) reports them all (default: every group)",
+    )
     parser.add_argument(
         "--report-only",
         action="store_true",

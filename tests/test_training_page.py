@@ -36,12 +36,19 @@ def test_the_committed_analysis_is_recomputed_from_its_runs() -> None:
     assert analysis.summarize(results) == results.analysis
 
 
-def test_the_committed_runs_are_complete_and_matched() -> None:
+def test_the_committed_runs_are_matched_and_the_compared_arms_have_six_seeds() -> None:
+    """Every run on file is one of the plan's, once; the compared arms share at least six seeds, on which the sink
+    and random arms froze equally many weights; every extraction passed and every frozen row stayed put."""
     results = Results.model_validate(_committed())
     config = results.config
-    assert len(config.seeds) >= 6 and [record.seed for record in results.seeds] == list(config.seeds)
-    assert {run.key for run in results.runs} == set(config.runs())
-    for seed in config.seeds:
+    on_file = [run.key for run in results.runs]
+    assert len(set(on_file)) == len(on_file) and set(on_file) <= set(config.runs())
+    groups = results.analysis.groups
+    compared = [f"vl/{config.compare_dose}/{arm}" for arm in ("none", "frozen_lm", "sink", "random")]
+    seeds = groups[compared[0]].seeds
+    assert len(seeds) >= 6 and all(groups[name].seeds == seeds for name in compared)
+    assert {record.seed for record in results.seeds} >= {run.seed for run in on_file}
+    for seed in seeds:
         sink = results.run(RunKey(data="vl", dose=config.compare_dose, arm="sink", seed=seed))
         random = results.run(RunKey(data="vl", dose=config.compare_dose, arm="random", seed=seed))
         assert sink.frozen.weights == random.frozen.weights > 0
@@ -91,6 +98,21 @@ def test_the_wall_times_give_the_measured_load_and_the_note(tiny_results: Path) 
         "at the start was 0.5, 0.4, 0.3 (the run was resumed 2 times, at load averages 1.5, 1.25, 1.0; 2.0, 1.75, "
         '1.5); the person running it noted: "nothing else ran".' in page
     )
+
+
+def test_groups_with_fewer_seeds_are_named_with_their_counts(tiny_results: Path) -> None:
+    """A results file whose text-only control lacks a seed says so per group, and the floor of the sign-flip test
+    is the compared arms'."""
+    results = Results.model_validate(json.loads((tiny_results / TESTBED_FILE).read_text()))
+    runs = [run for run in results.runs if not (run.key.data == "text" and run.key.seed == 1)]
+    cut = results.model_copy(update={"runs": runs})
+    cut = cut.model_copy(update={"analysis": analysis.summarize(cut)})
+    (tiny_results / TESTBED_FILE).write_text(cut.model_dump_json(by_alias=True), encoding="utf-8")
+    page = re.sub(r"\s+", " ", _render(tiny_results))
+    assert "Seeds per run group: no protection 2; " in page
+    assert "; text-only training, no protection 1 (of the 2 planned; the others were not run);" in page
+    assert "(0.5000 with the compared arms' 2: every difference of one sign)" in page
+    assert "2 seeds; within a seed" not in page
 
 
 def test_a_rerun_records_the_load_it_resumed_at(testbed_run) -> None:

@@ -88,6 +88,21 @@ class TestbedResults:
         first = [f"vl/{self.compare}/{arm}" for arm in self.arms]
         return first + sorted(name for name in groups if name not in first)
 
+    @property
+    def compared_seeds(self) -> int:
+        """How many seeds the compared no-protection arm has (the spread behind every detectable difference)."""
+        return len(self.data.analysis.groups[f"vl/{self.compare}/none"].seeds)
+
+    @property
+    def seeds_text(self) -> str:
+        """How many seeds the run groups have, to start a sentence: one count when they agree, else each group's."""
+        groups = self.data.analysis.groups
+        counts = {name: len(groups[name].seeds) for name in self.group_names}
+        if len(set(counts.values())) == 1:
+            return f"{next(iter(counts.values()))} seeds"
+        each = "; ".join(f"{self.group_label(name)} {count}" for name, count in counts.items())
+        return f"Seeds per run group: {each} (of the {len(self.data.config.seeds)} planned; the others were not run)"
+
     def effect(self, question: str, outcome: str) -> Effect | None:
         """The paired effect of ``question`` on ``outcome``, if on file."""
         comparison = self.data.analysis.comparisons.get(question)
