@@ -101,13 +101,15 @@ QUICK = TestbedConfig(
     visual_images=8,
 )
 #: For one H200 (bfloat16, ten times the stage-2 steps at twice the batch, the full 541-prompt IFEval at 1,280
-#: tokens), four seeds of the compared arms and the text-only control: 20 runs, estimated at 10 to 20 minutes from
-#: the CPU run's step counts (about 0.1 s per training step and 40 s of generation per run). Prepared, not yet run:
-#: no GPU was lent to the session that wrote it.
+#: tokens), six seeds (the fewest at which the exact sign-flip test can reach p < 0.05) of the compared arms and the
+#: text-only control: 30 runs. Estimated, not measured: about 10 s of training per run and 65 to 130 s of greedy
+#: generation (five batches of 128 prompts, up to 1,280 decoding steps at an assumed 10 to 20 ms each), so 40 to 75
+#: minutes in all, longer than the 10 minutes one would like; fewer seeds would leave every verdict "cannot tell".
+#: Prepared, not yet run: no GPU was lent to the sessions that wrote it.
 GPU = FULL.model_copy(
     update={
         "doses": {"low": _stage2(1e-4, 200, 16), "high": _stage2(3e-4, 200, 16)},
-        "seeds": (0, 1, 2, 3),
+        "seeds": (0, 1, 2, 3, 4, 5),
         "plan": (
             RunGroup(data="vl", dose="high", arms=("none", "frozen_lm", "sink", "random")),
             RunGroup(data="text", dose="high", arms=("none",)),

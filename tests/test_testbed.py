@@ -483,6 +483,7 @@ def test_the_presets_say_what_the_page_and_readme_say() -> None:
     assert ("vl", "low", "none") in planned and ("text", "high", "none") in planned
     assert full.runs()[0].seed == full.seeds[0] and full.runs()[-1].seed == full.seeds[-1]  # seed by seed
     assert gpu.device == "cuda" and gpu.ifeval_rule == "all" and gpu.max_new_tokens == 1280
+    assert len(gpu.seeds) >= 6 and ("vl", "high", "frozen_lm") in {(k.data, k.dose, k.arm) for k in gpu.runs()}
     assert (
         gpu.doses["high"].lr == full.doses["high"].lr and gpu.doses["high"].steps > full.doses["high"].steps
     )
