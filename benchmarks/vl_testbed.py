@@ -211,14 +211,7 @@ def main() -> None:
     heads, shape = sink_heads(base_dir, config.top_frac)
     header = {
         **report_header(),
-        "command": " ".join(
-            [
-                f"{DATA_DIR_ENV}=DIR python benchmarks/vl_testbed.py"
-                if os.environ.get(DATA_DIR_ENV)
-                else "python benchmarks/vl_testbed.py",
-                *map(shlex.quote, sys.argv[1:]),
-            ]
-        ),
+        "command": recorded_command(sys.argv[1:], data_dir=bool(os.environ.get(DATA_DIR_ENV))),
         "model": load_model(config.backbone).info.to_dict(),
         "machine": {
             "cpus": os.cpu_count(),
@@ -240,6 +233,18 @@ def main() -> None:
     if out.name == TESTBED_FILE:  # the Training dynamics page's charts are the main experiment's only
         write_charts(out)
     print(f"done in {time.perf_counter() - started:.0f} s; wrote {out} and its charts")
+
+
+def recorded_command(argv: list[str], *, data_dir: bool) -> str:
+    """The command line as the results file records it: the data folder as ``DIR`` and every absolute path (a
+    work folder in RAM, say) as ``PATH``, so no path of the machine that ran it is committed."""
+    words = ["PATH" if os.path.isabs(word) else shlex.quote(word) for word in argv]
+    start = (
+        f"{DATA_DIR_ENV}=DIR python benchmarks/vl_testbed.py"
+        if data_dir
+        else "python benchmarks/vl_testbed.py"
+    )
+    return " ".join([start, *words])
 
 
 def _only_groups(config: TestbedConfig, names: list[str]) -> tuple[RunGroup, ...]:

@@ -473,6 +473,17 @@ def _benchmark() -> object:
     return module
 
 
+def test_the_recorded_command_carries_no_path_of_the_machine() -> None:
+    bench = _benchmark()
+    argv = ["--workdir", "/dev/shm/sb/testbed", "--seeds", "0", "1", "--machine-note", "it's quiet"]
+    assert bench.recorded_command(argv, data_dir=True) == (
+        "SINKBENCH_DATA_DIR=DIR python benchmarks/vl_testbed.py --workdir PATH --seeds 0 1 --machine-note 'it'\"'\"'s quiet'"
+    )
+    assert bench.recorded_command(["--out", "results.json"], data_dir=False) == (
+        "python benchmarks/vl_testbed.py --out results.json"
+    )
+
+
 def test_the_presets_say_what_the_page_and_readme_say() -> None:
     bench = _benchmark()
     full, pilot, gpu = bench.FULL, bench.PILOT, bench.GPU
@@ -483,7 +494,9 @@ def test_the_presets_say_what_the_page_and_readme_say() -> None:
     assert ("vl", "low", "none") in planned and ("text", "high", "none") in planned
     assert full.runs()[0].seed == full.seeds[0] and full.runs()[-1].seed == full.seeds[-1]  # seed by seed
     assert gpu.device == "cuda" and gpu.ifeval_rule == "all" and gpu.max_new_tokens == 1280
-    assert len(gpu.seeds) >= 6 and ("vl", "high", "frozen_lm") in {(k.data, k.dose, k.arm) for k in gpu.runs()}
+    assert len(gpu.seeds) >= 6 and ("vl", "high", "frozen_lm") in {
+        (k.data, k.dose, k.arm) for k in gpu.runs()
+    }
     assert (
         gpu.doses["high"].lr == full.doses["high"].lr and gpu.doses["high"].steps > full.doses["high"].steps
     )
