@@ -113,7 +113,7 @@ def test_every_score_says_what_it_was_measured_on() -> None:
     testbed = entries["vl-testbed-smollm2-135m-seed0"]
     for role in ("reference", "vlm"):
         assert score_basis(testbed, role, "ifeval_strict").label == (
-            "first 128 of 541 documents (--limit 128) · up to 64 new tokens · float32"
+            "the VL testbed's short-answer prompts: 128 of 541 documents · up to 64 new tokens · bfloat16"
         )
     reported = score_basis(entries["qwen3-vl-8b-instruct"], "reference", "boolq")
     assert reported.label == "reported by arXiv 2609.00746 (Table 6)"

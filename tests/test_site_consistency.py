@@ -86,7 +86,10 @@ def test_smollm2_s_ifeval_scores_differ_only_with_their_basis_stated(board_facts
     ]
     values = {(f.text, f.basis) for f in smollm2}
     assert ("19.96", "all 541 documents · up to 1,280 new tokens · float32 · GGUF Q4_1") in values
-    assert ("10.94", "first 128 of 541 documents (--limit 128) · up to 64 new tokens · float32") in values
+    assert (
+        "14.06",
+        "the VL testbed's short-answer prompts: 128 of 541 documents · up to 64 new tokens · bfloat16",
+    ) in values
     assert all(f.basis for f in smollm2)
 
 
