@@ -29,6 +29,7 @@ from bench_aggregate import _write, generate
 
 from sinkbench.leaderboard.project import build_site
 from sinkbench.submissions.catalogue import TASKS
+from sinkbench.submissions.schema import SCHEMA_VERSION
 
 STAGES = ("aggregate", "pages", "plots", "mkdocs")
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -116,7 +117,7 @@ def _reported_pair(root: Path, index: int, rng: np.random.Generator) -> None:
             }
         tasks.append(item)
     metadata = {
-        "schema_version": 1,
+        "schema_version": SCHEMA_VERSION,
         "kind": "pair",
         "provenance": "reported",
         "vlm": {
@@ -145,7 +146,7 @@ def _reported_pair(root: Path, index: int, rng: np.random.Generator) -> None:
 def _reported_backbone(root: Path, index: int, rng: np.random.Generator) -> None:
     family = FAMILIES[index % len(FAMILIES)]
     metadata = {
-        "schema_version": 1,
+        "schema_version": SCHEMA_VERSION,
         "kind": "backbone",
         "provenance": "reported",
         "model": {

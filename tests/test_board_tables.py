@@ -136,7 +136,7 @@ def test_a_named_subset_in_the_task_metadata_labels_the_score(tmp_path: Path) ->
             results.write_text(json.dumps(data), encoding="utf-8")
     (entry,) = load_valid_entries(root)
     basis = score_basis(entry, "reference", "ifeval_strict")
-    assert basis.label == "short-answer prompts: 128 of 412 documents · up to 64 new tokens · float32"
+    assert basis.label == "short-answer prompts: 128 of 412 documents · up to 64 new tokens · bfloat16"
     pairs = build_tables([entry]).pairs
     assert set(pairs["reference_basis"]) == {basis.label} == set(pairs["vlm_basis"])
 
