@@ -475,7 +475,7 @@ def _benchmark() -> object:
 
 def test_the_recorded_command_carries_no_path_of_the_machine() -> None:
     bench = _benchmark()
-    argv = ["--workdir", "/dev/shm/sb/testbed", "--seeds", "0", "1", "--machine-note", "it's quiet"]
+    argv = ["--workdir", "/scratch/testbed", "--seeds", "0", "1", "--machine-note", "it's quiet"]
     assert bench.recorded_command(argv, data_dir=True) == (
         "SINKBENCH_DATA_DIR=DIR python benchmarks/vl_testbed.py --workdir PATH --seeds 0 1 --machine-note 'it'\"'\"'s quiet'"
     )
