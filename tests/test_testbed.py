@@ -484,6 +484,21 @@ def test_the_recorded_command_carries_no_path_of_the_machine() -> None:
     )
 
 
+def test_groups_keep_only_the_named_run_groups_and_refuse_unknown_ones() -> None:
+    bench = _benchmark()
+    (group,) = bench._only_groups(bench.FULL, ["vl/high"])
+    assert (group.data, group.dose, group.arms) == ("vl", "high", ("none", "frozen_lm", "sink", "random"))
+    kept = bench._only_groups(bench.FULL, ["text/high", "vl/low"])
+    assert [(g.data, g.dose) for g in kept] == [
+        ("vl", "low"),
+        ("text", "high"),
+    ]  # plan order, not argument order
+    with pytest.raises(
+        SystemExit, match=r"--groups vl/huge: the plan's groups are vl/high, vl/low, text/high"
+    ):
+        bench._only_groups(bench.FULL, ["vl/huge"])
+
+
 def test_the_presets_say_what_the_page_and_readme_say() -> None:
     bench = _benchmark()
     full, pilot, gpu = bench.FULL, bench.PILOT, bench.GPU
