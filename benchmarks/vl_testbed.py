@@ -150,7 +150,7 @@ def _source(where: dict) -> dict:
     return {"file": local["file"], "sha256": local["sha256"]} if local else {"hub": where.get("dataset")}
 
 
-def _ifeval(count: int, rule: str) -> tuple[list[dict], list[int], dict]:
+def ifeval_inputs(count: int, rule: str) -> tuple[list[dict], list[int], dict]:
     """The first ``count`` IFEval prompts of the short-answer subset (``rule`` short_answer) or of all, which of them
     both trivial answers fail, and the record of where they came from."""
     data, where = load_task_data(IFEVAL)
@@ -174,7 +174,7 @@ def _ifeval(count: int, rule: str) -> tuple[list[dict], list[int], dict]:
     return chosen, non_trivial, ifeval_subset_record(docs, kept[:count], non_trivial, source)
 
 
-def _problems(config: TestbedConfig) -> tuple[list[dict], dict | None]:
+def gsm8k_problems(config: TestbedConfig) -> tuple[list[dict], dict | None]:
     """GSM8K training problems when the plan has text-only chats, and where they came from."""
     if not (config.text_share > 0 or any(group.data == "text" for group in config.plan)):
         return [], None
@@ -203,8 +203,8 @@ def main() -> None:
     out = args.out or default_root / f"{name}.json"
     workdir = args.workdir or ROOT / "out" / ("testbed-quick" if args.quick else name.replace("vl_", ""))
     try:
-        docs, non_trivial, subset = _ifeval(config.ifeval_prompts, config.ifeval_rule)
-        problems, text_source = _problems(config)
+        docs, non_trivial, subset = ifeval_inputs(config.ifeval_prompts, config.ifeval_rule)
+        problems, text_source = gsm8k_problems(config)
     except DataUnavailable as error:
         raise SystemExit(f"sinkbench: {error}") from None
     base_dir = Path(resolve_model(config.backbone)[1])

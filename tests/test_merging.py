@@ -13,7 +13,7 @@ from transformers import AutoModelForCausalLM
 
 from sinkbench.cli import main
 from sinkbench.errors import UserError
-from sinkbench.interventions.merging import merge, merge_state_dicts
+from sinkbench.interventions.merging import align_vocabulary, merge, merge_state_dicts
 from sinkbench.interventions.settings import MERGE_SETTING_NAMES, merge_setting
 
 pytest.importorskip("mergekit")
@@ -150,6 +150,19 @@ def test_models_of_different_shapes_are_refused_in_one_line() -> None:
     with pytest.raises(UserError, match="merge uniform: the models cannot be merged") as error:
         _merged("uniform", REFERENCE, {"w": torch.zeros(3, 4), "g": torch.zeros(6)})
     assert "\n" not in str(error.value)
+
+
+def test_rows_the_vlm_added_are_kept_and_the_shared_rows_merged() -> None:
+    """A VLM-LM whose vocabulary gained tokens (an image token): every setting keeps its added rows as they are and
+    merges the rows both models have."""
+    vlm = {"w": torch.cat([VLM["w"], torch.full((2, 4), 3.0)]), "g": VLM["g"]}
+    aligned, added = align_vocabulary(REFERENCE, vlm)
+    assert added == {"w": 2} and torch.equal(aligned["g"], REFERENCE["g"])
+    for name in MERGE_SETTING_NAMES:
+        merged = _merged(name, aligned, vlm)
+        assert torch.allclose(merged["w"][6:], torch.full((2, 4), 3.0), atol=1e-5), name
+    uniform = _merged("uniform", aligned, vlm)["w"][:6]
+    assert torch.allclose(uniform, (REFERENCE["w"] + VLM["w"]) / 2)
 
 
 def test_without_mergekit_the_error_says_how_to_install_it(monkeypatch) -> None:

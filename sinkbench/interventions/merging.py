@@ -14,6 +14,11 @@ merge *task vectors* over a base model, and the paper does not say which base it
   Arithmetic with lambda = 1 is ``base + d_ref + d_vlm``. The paper's result that TA "drops the unprotected pair by
   tens of points" fits this reading, not the identity.
 
+A VLM-LM often has rows its reference lacks: the tokens the VLM added (an image token, say) in its embeddings and LM
+head. Those rows have no counterpart to merge with, so the reference (and the base) are first given the VLM-LM's own
+rows there (:func:`align_vocabulary`): every setting keeps them as the VLM-LM has them, and merges the shared rows.
+The report counts them (``added_rows``).
+
 Each report says which reading ran (``reading``) and how far the merged weights lie from each input
 (``distance``), so an identity merge shows as a distance of 0 to the VLM-LM. DARE's random mask comes from
 torch's generator seeded with ``seed`` (forked, so the caller's generator is untouched); mergekit rescales the kept
@@ -65,6 +70,22 @@ def _mergekit(method: str) -> tuple[Any, Any]:
         ) from error
     ours = {"tsv": spectral.tsv_merge, "star": spectral.star_merge}
     return merge_methods.merge_state_dicts, ours.get(method) or merge_methods.get(method)
+
+
+def align_vocabulary(
+    other: dict[str, torch.Tensor], vlm_lm: dict[str, torch.Tensor]
+) -> tuple[dict[str, torch.Tensor], dict[str, int]]:
+    """``other`` with each tensor that is the VLM-LM's cut short in its first dimension (a vocabulary the VLM
+    extended) completed by the VLM-LM's extra rows; and how many rows each such tensor gained."""
+    aligned, added = dict(other), {}
+    for name, tensor in other.items():
+        mine = vlm_lm.get(name)
+        if mine is None or tensor.shape == mine.shape or tensor.dim() == 0:
+            continue
+        if tensor.shape[1:] == mine.shape[1:] and tensor.shape[0] < mine.shape[0]:
+            aligned[name] = torch.cat([tensor, mine[tensor.shape[0] :].to(tensor.dtype)])
+            added[name] = mine.shape[0] - tensor.shape[0]
+    return aligned, added
 
 
 def merge_state_dicts(
@@ -149,6 +170,11 @@ def _merged(
     chosen: MergeSetting, loaded: dict[str, LoadedModel], seed: int
 ) -> tuple[LoadedModel, dict[str, Any]]:
     states = {role: item.model.state_dict() for role, item in loaded.items()}
+    added: dict[str, int] = {}
+    for role in ("reference", "base"):
+        if role in states:
+            states[role], rows = align_vocabulary(states[role], states["vlm_lm"])
+            added.update(rows)
     merged = merge_state_dicts(
         chosen, states["reference"], states["vlm_lm"], base=states.get("base"), seed=seed
     )
@@ -167,6 +193,7 @@ def _merged(
         "reading": reading,
         "seed": seed,
         "distance": distances(merged, states["reference"], states["vlm_lm"]),
+        "added_rows": added,
     }
     return result, record
 

@@ -24,6 +24,7 @@ from sinkbench.leaderboard.compare import COMPARE_DATA, ComparePage
 from sinkbench.leaderboard.consistency import Fact
 from sinkbench.leaderboard.content import RawFile
 from sinkbench.leaderboard.history import board_history
+from sinkbench.leaderboard.interventions_page import InterventionsPage
 from sinkbench.leaderboard.pages import PageRenderer
 from sinkbench.leaderboard.training import TrainingPage, find_testbed
 from sinkbench.leaderboard.views import build_views
@@ -61,7 +62,7 @@ def generate_site(
     Args:
         submissions_dir: The submissions root (``pairs/`` and ``backbones/``).
         renderer: Renders the site's templates.
-        experiments_dir: Where the Training dynamics page finds the experiment's results (None, or a folder
+        experiments_dir: Where the Training dynamics and Interventions pages find the experiments' results (None, or a folder
             without them: the page says so).
         seed: Seed of the aggregation's bootstrap and permutation tests.
 
@@ -74,15 +75,20 @@ def generate_site(
         tables = build_tables(load_valid_entries(submissions_dir), seed=seed)
         views = build_views(tables, board_history(submissions_dir))
         training = TrainingPage(experiments_dir, find_testbed(experiments_dir))
+        interventions = InterventionsPage.of(experiments_dir)
         compare = ComparePage.of(views)
     with _timed(timings, "pages"):
         updated = data_timestamp(submissions_dir, tables.entries)
         pages = renderer.pages(views, tables, training, compare, updated=updated)
+        pages["interventions.md"] = renderer.render("interventions.md.j2", **interventions.context())
         pages.update(renderer.entry_pages(views))
         downloads = {f"downloads/{name}": text for name, text in render_tables(tables).items()}
         downloads[COMPARE_DATA] = compare.script()
     with _timed(timings, "plots"):
-        charts = {plot.path: plot.chart.svg() for plot in [*views.plots(), *training.plots()]}
+        charts = {
+            plot.path: plot.chart.svg()
+            for plot in [*views.plots(), *training.plots(), *interventions.plots()]
+        }
     return GeneratedSite(pages, charts, downloads, views.raw_files(), timings, compare.facts())
 
 

@@ -39,6 +39,7 @@ from sinkbench.testbed.schema import (
     TestbedConfig,
     TextRecord,
     TracePoint,
+    VisualRecord,
 )
 from sinkbench.testbed.train import pretrain_encoder, stage_data, train_stage, vision_state
 from sinkbench.testbed.visual import visual_accuracy
@@ -155,19 +156,24 @@ class Testbed:
                     update={"resumed_at_load": [*machine.resumed_at_load, self.resumed_at_load]}
                 )
             )
-        if self.state.base is None:
-            self._update(base=self._base())
+        self.ensure_base()
         planned = self.config.runs()
         for number, key in enumerate(planned, start=1):
             if report_only or self.state.run(key) is not None:
                 continue
-            self._seed(key.seed)
+            self.prepare_seed(key.seed)
             self.log(f"run {number} of {len(planned)}: {key.label()}")
-            self._update(runs=[*self.state.runs, self._run(key)])
+            self._update(runs=[*self.state.runs, self.run_one(key)])
         self.state = self.state.model_copy(update={"analysis": analysis.summarize(self.state)})
         self._write()
         write_json_atomic(self.state.model_dump(mode="json", by_alias=True), self.results)
         return self.state
+
+    def ensure_base(self) -> BaseRecord:
+        """The base model's record, measured (and written to the state) unless it is on file."""
+        if self.state.base is None:
+            self._update(base=self._base())
+        return self.state.base
 
     def _reference(self) -> ReferenceAnswers:
         """The base model's answers, which every run's NLL scores (from the state once the base is measured)."""
@@ -180,7 +186,7 @@ class Testbed:
             )
         return self.reference
 
-    def _measure_text(self, lm_dir: Path, generated: Generated | None = None) -> TextRecord:
+    def measure_text_of(self, lm_dir: Path, generated: Generated | None = None) -> TextRecord:
         """The text outcomes of a causal-LM folder (``generated``: its answers when already made, the base's)."""
         config = self.config
         model, tokenizer = load_base(lm_dir, config.eval_dtype, config.device)
@@ -197,7 +203,8 @@ class Testbed:
         )
         return TextRecord.model_validate(outcomes.to_dict())
 
-    def _screen(self, lm_dir: Path) -> SinkRecord:
+    def screen(self, lm_dir: Path) -> SinkRecord:
+        """S of a causal-LM folder, as ``sinkbench screen`` measures it."""
         from sinkbench.sink.probe_model import probe_model
 
         report, _ = probe_model(str(lm_dir), progress=False, device=self.config.device)
@@ -208,7 +215,7 @@ class Testbed:
         self.log("base model")
         config = self.config
         started = time.perf_counter()
-        sink = self._screen(self.inputs.base_dir)
+        sink = self.screen(self.inputs.base_dir)
         screened = time.perf_counter()
         model, tokenizer = load_base(self.inputs.base_dir, config.eval_dtype, config.device)
         self.reference, generated = reference_answers(
@@ -220,7 +227,7 @@ class Testbed:
             generate_dtype=getattr(torch, config.eval_dtype),
         )
         del model
-        text = self._measure_text(self.inputs.base_dir, generated)
+        text = self.measure_text_of(self.inputs.base_dir, generated)
         measured = time.perf_counter()
         lm, tokenizer = load_base(self.inputs.base_dir, device=config.device)
         vlm = build_vlm(lm, tokenizer, config.vision, seed=0).to(config.device)
@@ -233,10 +240,26 @@ class Testbed:
             seconds={"screen": round(screened - started, 1), "text": round(measured - screened, 1)},
         )
 
+    def visual_of(self, vlm_dir: Path) -> VisualRecord:
+        """The held-out visual accuracy of a saved VLM folder (a LLaVA checkpoint)."""
+        from transformers import AutoTokenizer, LlavaForConditionalGeneration
+
+        vlm = LlavaForConditionalGeneration.from_pretrained(vlm_dir, dtype=torch.float32).to(
+            self.config.device
+        )
+        tokenizer = AutoTokenizer.from_pretrained(vlm_dir)
+        return VisualRecord.model_validate(
+            visual_accuracy(vlm, tokenizer, self.items, self.config.vision.image_tokens)
+        )
+
+    def run_dir(self, key: RunKey) -> Path:
+        """Where a run's VLM (``vlm/``) and VLM-LM (``lm/``) are saved (kept for the runs in ``config.keep``)."""
+        return self.workdir / f"seed{key.seed}" / f"{key.data}-{key.dose}-{key.arm}"
+
     def _stage1_path(self, seed: int) -> Path:
         return self.workdir / f"seed{seed}" / "stage1.pt"
 
-    def _seed(self, seed: int) -> None:
+    def prepare_seed(self, seed: int) -> None:
         """Make the seed's stage-0/1 vision weights (and record them) unless they are on file and on disk."""
         if self.state.seed_record(seed) is not None and self._stage1_path(seed).is_file():
             return
@@ -259,7 +282,7 @@ class Testbed:
         others = [r for r in self.state.seeds if r.seed != seed]
         self._update(seeds=sorted([*others, record], key=lambda r: r.seed))
 
-    def _run(self, key: RunKey) -> RunRecord:
+    def run_one(self, key: RunKey) -> RunRecord:
         """Stage 2 of one run, then the VLM saved, its LM extracted and verified, screened and measured."""
         from sinkbench.extract.pipeline import extract_lm
         from sinkbench.monitor import SinkStrengthCallback
@@ -303,16 +326,16 @@ class Testbed:
             handle.remove()
         visual_started = time.perf_counter()
         visual = visual_accuracy(vlm, tokenizer, self.items, config.vision.image_tokens)
-        run_dir = self.workdir / f"seed{key.seed}" / f"{key.data}-{key.dose}-{key.arm}"
+        run_dir = self.run_dir(key)
         shutil.rmtree(run_dir, ignore_errors=True)
         extract_started = time.perf_counter()
         save_vlm(vlm, tokenizer, config.vision, run_dir / "vlm")
         extraction = extract_lm(str(run_dir / "vlm"), run_dir / "lm", verify=True).provenance["verification"]
         del vlm, lm
         screen_started = time.perf_counter()
-        sink = self._screen(run_dir / "lm")
+        sink = self.screen(run_dir / "lm")
         text_started = time.perf_counter()
-        text = self._measure_text(run_dir / "lm")
+        text = self.measure_text_of(run_dir / "lm")
         finished = time.perf_counter()
         if key not in config.keep:
             shutil.rmtree(run_dir, ignore_errors=True)

