@@ -7,8 +7,8 @@ repository's), model facts on every model (display name, family, model type from
 declared or counted from the weights) and, on ``--profiles`` of the measured entries, a ``sink_profile.json`` (10
 layers x 32 heads, so their pages carry a heatmap). The Training dynamics page is built from the committed testbed
 results (``benchmarks/results``). Prints the wall time of each build stage (validation and aggregation, the
-generated pages, the charts, then MkDocs itself on every page), and the CPU time of the whole build, which varies
-less on a shared machine. Run:
+generated pages, the charts, MkDocs itself on every page, then publishing: flushing the site to disk and moving it
+into place), and the CPU time of the whole build, which varies less on a shared machine. Run:
 
     python benchmarks/bench_site.py [--sizes 10 100 1000] [--profiles 0.3] [--repeat 3]
 """
@@ -31,7 +31,7 @@ from sinkbench.leaderboard.project import build_site
 from sinkbench.submissions.catalogue import TASKS
 from sinkbench.submissions.schema import SCHEMA_VERSION
 
-STAGES = ("aggregate", "pages", "plots", "mkdocs")
+STAGES = ("aggregate", "pages", "plots", "mkdocs", "publish")
 REPOSITORY = Path(__file__).resolve().parents[1]
 EXPERIMENTS = REPOSITORY / "benchmarks" / "results"
 TESTBED_PAIR = REPOSITORY / "submissions" / "pairs" / "vl-testbed-smollm2-135m-seed0"

@@ -6,11 +6,11 @@ float's range (``1e309``, an integer of 309 digits) and duplicate keys are error
 to report, never a traceback.
 
 Writes are atomic and durable: each output is written to a temporary file or folder beside the target, flushed to
-disk (``fsync`` of every file written), moved into place in one rename, and the rename itself is flushed (``fsync`` of
-the folder that holds the target). A failure or a kill at any point leaves the old output whole, and once a write
-has returned, a power cut cannot leave the target renamed but empty. One file is one rename
-(:func:`write_text_atomic`); a set of files published together is a folder, installed in one step
-(:func:`install_directory`).
+disk (``fsync`` of every file written, or one ``syncfs`` of their file system for a folder), moved into place in
+one rename, and the rename itself is flushed (``fsync`` of the folder that holds the target). A failure or a kill
+at any point leaves the old output whole, and once a write has returned, a power cut cannot leave the target
+renamed but empty. One file is one rename (:func:`write_text_atomic`); a set of files published together is a
+folder, installed in one step (:func:`install_directory`).
 """
 
 from __future__ import annotations
@@ -198,8 +198,36 @@ def sync_folder(folder: Path) -> None:
         os.close(descriptor)
 
 
+def sync_file_system(folder: Path) -> bool:
+    """Flush the whole file system that holds ``folder`` to disk with Linux's ``syncfs``, one call however many
+    files were written; False where that is unavailable (another system, an old kernel).
+
+    Python's ``os`` has no binding for it, hence ``ctypes``.
+    """
+    syncfs = getattr(ctypes.CDLL(None, use_errno=True), "syncfs", None)
+    if syncfs is None:
+        return False
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        result = syncfs(descriptor)
+        code = ctypes.get_errno()
+    finally:
+        os.close(descriptor)
+    if result == 0:
+        return True
+    if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(folder))
+
+
 def sync_tree(root: Path) -> None:
-    """Flush every file and folder below ``root`` (and ``root`` itself) to disk; links are not followed."""
+    """Flush every file and folder below ``root`` (and ``root`` itself) to disk; links are not followed.
+
+    One ``syncfs`` of their file system where available (:func:`sync_file_system`): a built site has thousands of
+    files, and an ``fsync`` of each, the fallback, took seconds more on a busy disk.
+    """
+    if sync_file_system(root):
+        return
     for folder, _, files in os.walk(root):
         for name in files:
             path = os.path.join(folder, name)

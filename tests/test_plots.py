@@ -101,3 +101,32 @@ def test_every_chart_gives_an_interactive_figure_of_its_own_data() -> None:
         2.0,
         3.0,
     ]
+
+
+def test_no_label_of_the_real_boards_scatters_crosses_the_fit_line_or_another_label() -> None:
+    """The repository's board, aggregated as the site does: every labelled scatter keeps each label's box clear of
+    the fit line (and of the other labels), however the points crowd around it."""
+    import itertools
+    from pathlib import Path
+
+    from matplotlib.path import Path as LinePath
+
+    from sinkbench.leaderboard.history import board_history
+    from sinkbench.leaderboard.views import build_views
+    from sinkbench.submissions.gate import load_valid_entries
+    from sinkbench.tables.build import build_tables
+
+    root = Path(__file__).resolve().parents[1] / "submissions"
+    views = build_views(build_tables(load_valid_entries(root)), board_history(root))
+    labelled = 0
+    for plot in views.scatters:
+        figure = plot.chart.draw()
+        axes, renderer = figure.axes[0], figure._get_renderer()
+        boxes = {text.get_text(): text.get_window_extent(renderer) for text in axes.texts}
+        (fit,) = [line for line in axes.get_lines() if line.get_label().startswith("least-squares fit")]
+        line = LinePath(fit.get_transform().transform(fit.get_xydata()))
+        crossing = [name for name, box in boxes.items() if line.intersects_bbox(box, filled=False)]
+        assert crossing == [], plot.path
+        assert [(a, b) for (a, p), (b, q) in itertools.combinations(boxes.items(), 2) if p.overlaps(q)] == []
+        labelled += len(boxes)
+    assert labelled >= 17  # the IFEval scatter's 17 pairs at least: the check is not vacuous

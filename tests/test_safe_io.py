@@ -46,6 +46,7 @@ def events(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, str]]]:
     """Every ``fsync`` (with the path its descriptor names) and every rename, in order."""
     recorded: list[tuple[str, str]] = []
     fsync, replace, exchange = os.fsync, os.replace, safe_io.exchange
+    sync_file_system = safe_io.sync_file_system
 
     def recording_fsync(descriptor: int) -> None:
         recorded.append(("fsync", os.readlink(f"/proc/self/fd/{descriptor}")))
@@ -59,11 +60,16 @@ def events(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, str]]]:
         recorded.append(("rename", str(second)))
         return exchange(first, second)
 
+    def recording_sync_file_system(folder: Path) -> bool:
+        recorded.append(("syncfs", str(folder)))
+        return sync_file_system(folder)
+
     if not Path("/proc/self/fd").is_dir():
         pytest.skip("needs /proc to name a descriptor's file")
     monkeypatch.setattr(os, "fsync", recording_fsync)
     monkeypatch.setattr(os, "replace", recording_replace)
     monkeypatch.setattr(safe_io, "exchange", recording_exchange)
+    monkeypatch.setattr(safe_io, "sync_file_system", recording_sync_file_system)
     yield recorded
 
 
@@ -79,10 +85,8 @@ def test_a_file_is_flushed_before_its_rename_and_the_rename_after(
     assert target.read_text(encoding="utf-8") == "| a |\n"
 
 
-@pytest.mark.parametrize("earlier", [False, True], ids=["new target", "replaced target"])
-def test_a_folder_is_flushed_whole_before_it_is_installed_and_its_parent_after(
-    tmp_path: Path, events: list[tuple[str, str]], earlier: bool
-) -> None:
+def _staged_site(tmp_path: Path, earlier: bool) -> tuple[Path, Path]:
+    """A staged folder of two pages, and its target (holding an older output when ``earlier``)."""
     target = tmp_path / "out"
     if earlier:
         target.mkdir()
@@ -91,6 +95,31 @@ def test_a_folder_is_flushed_whole_before_it_is_installed_and_its_parent_after(
     (staged / "pages").mkdir(parents=True)
     (staged / "index.html").write_text("<p>new</p>", encoding="utf-8")
     (staged / "pages" / "a.html").write_text("<p>a</p>", encoding="utf-8")
+    return staged, target
+
+
+@pytest.mark.parametrize("earlier", [False, True], ids=["new target", "replaced target"])
+def test_a_folder_is_flushed_in_one_syncfs_before_it_is_installed_and_its_parent_after(
+    tmp_path: Path, events: list[tuple[str, str]], earlier: bool
+) -> None:
+    if not safe_io.sync_file_system(tmp_path):
+        pytest.skip("no syncfs here")
+    staged, target = _staged_site(tmp_path, earlier)
+    events.clear()
+    safe_io.install_directory(staged, target, replace=earlier)
+    rename = next(index for index, (kind, _) in enumerate(events) if kind == "rename")
+    # One flush of the file system, no file-by-file fsync after it.
+    assert events[:rename] == [("syncfs", str(staged))]
+    assert ("fsync", str(tmp_path)) in events[rename + 1 :]
+    assert sorted(p.name for p in target.iterdir()) == ["index.html", "pages"]
+
+
+@pytest.mark.parametrize("earlier", [False, True], ids=["new target", "replaced target"])
+def test_without_syncfs_every_file_and_folder_is_flushed_before_the_install_and_its_parent_after(
+    tmp_path: Path, events: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch, earlier: bool
+) -> None:
+    monkeypatch.setattr(safe_io, "sync_file_system", lambda folder: False)
+    staged, target = _staged_site(tmp_path, earlier)
     events.clear()
     safe_io.install_directory(staged, target, replace=earlier)
     rename = next(index for index, (kind, _) in enumerate(events) if kind == "rename")

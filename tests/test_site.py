@@ -528,6 +528,24 @@ def test_the_submit_page_names_the_repository_of_mkdocs_yml(submissions_dir: Pat
     page = (tmp_path / "site" / "submit.html").read_text(encoding="utf-8")
     assert "https://github.com/example-org/sinkbench.git" in page and "YOUR-NAME" not in page
     assert 'href="https://github.com/example-org/sinkbench"' in page
+    home = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    bibtex = re.sub(r"<[^>]+>", "", home)  # the highlighted code block as text
+    assert 'href="https://github.com/example-org/sinkbench"' in home
+    assert "url     = {https://github.com/example-org/sinkbench}," in bibtex  # the software's BibTeX entry
+
+
+def test_without_a_repository_url_no_page_guesses_one(submissions_dir: Path, tmp_path: Path) -> None:
+    """``repo_url`` unset (a local build): the Submit page says the address is not recorded and how to go on from
+    a clone, and no page carries a placeholder or an invented address."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("SINKBENCH_REPO_URL", raising=False)
+        build_site(submissions_dir, tmp_path / "site")
+    for path in (tmp_path / "site").rglob("*.html"):
+        html = path.read_text(encoding="utf-8")
+        assert "OWNER" not in html and "sinkbench.git" not in html, path
+    page = (tmp_path / "site" / "submit.html").read_text(encoding="utf-8")
+    assert "does not record the address of its repository" in page and "git clone" not in page
+    assert "Open the pull request on the repository you cloned" in page
 
 
 @pytest.mark.parametrize(

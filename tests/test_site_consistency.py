@@ -126,3 +126,46 @@ def test_a_page_that_contradicts_another_stops_the_build(tmp_path: Path) -> None
     message = str(raised.value)
     assert message.startswith("s|") and "leaderboard.md" in message and "Fix:" in message
     assert not out.exists()
+
+
+def test_the_training_page_quotes_the_testbed_models_figures_as_facts_of_the_pairs_model(board_facts) -> None:
+    """Training dynamics' base-model row shows the testbed pair's reference LLM: its IFEval score and S are facts
+    under the same key as the pair page's, each with the basis that makes them differ (the testbed's own run)."""
+    site, facts = board_facts
+    model = "HuggingFaceTB/SmolLM2-135M-Instruct@sha256:b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+    score, s = fact_key("score", model, "ifeval_strict"), fact_key("s", model)
+    training = {f.key: f for f in facts if f.page == "training.html"}
+    assert training[score].text == "15.6" and "not by lm-eval" in training[score].basis
+    assert training[s].text == "1.456" and training[s].basis.startswith("the VL testbed's own screen")
+    pair = [f for f in facts if f.page == "pairs/vl-testbed-smollm2-135m-seed0.html" and f.key == score]
+    assert [f.text for f in pair] == ["14.06"] and pair[0].basis != training[score].basis
+    page = (site / "training.html").read_text(encoding="utf-8")
+    assert training[score].basis.replace("'", "&#39;") in page  # the basis is on the page, not only in markup
+    assert 'href="pairs/vl-testbed-smollm2-135m-seed0.html"' in page
+
+
+def test_a_training_page_figure_that_contradicts_another_page_silently_stops_the_build(
+    tmp_path: Path,
+) -> None:
+    """The base model's IFEval score printed without its basis (15.6 against the pair page's 14.06) fails the
+    build, naming the fact and both pages."""
+    sources = tmp_path / "sources"
+    sources.mkdir()
+    shutil.copyfile(SOURCES_DIR / "mkdocs.yml", sources / "mkdocs.yml")
+    shutil.copytree(SOURCES_DIR / "site", sources / "site", ignore=shutil.ignore_patterns("__pycache__"))
+    template = sources / "site" / "templates" / "training.md.j2"
+    text = template.read_text(encoding="utf-8")
+    assert "fact_attributes(*marked)" in text
+    template.write_text(
+        text.replace("fact_attributes(*marked)", "fact_attributes(marked[0])"), encoding="utf-8"
+    )
+    out = tmp_path / "site"
+    with pytest.raises(InconsistentFigures) as raised:
+        build_site(ROOT / "submissions", out, sources=SiteSources(sources))
+    message = str(raised.value)
+    assert (
+        message.startswith("score|HuggingFaceTB/SmolLM2-135M-Instruct@")
+        and "|ifeval_strict: shown as " in message
+    )
+    assert "training.md" in message and "no basis stated" in message and "Fix:" in message
+    assert not out.exists()

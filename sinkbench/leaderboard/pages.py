@@ -142,7 +142,8 @@ class PageRenderer:
             for target, (template, context) in self._contexts(views, updated, compare).items()
         }
         pages["downloads.md"] = self.render("downloads.md.j2", tables=_downloads(tables))
-        pages["training.md"] = self.render("training.md.j2", **training.context())
+        shown = _pages_of(views, training.run.base_model) if training.run else []
+        pages["training.md"] = self.render("training.md.j2", **training.context(shown))
         pages["architectures.md"] = self.render("architectures.md.j2", **architectures_context())
         pages["changelog.md"] = self.render(
             "changelog.md.j2", history=views.history, repo_url=self.repo_url, links=_entry_links(views)
@@ -232,6 +233,22 @@ def _entry_links(views: SiteViews) -> dict[str, str]:
         for directory in backbone.directories:
             links.setdefault("/".join(directory.split("/")[-2:]), f"backbones/{backbone.slug}.html")
     return links
+
+
+def _pages_of(views: SiteViews, model: str) -> list[tuple[str, str]]:
+    """``(title, link)`` of every entry page that shows ``model`` (``id@revision``): the pairs it is the reference
+    LLM of, then its backbone page."""
+    pages = [
+        (f"{pair.vlm.label} vs {pair.reference.label}", f"pairs/{pair.slug}.html")
+        for pair in views.pairs
+        if model_ref(pair.reference.model_id, pair.reference.revision) == model
+    ]
+    pages += [
+        (backbone.label, f"backbones/{backbone.slug}.html")
+        for backbone in views.backbones
+        if model_ref(backbone.model.model_id, backbone.model.revision) == model
+    ]
+    return pages
 
 
 def _downloads(tables: AggregateTables) -> list[dict[str, object]]:

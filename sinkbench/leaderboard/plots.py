@@ -31,6 +31,8 @@ MAX_POINT_LABELS = 30
 #: Most steps adjustText takes to move labels apart (it stops earlier once none overlap). A count, not its default
 #: one-second time limit: on a busy machine a time limit allows fewer steps, and the chart would change.
 LABEL_STEPS = 300
+#: Points along a scatter's fit line that its labels are kept clear of (adjustText avoids points, not lines).
+LINE_SAMPLES = 120
 
 _STYLE = {
     "svg.fonttype": "none",
@@ -127,15 +129,18 @@ class ScatterChart:
 
     def svg(self) -> str:
         """Draw the chart."""
+        return _to_svg(self.draw(), f"{self.task_label}: Sink Strength vs delta", self.alt)
+
+    def draw(self) -> Figure:
+        """The matplotlib figure of :meth:`svg`: points, fit line and zero line first, then the point labels,
+        placed clear of all of them."""
         with matplotlib.rc_context(_STYLE):
             figure, axes = _new_axes(6.4, 4.0, left=0.75)
             self._draw_points(axes)
-            if self.fit is not None and self.points:
-                xs = [min(p.sink_strength for p in self.points), max(p.sink_strength for p in self.points)]
-                slope, intercept = self.fit
+            line = self._fit_line()
+            if line is not None:
                 axes.plot(
-                    xs,
-                    [intercept + slope * x for x in xs],
+                    *line,
                     color="#3f51b5",
                     linestyle="--",
                     linewidth=1.2,
@@ -148,7 +153,17 @@ class ScatterChart:
             axes.set_title(_plain(f"{self.task_label}: S vs observed Δ"), loc="left", fontsize=10)
             if self.points:
                 axes.legend(frameon=False, fontsize=7.5, loc="best")
-        return _to_svg(figure, f"{self.task_label}: Sink Strength vs delta", self.alt)
+            if len(self.points) <= MAX_POINT_LABELS:
+                self._draw_labels(axes, line)
+        return figure
+
+    def _fit_line(self) -> tuple[list[float], list[float]] | None:
+        """The fit line's two ends over the points' range of S, or None without a fit or points."""
+        if self.fit is None or not self.points:
+            return None
+        xs = [min(p.sink_strength for p in self.points), max(p.sink_strength for p in self.points)]
+        slope, intercept = self.fit
+        return xs, [intercept + slope * x for x in xs]
 
     def _groups(self) -> list[tuple[str, list[ScatterPoint]]]:
         """The points per QK-norm class, classes in name order."""
@@ -178,16 +193,16 @@ class ScatterChart:
                     },
                 }
             )
-        if self.fit is not None and self.points:
-            xs = [min(p.sink_strength for p in self.points), max(p.sink_strength for p in self.points)]
+        line = self._fit_line()
+        if line is not None:
             slope, intercept = self.fit
             data.append(
                 {
                     "type": "scatter",
                     "mode": "lines",
                     "name": "least-squares fit (all pairs)",
-                    "x": xs,
-                    "y": [intercept + slope * x for x in xs],
+                    "x": line[0],
+                    "y": line[1],
                     "hovertemplate": f"Δ = {intercept:+.2f} {slope:+.2f} × S<extra></extra>",
                     "line": {"color": "#3f51b5", "dash": "dash", "width": 1.5},
                 }
@@ -217,24 +232,51 @@ class ScatterChart:
                 linewidth=0.6,
                 label=f"QK-norm: {_plain(qk_norm)}",
             )
-        if len(self.points) <= MAX_POINT_LABELS:
-            self._draw_labels(axes)
 
-    def _draw_labels(self, axes: Axes) -> None:
-        """One label per point, moved apart by adjustText until no two labels (or a label and a point) overlap,
-        with a thin line to its point where it had to move. The placement depends on the data only: at most
-        :data:`LABEL_STEPS` steps, however fast the machine."""
+    def _clear_of_fit(self, point: ScatterPoint) -> dict[str, str]:
+        """Where a label starts, beside its point: in the quarter around the point that the fit line does not pass
+        through, on the point's side of the line (above it: up; below: down), so that adjustText starts it clear
+        of the line."""
+        if self.fit is None:
+            return {}
+        slope, intercept = self.fit
+        above = point.delta >= intercept + slope * point.sink_strength
+        left = above == (slope >= 0)  # a rising line leaves the upper left and the lower right free
+        return {"ha": "right" if left else "left", "va": "bottom" if above else "top"}
+
+    def _draw_labels(self, axes: Axes, line: tuple[list[float], list[float]] | None) -> None:
+        """One label per point, moved apart by adjustText until no two labels (or a label and a point, or a label
+        and the fit ``line``, given as :data:`LINE_SAMPLES` points along it) overlap, with a thin line to its
+        point where it had to move. The placement depends on the data only: at most :data:`LABEL_STEPS` steps,
+        however fast the machine."""
         texts = [
-            axes.text(p.sink_strength, p.delta, _plain(p.label), fontsize=7, color="#333333", zorder=4)
+            axes.text(
+                p.sink_strength,
+                p.delta,
+                _plain(p.label),
+                fontsize=7,
+                color="#333333",
+                zorder=4,
+                **self._clear_of_fit(p),
+            )
             for p in self.points
         ]
+        xs, ys = [p.sink_strength for p in self.points], [p.delta for p in self.points]
+        if line is not None:
+            (x0, x1), (y0, y1) = line
+            steps = [i / (LINE_SAMPLES - 1) for i in range(LINE_SAMPLES)]
+            xs += [x0 + t * (x1 - x0) for t in steps]
+            ys += [y0 + t * (y1 - y0) for t in steps]
         if texts:
             adjust_text(
                 texts,
-                x=[p.sink_strength for p in self.points],
-                y=[p.delta for p in self.points],
+                x=xs,
+                y=ys,
+                target_x=[p.sink_strength for p in self.points],
+                target_y=[p.delta for p in self.points],
                 ax=axes,
                 expand=(1.1, 1.3),
+                expand_axes=True,  # room for the labels of points at the edges, on their side of the line
                 iter_lim=LABEL_STEPS,
                 time_lim=None,
                 arrowprops={"arrowstyle": "-", "color": "#9e9e9e", "linewidth": 0.5},
@@ -330,7 +372,7 @@ class CategoryChart:
                 }
             ],
             "layout": charts.layout(
-                "IFEval prompts lost (a prompt counts once per violated category)",
+                "IFEval prompts lost",  # short enough for a phone; the caption gives the counting rule
                 "",
                 yaxis={"autorange": "reversed", "automargin": True},
                 height=max(220, 26 * len(self.counts) + 100),

@@ -29,7 +29,7 @@ class SiteBuildFailed(UserError):
 @dataclass(frozen=True)
 class BuildReport:
     """What a build produced (``pages``: every HTML page, generated or static, but the 404), and how long each
-    stage took (seconds)."""
+    stage took (seconds; ``publish``: flushing the site to disk and moving it into place; ``total``: all of it)."""
 
     site_dir: Path
     pages: int
@@ -85,7 +85,9 @@ def build_site(
             raise SiteBuildFailed(f"MkDocs stopped the build: {error.message}") from None
         generated = plugin.generated
         timings = {**generated.timings, "mkdocs": time.perf_counter() - plugin.finished_generating}
-        timings["total"] = time.perf_counter() - started
+        built = time.perf_counter()
+    timings["publish"] = time.perf_counter() - built  # flushed to disk and moved into place
+    timings["total"] = time.perf_counter() - started
     pages = [
         page for page in Path(out_dir).rglob("*.html") if page.name != "404.html"
     ]  # generated and static

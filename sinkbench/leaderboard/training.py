@@ -9,12 +9,14 @@ statistics) or read from it in one line here; nothing is recomputed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from sinkbench.leaderboard.consistency import fact_key, model_ref
 from sinkbench.leaderboard.content import PlotRef
 from sinkbench.leaderboard.plots import TrajectoryChart
 from sinkbench.leaderboard.sources import SourceInvalid
@@ -50,6 +52,9 @@ VERDICT_WORDS = {
     "cannot tell": "This design cannot tell",
     "descriptive": "Descriptive",
 }
+#: The base model's outcomes that other pages show too, as the consistency check's fact kinds and task
+#: (:mod:`sinkbench.leaderboard.consistency`): its IFEval prompt-level strict score and its S.
+BASE_FACTS = {"prompt_strict": ("score", "ifeval_strict"), "sink_strength": ("s",)}
 #: The outcomes each question's sentence gives: the primary one, and the strict score a trivial answer cannot pass.
 SENTENCE_OUTCOMES = (PRIMARY, "non_trivial_strict")
 _FIX = "rerun `python benchmarks/vl_testbed.py` to rewrite it"
@@ -215,6 +220,40 @@ class TestbedResults:
         ]
 
     @property
+    def base_model(self) -> str:
+        """The base model as the board's fact keys name it (:func:`model_ref`): its Hub id at the sha256 of its
+        weights, as the testbed pair's metadata records the same model."""
+        model = self.data.model
+        sha256 = model.get("sha256")
+        return model_ref(
+            str(model.get("upstream") or model.get("id", "")),
+            f"sha256:{sha256}" if sha256 else model.get("revision"),
+        )
+
+    @property
+    def base_bases(self) -> dict[str, str]:
+        """What each of :data:`BASE_FACTS` was measured on, as the page states it beside the figure: the testbed's
+        own run, not lm-eval's (the testbed pair's page and the backbone page show lm-eval's)."""
+        config, subset = self.data.config, self.data.ifeval_subset
+        weights = self.data.model.get("weights")
+        return {
+            "prompt_strict": (
+                f"the VL testbed's short-answer prompts: {len(subset.indices)} of {subset.documents} documents · "
+                f"up to {config.max_new_tokens} new tokens · {config.eval_dtype} · answered and scored by the "
+                "testbed itself, not by lm-eval"
+            ),
+            "sink_strength": "the VL testbed's own screen of the base model"
+            + (f" ({weights} weights)" if weights else ""),
+        }
+
+    def base_fact(self, outcome: str) -> tuple[str, str] | None:
+        """The fact key and basis of the base model's figure of ``outcome``, or None when it is no board fact."""
+        kind = BASE_FACTS.get(outcome)
+        if kind is None:
+            return None
+        return fact_key(kind[0], self.base_model, *kind[1:]), self.base_bases[outcome]
+
+    @property
     def largest_extraction_error(self) -> float:
         """The largest text-only logit difference between a VLM and its extracted LM, over every run."""
         return max(run.extraction.max_abs_logit_diff for run in self.data.runs)
@@ -294,10 +333,12 @@ class TrainingPage:
         """The page's charts, when there are results."""
         return list(self.charts.values())
 
-    def context(self) -> dict[str, object]:
-        """What ``training.md.j2`` is given."""
+    def context(self, same_model: Sequence[tuple[str, str]] = ()) -> dict[str, object]:
+        """What ``training.md.j2`` is given; ``same_model``: ``(title, link)`` of the board's pages that show the
+        testbed's base model."""
         return {
             "run": self.run,
+            "same_model": list(same_model),
             "plots": self.charts,
             "outcomes": OUTCOMES,
             "primary": PRIMARY,
