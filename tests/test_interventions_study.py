@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 from tiny_models import TINY_DOCS, TINY_PROBLEMS, TINY_SHAPE, TINY_SINK_HEADS
 
-from sinkbench.leaderboard.interventions_page import INTERVENTIONS_FILE, PAPER, InterventionsPage, read_study
+from sinkbench.leaderboard.interventions_page import (
+    INTERVENTIONS_FILE,
+    PAPER,
+    QUESTIONS,
+    InterventionsPage,
+    read_study,
+)
 from sinkbench.leaderboard.sources import SourceInvalid
 from sinkbench.testbed.experiment import Inputs
 from sinkbench.testbed.outcomes import non_trivial_prompts
@@ -73,7 +79,7 @@ def test_the_re_made_pair_equals_the_testbed_runs(tiny_study) -> None:
 def test_each_intervention_records_what_it_did(tiny_study) -> None:
     data = StudyResults.model_validate_json(tiny_study[0].read_text())
     assert data.displacement["window"]["layers"] == [0, 1, 2, 3]
-    q = next(v for k, v in data.displacement["summary"].items() if k.endswith("q_proj"))
+    q = data.displacement["summary"]["self_attn.q_proj.weight"]
     assert q["median_ratio"] > 0 and q["layers"] == 4
     assert data.random_control.details["max_relative_error"] < 0.01
     merges = {arm.name: arm for arm in data.merges}
@@ -150,3 +156,25 @@ def test_the_committed_results_fit_the_schema_and_answer_every_question() -> Non
     assert set(page.answers()) == set(PAPER)
     assert len(data.merges) == 7 and {a.backbone for a in data.ablations} == {"smollm2", "gemma"}
     assert not re.search(r"(^|\s)/", data.command)  # no absolute path of the machine that ran it
+
+
+def _render(page: InterventionsPage) -> str:
+    from sinkbench.leaderboard.pages import PageRenderer, make_environment
+    from sinkbench.leaderboard.sources import SiteSources
+
+    sources = SiteSources()
+    renderer = PageRenderer(make_environment(sources.templates), sources.docs)
+    return re.sub(r"\s+", " ", renderer.render("interventions.md.j2", **page.context()))
+
+
+def test_the_page_renders_every_answer_beside_the_papers_and_every_model(tiny_study, tmp_path: Path) -> None:
+    page = InterventionsPage(INTERVENTIONS_FILE, read_study(tiny_study[0], INTERVENTIONS_FILE))
+    html = _render(page)
+    for name, sentence in page.answers().items():
+        assert f"<td>{QUESTIONS[name]}</td>" in html and PAPER[name] in html
+        assert sentence.replace("'", "&#39;") in html
+    assert html.count('<tr><td class="sb-sticky">') == len(page.rows())
+    assert "None" not in html and "nan" not in html
+    assert "No results" in _render(
+        InterventionsPage.of(tmp_path)
+    )  # a build without the study says how to make it

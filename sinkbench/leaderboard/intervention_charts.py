@@ -37,7 +37,7 @@ class LayerRatioChart:
             points = []
             for row in report["rows"]:
                 other = theirs.get((row["layer"], row["name"]))
-                if row["name"].endswith(kind) and other and other["operator_norm"]:
+                if row["kind"] == kind and other and other["operator_norm"]:
                     points.append((row["layer"], row["operator_norm"] / other["operator_norm"]))
             if points:
                 series.append((label, tuple(sorted(points))))

@@ -41,6 +41,16 @@ PAPER = {
     "merges": "Qwen2.5-VL and Qwen3-VL: only the two mild mixes avoid extra loss; TA, TSV and STAR cost the unprotected "
     "pair tens of points; TIES and DARE do the most damage; no setting recovers IFEval on the low-S side (F.4).",
 }
+#: Each question's name in the page's first column.
+QUESTIONS = {
+    "displacement": "Where did the weights move? (F.1)",
+    "random_control": "Would any change of that size do the same? (D.4)",
+    "ablation": "Which norm channels carry the model? (D.3)",
+    "injection": "Would adding QK-norm have helped? (F.3)",
+    "merges": "Can merging the reference back in recover the loss? (F.4)",
+}
+#: How the page names the backbones the study ablates.
+BACKBONES = {"smollm2": "SmolLM2-135M-Instruct", "gemma": "Gemma 3 270M"}
 _FIX = "rerun `python benchmarks/interventions_pair.py` to rewrite it"
 
 
@@ -66,6 +76,11 @@ def read_study(path: Path, shown: str) -> StudyResults:
         first = error.errors()[0]
         field = ".".join(str(part) for part in first["loc"]) or "(top level)"
         raise SourceInvalid(f"{shown}: field {field}: {first['msg']}; {_FIX}") from None
+
+
+def _projection(name: str) -> str:
+    """``q_proj`` of a displacement report's tensor name ``self_attn.q_proj.weight``."""
+    return name.removesuffix(".weight").rsplit(".", 1)[-1]
 
 
 def _contrast(arm: Arm, against: str, outcome: str) -> Contrast:
@@ -140,14 +155,14 @@ class InterventionsPage:
         summary = report["summary"]
         parts = []
         for kind, label in (("q_proj", "W_q"), ("k_proj", "W_k")):
-            entry = next((v for k, v in summary.items() if k.endswith(kind)), None)
+            entry = next((v for k, v in summary.items() if _projection(k) == kind), None)
             if entry is not None and entry.get("median_ratio") is not None:
                 parts.append(
                     f"{entry['median_ratio']:.2f}× on {label} (range {entry['min_ratio']:.2f} to "
                     f"{entry['max_ratio']:.2f}; further in {entry['layers_further']} of {entry['layers']} layers)"
                 )
         further = all(
-            v.get("every_layer_further") for k, v in summary.items() if k.endswith(("q_proj", "k_proj"))
+            v.get("every_layer_further") for k, v in summary.items() if _projection(k) in ("q_proj", "k_proj")
         )
         verdict = "Yes" if further else "Not in every layer"
         return (
@@ -183,7 +198,7 @@ class InterventionsPage:
                 joint_nll = _contrast(joint, "base", "nll_continue").difference
                 word = "more than" if joint_nll > summed else "no more than"
                 text += f" (joint NLL change {_signed(joint_nll)} nats, {word} the singles' sum {_signed(summed)})"
-            parts.append(f"{ablation.backbone}: {text}")
+            parts.append(f"{BACKBONES.get(ablation.backbone, ablation.backbone)}: {text}")
         return (
             "Which norm channels carry the model? Setting the top-10 channels per layer of each norm scale to the "
             f"layer's mean changes, against the untouched model, {'. '.join(parts)}."
@@ -268,10 +283,11 @@ class InterventionsPage:
             note = "same weights as the VLM-LM" if arm.details.get("identical_to_vlm_lm") else ""
             add("merge", arm.title, arm.measured, note)
         for ablation in data.ablations:
+            name = BACKBONES.get(ablation.backbone, ablation.backbone)
             if ablation.backbone != "smollm2":
-                add(f"ablation ({ablation.backbone})", f"{ablation.backbone} untouched", ablation.base)
+                add(f"ablation ({name})", f"{name} untouched", ablation.base)
             for arm in ablation.settings:
-                add(f"ablation ({ablation.backbone})", arm.title, arm.measured)
+                add(f"ablation ({name})", arm.title, arm.measured)
         if data.injection is not None:
             add("QK-norm injection", data.injection.before.title, data.injection.before.measured)
         return found
@@ -300,6 +316,7 @@ class InterventionsPage:
             "source": self.source,
             "answers": self.answers(),
             "paper": PAPER,
+            "questions": QUESTIONS,
             "rows": self.rows(),
             "plots": {Path(plot.path).stem.removeprefix("interventions-"): plot for plot in self.plots()},
             "outcomes": CONTRAST_OUTCOMES,

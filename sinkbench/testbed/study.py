@@ -1,7 +1,9 @@
 """The interventions study: the paper's diagnosis and intervention experiments (:mod:`sinkbench.interventions`) in
 miniature on the testbed's SmolLM2 pair, each model measured as the testbed measures its runs.
 
-Steps, each resumable (a killed step loses only itself; the running state is ``STUDY_FILE`` in the work folder):
+Steps, each resumable (a killed step loses only itself; the running state is ``STUDY_FILE`` in the work folder).
+The checkpoints a step makes are removed once measured, except the pair's endpoints and the injected model, which
+later steps read:
 
 * ``ablation_smollm2`` / ``ablation_gemma``: the top-10 norm channels per layer set to the mean (D.3);
 * ``injection_before``: QK-RMSNorm injected into SmolLM2, before any training (F.3);
@@ -15,6 +17,7 @@ Steps, each resumable (a killed step loses only itself; the running state is ``S
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -269,6 +272,7 @@ class Study:
             self.study.inputs.base_dir, self._dirs("vl") / "lm", out, seed=0, overwrite=True, progress=False
         )
         measured = self._measure(self.testbed, out)
+        shutil.rmtree(out)  # measured: the results keep its numbers, not its weights
         arm = self._arm(
             "random_control",
             "Gaussian ΔW at the VLM-LM's relative norms (seed 0)",
@@ -299,6 +303,7 @@ class Study:
                 vlm_dir = self.workdir / "implanted" / name
                 implant_lm(str(self._dirs("vl") / "vlm"), out / name, vlm_dir, overwrite=True)
                 measured = self._measure(self.testbed, out / name, vlm_dir)
+                shutil.rmtree(vlm_dir)
             self.log(f"merge {name}: done")
             arms.append(
                 self._arm(
@@ -312,6 +317,7 @@ class Study:
                     identical_to_vlm_lm=identical,
                 )
             )
+        shutil.rmtree(out)
         return {"merges": arms}
 
     def _ablation(self, backbone: str, testbed: Testbed, model_dir: Path, template: str) -> Ablation:
@@ -336,6 +342,7 @@ class Study:
                     paper_kinds_absent=report["paper_kinds_absent"],
                 )
             )
+        shutil.rmtree(out)
         return Ablation(backbone=backbone, chat_template=template, base=base, settings=settings)
 
     def _ablation_smollm2(self) -> dict[str, Any]:
@@ -375,7 +382,13 @@ class Study:
         return {"injection": Injection(before=before, runs=[], vanilla_seeds=[], over_seeds={})}
 
     def _injection_runs(self) -> dict[str, Any]:
+        from sinkbench.interventions.qk_norm import write_qk_norm_injection
+
         inputs = self.study.inputs
+        if not (
+            self._injected_dir() / "config.json"
+        ).is_file():  # a work folder started from the results file
+            write_qk_norm_injection(inputs.base_dir, self._injected_dir(), overwrite=True, progress=False)
         injected = Inputs(
             self._injected_dir(), inputs.docs, inputs.non_trivial, inputs.problems, [], inputs.shape
         )
