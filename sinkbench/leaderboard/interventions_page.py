@@ -320,4 +320,11 @@ class InterventionsPage:
             "rows": self.rows(),
             "plots": {Path(plot.path).stem.removeprefix("interventions-"): plot for plot in self.plots()},
             "outcomes": CONTRAST_OUTCOMES,
+            "not_run": self.not_run(),
         }
+
+    def not_run(self) -> list[str]:
+        """The study's steps that the file has no results of (a budget cut short), in the study's order."""
+        from sinkbench.testbed.study import STEPS
+
+        return [step for step in STEPS if step not in self.data.seconds]
