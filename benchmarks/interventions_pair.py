@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 import torch
-from vl_testbed import RESULTS, ROOT, gsm8k_problems, ifeval_inputs, recorded_command
+from vl_testbed import RESULTS, ROOT, gsm8k_problems, ifeval_inputs, machine_record, recorded_command
 
 from sinkbench.provenance import report_header
 from sinkbench.tasks._data import DATA_DIR_ENV, DataUnavailable
@@ -67,13 +67,7 @@ def main() -> None:
         "command": recorded_command(sys.argv[1:], data_dir=bool(os.environ.get(DATA_DIR_ENV))).replace(
             "vl_testbed.py", "interventions_pair.py"
         ),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "torch_threads": torch.get_num_threads(),
-            "device": config.device,
-            "load_average_at_start": [round(load, 2) for load in os.getloadavg()],
-            "note": args.machine_note,
-        },
+        "machine": machine_record(config.device, args.machine_note),
         "testbed": {
             "file": str(args.testbed.resolve().relative_to(ROOT))
             if args.testbed.resolve().is_relative_to(ROOT)

@@ -213,13 +213,7 @@ def main() -> None:
         **report_header(),
         "command": recorded_command(sys.argv[1:], data_dir=bool(os.environ.get(DATA_DIR_ENV))),
         "model": load_model(config.backbone).info.to_dict(),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "torch_threads": torch.get_num_threads(),
-            "device": config.device,
-            "load_average_at_start": [round(load, 2) for load in os.getloadavg()],
-            "note": args.machine_note,
-        },
+        "machine": machine_record(config.device, args.machine_note),
         "ifeval_subset": subset,
         "text_source": text_source,
         "shape": shape,
@@ -233,6 +227,17 @@ def main() -> None:
     if out.name == TESTBED_FILE:  # the Training dynamics page's charts are the main experiment's only
         write_charts(out)
     print(f"done in {time.perf_counter() - started:.0f} s; wrote {out} and its charts")
+
+
+def machine_record(device: str, note: str | None) -> dict:
+    """What a results file records of the machine: CPUs, torch threads, device, the load average now, a note."""
+    return {
+        "cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "device": device,
+        "load_average_at_start": [round(load, 2) for load in os.getloadavg()],
+        "note": note,
+    }
 
 
 def recorded_command(argv: list[str], *, data_dir: bool) -> str:

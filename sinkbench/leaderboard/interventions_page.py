@@ -12,12 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from sinkbench.leaderboard.content import PlotRef
 from sinkbench.leaderboard.intervention_charts import LayerRatioChart, MergeChart
-from sinkbench.leaderboard.sources import SourceInvalid
-from sinkbench.safe_io import UnsafeFileError, read_json
+from sinkbench.leaderboard.sources import read_results
 from sinkbench.testbed.study_schema import CONTRAST_OUTCOMES, Arm, Contrast, Measured, StudyResults
 
 #: The study's results file, beside the testbed's.
@@ -68,14 +65,7 @@ def read_study(path: Path, shown: str) -> StudyResults:
     Raises:
         SourceInvalid: the file is unreadable or does not fit the schema (one line: file, field, fix).
     """
-    try:
-        return StudyResults.model_validate(read_json(path, limit=SIZE_LIMIT))
-    except UnsafeFileError as error:
-        raise SourceInvalid(f"{shown}: {error}; {_FIX}") from None
-    except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        raise SourceInvalid(f"{shown}: field {field}: {first['msg']}; {_FIX}") from None
+    return read_results(StudyResults, path, shown, SIZE_LIMIT, _FIX)
 
 
 def _projection(name: str) -> str:

@@ -14,14 +14,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from sinkbench.leaderboard.consistency import fact_key, model_ref
 from sinkbench.leaderboard.content import PlotRef
 from sinkbench.leaderboard.plots import TrajectoryChart
-from sinkbench.leaderboard.sources import SourceInvalid
+from sinkbench.leaderboard.sources import SourceInvalid, read_results
 from sinkbench.leaderboard.testbed_charts import LengthChart, PairedChart
-from sinkbench.safe_io import UnsafeFileError, read_json
 from sinkbench.testbed.analysis import OUTCOMES, PRIMARY
 from sinkbench.testbed.controls import ARMS
 from sinkbench.testbed.schema import Comparison, Effect, Results
@@ -294,14 +291,7 @@ def read_testbed(path: Path, shown: str) -> TestbedResults:
         SourceInvalid: the file is unsafe to read (a link, too large), not strict JSON, lacks a field the page
             shows, or has no analysis (an unfinished run's state file).
     """
-    try:
-        data = Results.model_validate(read_json(path, TESTBED_SIZE_LIMIT))
-    except UnsafeFileError as error:
-        raise SourceInvalid(f"{shown}: <file>: {error.message} Fix: {error.fix}, or {_FIX}") from None
-    except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "<file>"
-        raise SourceInvalid(f"{shown}: {field}: {first['msg']}. Fix: {_FIX}") from None
+    data = read_results(Results, path, shown, TESTBED_SIZE_LIMIT, _FIX)
     if data.analysis is None or data.base is None or not data.runs:
         raise SourceInvalid(
             f"{shown}: analysis: missing (an unfinished run's state, not its results). Fix: {_FIX}"
