@@ -126,9 +126,17 @@ class Study:
         if self.state_file.is_file():
             self.log(f"resuming {self.state_file}")
             previous = StudyResults.model_validate(json.loads(self.state_file.read_text(encoding="utf-8")))
-            fresh = previous.model_copy(update={"command": fresh.command})
+            machine = previous.machine.model_copy(
+                update={
+                    "resumed_at_load": [
+                        *previous.machine.resumed_at_load,
+                        fresh.machine.load_average_at_start,
+                    ]
+                }
+            )
+            fresh = previous.model_copy(update={"command": fresh.command, "machine": machine})
         self.state = fresh
-        self.testbed = self._testbed("smollm2", study.inputs, committed.model_copy(update={"runs": []}))
+        self.testbed = self._testbed("smollm2", study.inputs, committed)
 
     def _testbed(self, name: str, inputs: Inputs, seeded: Results | None) -> Testbed:
         """A testbed in ``workdir/name`` whose state starts from ``seeded`` (its base record, so that every model
