@@ -15,7 +15,14 @@ from typing import Any
 from sinkbench.leaderboard.content import PlotRef
 from sinkbench.leaderboard.intervention_charts import LayerRatioChart, MergeChart
 from sinkbench.leaderboard.sources import read_results
-from sinkbench.testbed.study_schema import CONTRAST_OUTCOMES, Arm, Contrast, Measured, StudyResults
+from sinkbench.testbed.study_schema import (
+    CONTRAST_OUTCOMES,
+    Arm,
+    Contrast,
+    Measured,
+    StudyResults,
+    run_measured,
+)
 
 #: The study's results file, beside the testbed's.
 INTERVENTIONS_FILE = "interventions_pair.json"
@@ -126,8 +133,7 @@ class InterventionsPage:
         endpoints = self.data.endpoints
         if endpoints is None:
             return None
-        run = endpoints.vl
-        return Measured(sink=run.sink, text=run.text, visual=run.visual, seconds=run.seconds.total)
+        return run_measured(endpoints.vl)
 
     def answers(self) -> dict[str, str]:
         """Each question the file answers, in one sentence with its numbers."""
@@ -265,7 +271,7 @@ class InterventionsPage:
             add(
                 "pair",
                 "text-only endpoint (seed 0)",
-                Measured(sink=text.sink, text=text.text, visual=text.visual, seconds=0),
+                run_measured(text),
             )
         if data.random_control is not None:
             add("random ΔW", data.random_control.title, data.random_control.measured)

@@ -38,6 +38,7 @@ from sinkbench.testbed.study_schema import (
     Measured,
     StudyResults,
     contrasts,
+    run_measured,
 )
 
 #: The running state of the study under its work folder.
@@ -249,11 +250,7 @@ class Study:
 
     def _comparators(self) -> dict[str, Measured]:
         """The base model and the VLM-LM (the re-made VL endpoint), which the pair's interventions are compared with."""
-        vl = self.state.endpoints.vl
-        return {
-            "base": self.state.base,
-            "vlm_lm": Measured(sink=vl.sink, text=vl.text, visual=vl.visual, seconds=vl.seconds.total),
-        }
+        return {"base": self.state.base, "vlm_lm": run_measured(self.state.endpoints.vl)}
 
     # -- the steps -----------------------------------------------------------------------------------------------
 

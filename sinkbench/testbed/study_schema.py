@@ -34,6 +34,11 @@ class Measured(Record):
     seconds: float
 
 
+def run_measured(run: RunRecord) -> Measured:
+    """A testbed run's VLM-LM measurements as a :class:`Measured`."""
+    return Measured(sink=run.sink, text=run.text, visual=run.visual, seconds=run.seconds.total)
+
+
 class Contrast(Record):
     """``treated`` minus ``comparator`` on one outcome, paired per prompt: the mean difference and its 95% percentile
     bootstrap interval over prompts (a statement about these prompts and these two models, not about seeds)."""
