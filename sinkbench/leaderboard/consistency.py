@@ -24,7 +24,9 @@ from markupsafe import Markup, escape
 
 from sinkbench.errors import UserError
 
-_MARKED = re.compile(r'<[a-z]+ [^>]*?data-sb-fact="([^"]*)"(?: data-sb-basis="([^"]*)")?[^>]*>([^<]*)')
+#: A marked figure: the attributes (escaped, so neither holds ``"`` or ``>``; found by the attribute itself, which
+#: only :func:`fact_attributes` writes, instead of by scanning every tag) and the element's text.
+_MARKED = re.compile(r'data-sb-fact="([^"]*)"(?: data-sb-basis="([^"]*)")?[^>]*>([^<]*)')
 _NUMBER = re.compile(r"[-+]?\d+(?:\.(\d+))?")
 
 

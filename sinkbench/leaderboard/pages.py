@@ -11,6 +11,7 @@ Markdown; the entry pages are such a block whole, under a title that is escaped 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,10 @@ PROTOCOL_DOC = "methodology/evaluation-protocol.md"
 #: The front-matter key of the text that search indexes for an entry page instead of its whole content (tables
 #: of every metric, which would make the index large and the build slow): its names and model ids.
 SEARCH_TEXT = "sinkbench_search_text"
+#: What search leaves out of the other pages: the rows of the tables that list the board's entries (Leaderboard,
+#: Screening, Compare's choices), which templates put between these two comments. Search finds each entry by its
+#: own page; indexing the rows again would more than double the index on a large board and slow its build.
+UNINDEXED = re.compile(r"<!--sb:unindexed-->.*?<!--/sb:unindexed-->", re.DOTALL)
 
 #: Each downloadable table: what it holds, for the Downloads page.
 TABLE_DESCRIPTIONS = {
@@ -213,6 +218,11 @@ class PageRenderer:
             content = backbone.render(backbone=view, **_common(views))
             found_by = f"{view.label} {view.model.model_id} {view.role}"
             yield f"backbones/{view.slug}.md", entry_page(view.label, content, found_by)
+
+
+def search_view(html: str) -> str:
+    """``html`` as search should index it: without its :data:`UNINDEXED` blocks."""
+    return UNINDEXED.sub("", html)
 
 
 def entry_page(title: str, content: str, search_text: str = "") -> str:

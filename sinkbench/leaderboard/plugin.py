@@ -17,7 +17,8 @@ instance (MkDocs makes one per build, and ``mkdocs serve`` one per rebuild):
 
 * HTML blocks of the templates bypass Markdown (:mod:`sinkbench.leaderboard.raw_blocks`);
 * search indexes an entry page by its names and model ids (its ``sinkbench_search_text``), not by its tables,
-  which keeps the index small and the build of a large board fast;
+  and the table pages without the rows that list the entries (found by their own pages), which keeps the index
+  small and the build of a large board fast;
 * an entry page lights the navigation tab of the table that lists it (pairs: Leaderboard, backbones: Screening);
 * the 404 page links relatively, like every other page, so it works offline and under a sub-path;
 * a page holding an interactive chart loads the vendored plotly.js (:mod:`sinkbench.leaderboard.charts`);
@@ -48,7 +49,7 @@ from sinkbench.errors import UserError
 from sinkbench.leaderboard import charts, raw_blocks
 from sinkbench.leaderboard.consistency import FactBook, InconsistentFigures
 from sinkbench.leaderboard.generate import GeneratedSite, copy_submitted_file, generate_site
-from sinkbench.leaderboard.pages import SEARCH_TEXT, PageRenderer, make_environment
+from sinkbench.leaderboard.pages import SEARCH_TEXT, PageRenderer, make_environment, search_view
 from sinkbench.submissions import SubmissionsInvalid
 
 #: The plugin's name in ``mkdocs.yml`` (its ``mkdocs.plugins`` entry point).
@@ -145,11 +146,13 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
 
     @event_priority(100)  # before the search plugin indexes the page
     def _show_search_text(self, context: dict, page: Any, config: MkDocsConfig, nav: Any) -> dict:
-        """Give search an entry page's search text in place of its content, and light the page's tab."""
+        """Give search an entry page's search text in place of its content and any other page without its unindexed
+        rows (:func:`search_view`), and light the page's tab."""
         text = page.meta.get(SEARCH_TEXT)
-        if text is not None:
+        indexed = f"<p>{text}</p>" if text is not None else search_view(page.content or "")
+        if indexed != page.content:
             self._contents[page.file.src_uri] = page.content
-            page.content = f"<p>{text}</p>"
+            page.content = indexed
         folder, _, rest = page.file.src_uri.partition("/")
         target = TAB_OF_FOLDER.get(folder) if rest else None
         tab = next(
