@@ -28,9 +28,11 @@ from pathlib import Path
 import torch
 from vl_testbed import RESULTS, ROOT, gsm8k_problems, ifeval_inputs, machine_record, recorded_command
 
+from sinkbench.errors import UserError
 from sinkbench.provenance import report_header
 from sinkbench.tasks._data import DATA_DIR_ENV, DataUnavailable
 from sinkbench.testbed.experiment import Inputs
+from sinkbench.testbed.precision import check_precision
 from sinkbench.testbed.schema import Results
 from sinkbench.testbed.study import STEPS, STUDY_FILE, Study, StudyInputs, write_gemma_folder
 
@@ -47,6 +49,15 @@ def main() -> None:
     started = time.perf_counter()
     committed = Results.model_validate(json.loads(args.testbed.read_text(encoding="utf-8")))
     config = committed.config
+    try:
+        check_precision(
+            config,
+            chosen=args.slow_bfloat16,
+            fix="make the testbed's results in float32 first (benchmarks/vl_testbed.py --precision float32) and "
+            "pass them with --testbed and an --out of their own, pass --slow-bfloat16 to run anyway, or run on a GPU",
+        )
+    except UserError as error:
+        raise SystemExit(f"interventions_pair: {error}") from None
     try:
         docs, non_trivial, subset = ifeval_inputs(config.ifeval_prompts, config.ifeval_rule)
         problems, _ = gsm8k_problems(config)
@@ -93,7 +104,7 @@ def main() -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument(
         "--testbed",
         type=Path,
@@ -118,6 +129,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--no-gemma", action="store_true", help="skip Gemma 3 270M's channel ablation (default: run it)"
+    )
+    parser.add_argument(
+        "--slow-bfloat16",
+        action="store_true",
+        help="run a bfloat16 testbed recipe even on a CPU that has no fast bfloat16 (refused otherwise: hours "
+        "instead of minutes)",
     )
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default: %(default)s)")
     parser.add_argument(

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import torch
 
+from sinkbench.errors import UserError
 from sinkbench.leaderboard.training import TESTBED_FILE, read_testbed
 from sinkbench.provenance import report_header
 from sinkbench.tasks._data import DATA_DIR_ENV, DataUnavailable, load_task_data
@@ -41,6 +42,7 @@ from sinkbench.tasks.ifeval_strict.utils import SOURCE as IFEVAL
 from sinkbench.testbed.experiment import Inputs, Testbed, ifeval_subset_record
 from sinkbench.testbed.ifeval_short import MAX_WORDS_IN_TEXT, short_answer_prompts
 from sinkbench.testbed.outcomes import TRIVIAL_ANSWERS, non_trivial_prompts
+from sinkbench.testbed.precision import PRECISIONS, check_precision, precision_of, with_precision
 from sinkbench.testbed.schema import RunGroup, RunKey, TestbedConfig
 from sinkbench.testbed.text_chats import gsm8k_train_source
 from sinkbench.testbed.train import StageSpec
@@ -196,9 +198,17 @@ def main() -> None:
         config = config.model_copy(update={"seeds": tuple(args.seeds)})
     if args.groups:
         config = config.model_copy(update={"plan": _only_groups(config, args.groups)})
+    if args.precision:
+        config = with_precision(config, args.precision)
     config = TestbedConfig.model_validate(config.model_dump())
+    try:
+        check_precision(config, chosen=args.precision is not None)
+    except UserError as error:
+        raise SystemExit(f"vl_testbed: {error}") from None
     name = "vl_testbed" + ("" if preset in ("full", "quick") else f"_{preset}")
     name += "" if args.backbone == FULL.backbone else f"_{args.backbone.replace('-', '_')}"
+    precision = precision_of(config)
+    name += "" if precision == precision_of(PRESETS[preset]) else f"_{precision}"
     default_root = ROOT / "out" / "testbed-quick" if args.quick else RESULTS
     out = args.out or default_root / f"{name}.json"
     workdir = args.workdir or ROOT / "out" / ("testbed-quick" if args.quick else name.replace("vl_", ""))
@@ -292,6 +302,13 @@ def _parser() -> argparse.ArgumentParser:
         help="the base LM, as `sinkbench screen` takes it (default: %(default)s; gemma3-270m for Gemma 3 270M)",
     )
     parser.add_argument("--seeds", type=int, nargs="+", help="seeds to run (default: the preset's)")
+    parser.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        help="train and evaluate in this precision (default: the preset's, bfloat16; refused on a CPU without fast "
+        "bfloat16 unless given). float32 is another recipe: its results go to a file of their own, e.g. "
+        "vl_testbed_float32.json",
+    )
     parser.add_argument(
         "--groups",
         nargs="+",

@@ -21,7 +21,7 @@ from sinkbench.leaderboard.sources import SourceInvalid
 from sinkbench.testbed.experiment import Inputs
 from sinkbench.testbed.outcomes import non_trivial_prompts
 from sinkbench.testbed.schema import Results
-from sinkbench.testbed.study import STEPS, Study, StudyInputs, over_seeds
+from sinkbench.testbed.study import STEPS, STUDY_FILE, Study, StudyInputs, over_seeds
 from sinkbench.testbed.study_schema import StudyResults, contrasts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,6 +66,36 @@ def test_every_step_runs_once_and_a_rerun_resumes(tiny_study) -> None:
     assert not [line for line in rerun if line.startswith("step ")]  # everything was on file
     data = StudyResults.model_validate_json(out.read_text())
     assert set(data.seconds) == set(STEPS) - {"ablation_gemma"}
+
+
+def test_a_step_that_reads_the_endpoints_re_makes_them_in_a_new_work_folder(
+    tiny_study, testbed_run, tmp_path: Path
+) -> None:
+    """The results on file hold the endpoints' numbers, not their checkpoints: a new work folder asked for the
+    displacement alone re-makes the endpoints first, then measures the same displacement."""
+    out, _ = tiny_study
+    on_file = StudyResults.model_validate_json(out.read_text())
+    seconds = {step: value for step, value in on_file.seconds.items() if step != "displacement"}
+    work = tmp_path / "work"
+    work.mkdir()
+    dropped = on_file.model_copy(update={"displacement": None, "seconds": seconds})
+    (work / STUDY_FILE).write_text(dropped.model_dump_json(by_alias=True), encoding="utf-8")
+    committed = Results.model_validate_json(testbed_run[0].read_text())
+    inputs = Inputs(
+        testbed_run[0].parent.parent / "base",
+        TINY_DOCS,
+        non_trivial_prompts(TINY_DOCS),
+        TINY_PROBLEMS,
+        TINY_SINK_HEADS,
+        TINY_SHAPE,
+    )
+    logged: list[str] = []
+    study = Study(
+        StudyInputs(committed, inputs, None, (0, 1)), work, tmp_path / "out.json", HEADER, log=logged.append
+    )
+    again = study.run(("displacement",))
+    assert [line for line in logged if line.startswith("step ")] == ["step endpoints", "step displacement"]
+    assert again.displacement["summary"] == on_file.displacement["summary"]
 
 
 def test_the_re_made_pair_equals_the_testbed_runs(tiny_study) -> None:

@@ -70,6 +70,11 @@ def load_base(base_dir: Path, dtype: str = "float32", device: str = "cpu") -> tu
     return model, AutoTokenizer.from_pretrained(base_dir)
 
 
+def _dtype(config: TestbedConfig) -> torch.dtype:
+    """The dtype the recipe evaluates in (generation and visual accuracy)."""
+    return getattr(torch, config.eval_dtype)
+
+
 def sink_record(report: dict[str, Any]) -> SinkRecord:
     """What the results keep of a ``probe_model`` report."""
     return SinkRecord(
@@ -198,7 +203,7 @@ class Testbed:
             self._reference(),
             max_new_tokens=config.max_new_tokens,
             batch_size=config.eval_batch,
-            generate_dtype=getattr(torch, config.eval_dtype),
+            generate_dtype=_dtype(config),
             generated=generated,
         )
         return TextRecord.model_validate(outcomes.to_dict())
@@ -224,14 +229,14 @@ class Testbed:
             self.inputs.docs,
             max_new_tokens=config.max_new_tokens,
             batch_size=config.eval_batch,
-            generate_dtype=getattr(torch, config.eval_dtype),
+            generate_dtype=_dtype(config),
         )
         del model
         text = self.measure_text_of(self.inputs.base_dir, generated)
         measured = time.perf_counter()
         lm, tokenizer = load_base(self.inputs.base_dir, device=config.device)
         vlm = build_vlm(lm, tokenizer, config.vision, seed=0).to(config.device)
-        visual = visual_accuracy(vlm, tokenizer, self.items, config.vision.image_tokens)
+        visual = visual_accuracy(vlm, tokenizer, self.items, config.vision.image_tokens, dtype=_dtype(config))
         return BaseRecord(
             sink=sink,
             text=text,
@@ -249,7 +254,9 @@ class Testbed:
         )
         tokenizer = AutoTokenizer.from_pretrained(vlm_dir)
         return VisualRecord.model_validate(
-            visual_accuracy(vlm, tokenizer, self.items, self.config.vision.image_tokens)
+            visual_accuracy(
+                vlm, tokenizer, self.items, self.config.vision.image_tokens, dtype=_dtype(self.config)
+            )
         )
 
     def run_dir(self, key: RunKey) -> Path:
@@ -277,7 +284,9 @@ class Testbed:
             seed=seed,
             stage0=stage0,
             stage1={**result.to_dict(), "supervised_tokens": data.supervised_tokens},
-            visual_after_stage1=visual_accuracy(vlm, tokenizer, self.items, config.vision.image_tokens),
+            visual_after_stage1=visual_accuracy(
+                vlm, tokenizer, self.items, config.vision.image_tokens, dtype=_dtype(config)
+            ),
         )
         others = [r for r in self.state.seeds if r.seed != seed]
         self._update(seeds=sorted([*others, record], key=lambda r: r.seed))
@@ -325,7 +334,7 @@ class Testbed:
         if handle is not None:
             handle.remove()
         visual_started = time.perf_counter()
-        visual = visual_accuracy(vlm, tokenizer, self.items, config.vision.image_tokens)
+        visual = visual_accuracy(vlm, tokenizer, self.items, config.vision.image_tokens, dtype=_dtype(config))
         run_dir = self.run_dir(key)
         shutil.rmtree(run_dir, ignore_errors=True)
         extract_started = time.perf_counter()

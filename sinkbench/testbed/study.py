@@ -61,6 +61,9 @@ STEPS = (
     "merges",
     "injection_runs",
 )
+#: The steps that read the endpoints' checkpoints (kept in the work folder only): ``endpoints`` runs before them
+#: whenever they are missing.
+NEEDS_ENDPOINTS = ("displacement", "random_control", "merges")
 #: Per-seed outcomes of the injection runs, paired with vanilla over seeds: name -> value of a run.
 SEED_OUTCOMES: dict[str, Callable[[RunRecord], float]] = {
     "nll_continue": lambda run: run.text.nll_continue_mean,
@@ -175,14 +178,21 @@ class Study:
         for step in steps:
             if self._done(step):
                 continue
-            self.log(f"step {step}")
-            started = time.perf_counter()
-            update = getattr(self, f"_{step}")()
-            seconds = {**self.state.seconds, step: round(time.perf_counter() - started, 1)}
-            self.state = self.state.model_copy(update={**update, "seconds": seconds})
-            self._write()
+            if step in NEEDS_ENDPOINTS and not self._done("endpoints"):
+                self._run_step(
+                    "endpoints"
+                )  # their checkpoints are not committed: a new work folder re-makes them
+            self._run_step(step)
         write_json_atomic(self.state.model_dump(mode="json", by_alias=True), self.results)
         return self.state
+
+    def _run_step(self, step: str) -> None:
+        self.log(f"step {step}")
+        started = time.perf_counter()
+        update = getattr(self, f"_{step}")()
+        seconds = {**self.state.seconds, step: round(time.perf_counter() - started, 1)}
+        self.state = self.state.model_copy(update={**update, "seconds": seconds})
+        self._write()
 
     def _done(self, step: str) -> bool:
         state = self.state

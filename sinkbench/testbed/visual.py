@@ -38,9 +38,10 @@ def visual_accuracy(
     items: Sequence[QuestionItem],
     image_tokens: int,
     batch_size: int = 24,
+    dtype: torch.dtype = torch.bfloat16,
 ) -> dict[str, Any]:
-    """Accuracy per question kind and overall, with chance, on ``items`` (right-padded batches, no grad, bfloat16
-    autocast)."""
+    """Accuracy per question kind and overall, with chance, on ``items`` (right-padded batches, no grad; bfloat16
+    autocast unless ``dtype`` is float32)."""
     candidates = first_tokens(tokenizer)
     correct: dict[str, list[bool]] = {kind: [] for kind in ANSWERS}
     vlm.eval()
@@ -54,7 +55,7 @@ def visual_accuracy(
         ids = torch.tensor([row + [tokenizer.pad_token_id] * (width - len(row)) for row in encoded])
         mask = torch.tensor([[1] * len(row) + [0] * (width - len(row)) for row in encoded])
         device = next(vlm.parameters()).device
-        with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16):
+        with torch.inference_mode(), torch.autocast(device.type, dtype=dtype, enabled=dtype != torch.float32):
             logits = vlm(
                 input_ids=ids.to(device),
                 attention_mask=mask.to(device),
