@@ -8,7 +8,8 @@ declared or counted from the weights) and, on ``--profiles`` of the measured ent
 layers x 32 heads, so their pages carry a heatmap). The Training dynamics page is built from the committed testbed
 results (``benchmarks/results``). Prints the wall time of each build stage (validation and aggregation, the
 generated pages, the charts, MkDocs itself on every page, then publishing: flushing the site to disk and moving it
-into place), and the CPU time of the whole build, which varies less on a shared machine. Run:
+into place), and the CPU time of the whole build, which varies less on a shared machine; then the time of a fixed
+pure-Python loop, which says how fast the machine is when builds timed on two machines are compared. Run:
 
     python benchmarks/bench_site.py [--sizes 10 100 1000] [--profiles 0.3] [--repeat 3]
 """
@@ -22,6 +23,7 @@ import resource
 import shutil
 import statistics
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -215,6 +217,19 @@ def board_like(root: Path, count: int, profiles: float, seed: int = 0) -> None:
     add_profiles(root, profiles, seed)
 
 
+def reference_loop_seconds(repeat: int = 3) -> float:
+    """How fast this machine runs plain Python, to compare builds timed on different machines: the median time of
+    a loop of ten million additions."""
+    timings = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        total = 0
+        for number in range(10_000_000):
+            total += number
+        timings.append(time.perf_counter() - started)
+    return statistics.median(timings)
+
+
 def _cpu_seconds() -> float:
     """CPU time of this process and its finished children, user + system."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -258,6 +273,7 @@ def main() -> None:
                 f"{count:>8} entries: median {statistics.median(walls):.2f} s ({min(walls):.2f} to {max(walls):.2f})"
             )
     print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"this machine's reference loop (ten million Python additions): {reference_loop_seconds():.2f} s")
 
 
 if __name__ == "__main__":
