@@ -202,7 +202,8 @@ def main() -> None:
         config = with_precision(config, args.precision)
     config = TestbedConfig.model_validate(config.model_dump())
     try:
-        check_precision(config, chosen=args.precision is not None)
+        # A report (--report-only) trains and measures nothing.
+        check_precision(config, chosen=args.precision is not None or args.report_only)
     except UserError as error:
         raise SystemExit(f"vl_testbed: {error}") from None
     name = "vl_testbed" + ("" if preset in ("full", "quick") else f"_{preset}")
