@@ -110,7 +110,9 @@ def test_search_finds_an_entry_by_its_page_not_by_the_rows_that_list_it(site: Pa
         return " ".join(doc["text"] for doc in index["docs"] if doc["location"].split("#")[0] == page)
 
     name = "org/markup-vlm"  # in the Leaderboard's and Compare's HTML, as a row and as a choice
-    leaderboard, compare = (_html_of(site, page) for page in ("leaderboard.html", "compare.html"))
+    leaderboard, compare = (
+        (site / page).read_text(encoding="utf-8") for page in ("leaderboard.html", "compare.html")
+    )
     assert "markup.html" in leaderboard and "org/markup-llm" in compare
     assert "markup" not in indexed("leaderboard.html") and "markup" not in indexed("compare.html")
     assert name in indexed("pairs/markup.html") and "org/markup-llm" in indexed(
@@ -118,10 +120,6 @@ def test_search_finds_an_entry_by_its_page_not_by_the_rows_that_list_it(site: Pa
     )
     assert "Each row is a pair" in indexed("leaderboard.html")  # the prose still is
     assert "<!--sb:unindexed" in leaderboard  # the markers stay in the page, where they change nothing
-
-
-def _html_of(site: Path, page: str) -> str:
-    return (site / page).read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize(

@@ -179,9 +179,8 @@ class Study:
             if self._done(step):
                 continue
             if step in NEEDS_ENDPOINTS and not self._done("endpoints"):
-                self._run_step(
-                    "endpoints"
-                )  # their checkpoints are not committed: a new work folder re-makes them
+                # Their checkpoints are not committed: a new work folder re-makes them.
+                self._run_step("endpoints")
             self._run_step(step)
         write_json_atomic(self.state.model_dump(mode="json", by_alias=True), self.results)
         return self.state
