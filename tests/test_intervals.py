@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -72,6 +73,29 @@ def test_held_out_intervals_equal_refitting_without_each_pair(method: str) -> No
     for i in range(len(x)):
         low, high = spec.interval(np.delete(x, i), np.delete(y, i), x[i : i + 1], 0.9)
         assert (lows[i], highs[i]) == (pytest.approx(low[0], abs=1e-9), pytest.approx(high[0], abs=1e-9)), i
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    s_values=st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.5, 4.0]), min_size=3, max_size=14),
+    seed=st.integers(0, 1000),
+    scale=st.sampled_from([1e-3, 1.0, 1e3]),
+    cells=st.sampled_from([1, 7, 1 << 20]),
+)
+def test_jackknife_plus_held_out_equals_an_interval_per_pair_whatever_the_ties_and_blocks(
+    s_values: list[float], seed: int, scale: float, cells: int
+) -> None:
+    """The held-out intervals, all computed at once a block of rows at a time, against one
+    :func:`intervals.jackknife_plus_interval` per left-out pair; shared S values make some inner lines not exist."""
+    x = np.array(s_values) * scale
+    y = np.random.default_rng(seed).standard_t(2, size=len(x))
+    with patch.object(intervals, "_HELD_OUT_CELLS", cells):
+        lows, highs = intervals.jackknife_plus_held_out(x, y)
+    for i in range(len(x)):
+        low, high = intervals.jackknife_plus_interval(np.delete(x, i), np.delete(y, i), x[i : i + 1])
+        for got, expected in ((lows[i], low[0]), (highs[i], high[0])):
+            assert math.isnan(got) == math.isnan(expected), (i, got, expected)
+            assert math.isnan(got) or got == pytest.approx(expected, rel=1e-9, abs=1e-9), i
 
 
 def test_too_few_pairs_check_nothing() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sinkbench.leaderboard.generate import copy_submitted_file
-from sinkbench.leaderboard.pages import entry_page
+from sinkbench.leaderboard.pages import EntryPage
 from sinkbench.leaderboard.project import build_site
 from sinkbench.submissions import load_submissions
 
@@ -126,10 +126,13 @@ def test_search_finds_an_entry_by_its_page_not_by_the_rows_that_list_it(site: Pa
     "title", ["plain", "<b>x</b>", "a \"quoted\": 'yaml' # not a comment", "---\nb: c", "\\u0041 é"]
 )
 def test_an_entry_page_keeps_any_title_as_escaped_text(title: str) -> None:
+    """The metadata the build hands MkDocs is what MkDocs reads from the page's Markdown source."""
     from mkdocs.utils.meta import get_data
 
-    _, meta = get_data(entry_page(title, "<p>content</p>"))
+    page = EntryPage(title, f"found by {title}", "<p>content</p>")
+    _, meta = get_data(page.markdown())
     assert meta["title"] == str(__import__("markupsafe").escape(title))
+    assert meta == page.meta()
 
 
 def test_submitted_files_are_copies_and_links_are_not_followed(tmp_path: Path) -> None:

@@ -20,25 +20,28 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sinkbench.errors import UserError
+from sinkbench.leaderboard.background import in_background
 from sinkbench.leaderboard.compare import COMPARE_DATA, ComparePage
 from sinkbench.leaderboard.consistency import Fact
 from sinkbench.leaderboard.content import RawFile
 from sinkbench.leaderboard.history import board_history
 from sinkbench.leaderboard.interventions_page import InterventionsPage
-from sinkbench.leaderboard.pages import PageRenderer
+from sinkbench.leaderboard.pages import EntryPage, PageRenderer
 from sinkbench.leaderboard.training import TrainingPage, find_testbed
 from sinkbench.leaderboard.views import build_views
 from sinkbench.submissions import Entry, load_valid_entries
-from sinkbench.tables.build import build_tables
+from sinkbench.tables.build import AggregateTables, build_tables
 from sinkbench.tables.write import render_tables
 
 
 @dataclass(frozen=True)
 class GeneratedSite:
-    """Every generated file of one build, by its path in the site's docs: Markdown pages, SVG charts and the
-    table downloads (text), and the submitted files copied as they are; with the wall time of each stage."""
+    """Every generated file of one build, by its path in the site's docs: Markdown pages, the entry pages (HTML),
+    SVG charts and the table downloads (text), and the submitted files copied as they are; with the wall time of
+    each stage."""
 
     pages: dict[str, str]
+    entries: dict[str, EntryPage]
     charts: dict[str, str]
     downloads: dict[str, str]
     raw_files: list[RawFile]
@@ -48,7 +51,7 @@ class GeneratedSite:
     )  # figures of generated data files, for the consistency check
 
     def texts(self) -> Iterator[tuple[str, str]]:
-        """``(path, text)`` of every generated page, chart and download."""
+        """``(path, text)`` of every generated Markdown page, chart and download (not the entry pages)."""
         yield from self.pages.items()
         yield from self.charts.items()
         yield from self.downloads.items()
@@ -77,19 +80,28 @@ def generate_site(
         training = TrainingPage(experiments_dir, find_testbed(experiments_dir))
         interventions = InterventionsPage.of(experiments_dir)
         compare = ComparePage.of(views)
-    with _timed(timings, "pages"):
-        updated = data_timestamp(submissions_dir, tables.entries)
-        pages = renderer.pages(views, tables, training, compare, updated=updated)
-        pages["interventions.md"] = renderer.render("interventions.md.j2", **interventions.context())
-        pages.update(renderer.entry_pages(views))
-        downloads = {f"downloads/{name}": text for name, text in render_tables(tables).items()}
-        downloads[COMPARE_DATA] = compare.script()
-    with _timed(timings, "plots"):
-        charts = {
-            plot.path: plot.chart.svg()
-            for plot in [*views.plots(), *training.plots(), *interventions.plots()]
-        }
-    return GeneratedSite(pages, charts, downloads, views.raw_files(), timings, compare.facts())
+    plots = [*views.plots(), *training.plots(), *interventions.plots()]
+    # The charts and the downloads need nothing the pages make: made alongside them where a second core allows.
+    side_work = in_background(
+        lambda: ({plot.path: plot.chart.svg() for plot in plots}, _downloads(tables, compare))
+    )
+    try:
+        with _timed(timings, "pages"):
+            updated = data_timestamp(submissions_dir, tables.entries)
+            pages = renderer.pages(views, tables, training, compare, updated=updated)
+            pages["interventions.md"] = renderer.render("interventions.md.j2", **interventions.context())
+            entries = dict(renderer.entry_pages(views))
+    finally:
+        with _timed(timings, "plots"):  # what is left of the charts and downloads once the pages are done
+            charts, downloads = side_work()
+    return GeneratedSite(pages, entries, charts, downloads, views.raw_files(), timings, compare.facts())
+
+
+def _downloads(tables: AggregateTables, compare: ComparePage) -> dict[str, str]:
+    """The table downloads and the Compare page's data, by their path in the site."""
+    downloads = {f"downloads/{name}": text for name, text in render_tables(tables).items()}
+    downloads[COMPARE_DATA] = compare.script()
+    return downloads
 
 
 def copy_submitted_file(source: Path, target: Path) -> None:

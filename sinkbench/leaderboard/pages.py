@@ -102,9 +102,8 @@ def _trusted_markdown(path: Path) -> Markup | None:
     return Markup(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-#: The Markdown of an entry page: a title (escaped: MkDocs' theme prints it as it is), the text search indexes for
-#: it (:data:`SEARCH_TEXT`), and the content as one raw HTML block. Both texts are JSON strings, which YAML reads
-#: as the same strings whatever they hold.
+#: The Markdown of an entry page (:meth:`EntryPage.markdown`). Both texts are JSON strings, which YAML reads as the
+#: same strings whatever they hold.
 _ENTRY_PAGE = """---
 title: {title}
 {search_key}: {search_text}
@@ -117,6 +116,36 @@ hide:
 {content}
 <!--/sb:raw-->
 """
+
+
+@dataclass(frozen=True)
+class EntryPage:
+    """A pair's or a backbone's page: its title (plain text), the text search finds it by besides its title (plain
+    text), and its content (HTML, all of it: the page has no Markdown)."""
+
+    title: str
+    search_text: str
+    html: str
+
+    def meta(self) -> dict[str, object]:
+        """The page's metadata as MkDocs reads it from :meth:`markdown`'s front matter: the title escaped (the
+        theme prints it as it is), the search text (:data:`SEARCH_TEXT`, escaped), and no navigation or table of
+        contents beside it."""
+        return {
+            "title": str(escape(self.title)),
+            SEARCH_TEXT: str(escape(self.search_text)),
+            "hide": ["navigation", "toc"],
+        }
+
+    def markdown(self) -> str:
+        """The page as a Markdown source: :meth:`meta` as front matter, and the content as one raw HTML block."""
+        meta = self.meta()
+        return _ENTRY_PAGE.format(
+            title=json.dumps(meta["title"]),
+            search_key=SEARCH_TEXT,
+            search_text=json.dumps(meta[SEARCH_TEXT]),
+            content=self.html,
+        )
 
 
 @dataclass(frozen=True)
@@ -207,33 +236,22 @@ class PageRenderer:
             "compare.md": ("compare.md.j2", {"compare": compare}),
         }
 
-    def entry_pages(self, views: SiteViews) -> Iterator[tuple[str, str]]:
-        """``(path, Markdown)`` of every pair and backbone page, rendered lazily."""
+    def entry_pages(self, views: SiteViews) -> Iterator[tuple[str, EntryPage]]:
+        """``(path, page)`` of every pair and backbone page, rendered lazily."""
         pair, backbone = (self.environment.get_template(f"{kind}.html.j2") for kind in ("pair", "backbone"))
         for view in views.pairs:
             content = pair.render(pair=view, **_common(views))
             found_by = f"{view.vlm.label} {view.vlm.model_id} against {view.reference.label} {view.reference.model_id}"
-            yield f"pairs/{view.slug}.md", entry_page(view.vlm.label, content, found_by)
+            yield f"pairs/{view.slug}.md", EntryPage(view.vlm.label, found_by, content)
         for view in views.backbones:
             content = backbone.render(backbone=view, **_common(views))
             found_by = f"{view.label} {view.model.model_id} {view.role}"
-            yield f"backbones/{view.slug}.md", entry_page(view.label, content, found_by)
+            yield f"backbones/{view.slug}.md", EntryPage(view.label, found_by, content)
 
 
 def search_view(html: str) -> str:
     """``html`` as search should index it: without its :data:`UNINDEXED` blocks."""
     return UNINDEXED.sub("", html)
-
-
-def entry_page(title: str, content: str, search_text: str = "") -> str:
-    """The Markdown of an entry page titled ``title`` (plain text) showing ``content`` (HTML); search finds it by
-    ``search_text`` (plain text) and its title."""
-    return _ENTRY_PAGE.format(
-        title=json.dumps(str(escape(title))),
-        search_key=SEARCH_TEXT,
-        search_text=json.dumps(str(escape(search_text))),
-        content=content,
-    )
 
 
 def _entry_links(views: SiteViews) -> dict[str, str]:

@@ -15,12 +15,15 @@ Its options in ``mkdocs.yml`` (paths relative to that file)::
 Besides generating, it does for every page what a theme hook would otherwise do, with all state on the plugin
 instance (MkDocs makes one per build, and ``mkdocs serve`` one per rebuild):
 
-* HTML blocks of the templates bypass Markdown (:mod:`sinkbench.leaderboard.raw_blocks`);
+* HTML blocks of the templates bypass Markdown (:mod:`sinkbench.leaderboard.raw_blocks`), and an entry page, which
+  is HTML whole, skips it altogether (:class:`EntryHtmlPage`);
 * search indexes an entry page by its names and model ids (its ``sinkbench_search_text``), not by its tables,
   and the table pages without the rows that list the entries (found by their own pages), which keeps the index
   small and the build of a large board fast;
 * an entry page lights the navigation tab of the table that lists it (pairs: Leaderboard, backbones: Screening);
 * the 404 page links relatively, like every other page, so it works offline and under a sub-path;
+* the theme's parts that many pages share (navigation, tabs, search box, footer) are rendered once per folder and
+  reused (:mod:`sinkbench.leaderboard.shared_partials`);
 * a page holding an interactive chart loads the vendored plotly.js (:mod:`sinkbench.leaderboard.charts`);
 * every figure a page marks as a fact is collected, and the build fails when two pages show one fact as two
   numbers without saying why (:mod:`sinkbench.leaderboard.consistency`).
@@ -32,6 +35,7 @@ MkDocs' own error, listing every problem; nothing is written.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -43,13 +47,15 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, CombinedEvent, event_priority
 from mkdocs.structure.files import File, Files, InclusionLevel
+from mkdocs.structure.pages import Page
+from mkdocs.structure.toc import get_toc
 from mkdocs.utils import is_error_template, normalize_url
 
 from sinkbench.errors import UserError
-from sinkbench.leaderboard import charts, raw_blocks
+from sinkbench.leaderboard import background, charts, raw_blocks, shared_partials
 from sinkbench.leaderboard.consistency import FactBook, InconsistentFigures
 from sinkbench.leaderboard.generate import GeneratedSite, copy_submitted_file, generate_site
-from sinkbench.leaderboard.pages import SEARCH_TEXT, PageRenderer, make_environment, search_view
+from sinkbench.leaderboard.pages import SEARCH_TEXT, EntryPage, PageRenderer, make_environment, search_view
 from sinkbench.submissions import SubmissionsInvalid
 
 #: The plugin's name in ``mkdocs.yml`` (its ``mkdocs.plugins`` entry point).
@@ -67,12 +73,53 @@ class LeaderboardOptions(Config):
     seed = c.Type(int, default=0)
 
 
-class SubmittedFile(File):
-    """A submitted file the entry pages link to, copied without following links."""
+class SiteFile(File):
+    """A generated file (a chart, a download), which MkDocs' copying step hands to the build's writer threads when
+    it has them (:class:`background.FileWriter`)."""
+
+    writer: background.FileWriter | None = None
 
     def copy_file(self, dirty: bool = False) -> None:
+        """Write the file into the site, in the writer threads when there are some."""
+        if self.writer is None:
+            self.write(dirty)
+        else:
+            self.writer.submit(lambda: self.write(dirty))
+
+    def write(self, dirty: bool = False) -> None:
+        """Write the file into the site now."""
+        super().copy_file(dirty)
+
+
+class SubmittedFile(SiteFile):
+    """A submitted file the entry pages link to, copied without following links."""
+
+    def write(self, dirty: bool = False) -> None:
         """Copy the file into the site (:func:`sinkbench.leaderboard.generate.copy_submitted_file`)."""
         copy_submitted_file(Path(self.abs_src_path), Path(self.abs_dest_path))
+
+
+class EntryHtmlPage(Page):
+    """An entry page, whose content is HTML already (:class:`EntryPage`): MkDocs reads its metadata and content as
+    they are instead of parsing front matter and running Markdown, which would pass the one raw block through
+    unchanged at about a millisecond per page. Every plugin event still runs on it. Its file's source is the same
+    page as Markdown (:meth:`EntryPage.markdown`)."""
+
+    def __init__(self, file: File, config: MkDocsConfig, entry: EntryPage) -> None:
+        super().__init__(None, file, config)
+        self.entry = entry
+
+    def read_source(self, config: MkDocsConfig) -> None:
+        """Take the metadata as it is, and leave no Markdown to convert."""
+        self.markdown, self.meta = "", self.entry.meta()
+
+    def render(self, config: MkDocsConfig, files: Files) -> None:
+        """Take the HTML as it is: no table of contents, no anchors or links for MkDocs to check (as with a raw
+        block, which MkDocs never parses)."""
+        self.content = self.entry.html
+        self.toc = get_toc([])
+        self.present_anchor_ids = set()
+        self.links_to_anchors = {}
 
 
 class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
@@ -90,6 +137,7 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
         self._lifted: dict[str, list[str]] = {}  # each page's raw blocks while Markdown runs
         self._lit: list[Any] = []  # the navigation tab an entry page lit, until the page is written
         self.facts = FactBook()
+        self.writer = background.FileWriter()  # writes the charts, downloads and submitted files
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         """Note the folder of ``mkdocs.yml``, against which the options' paths are resolved."""
@@ -121,19 +169,31 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
             if self.raise_user_errors:
                 raise
             raise PluginError(_message(error)) from error
-        for path, text in generated.texts():
+        entries = {path: entry.markdown() for path, entry in generated.entries.items()}
+        for path, text in [*generated.texts(), *entries.items()]:
             replaced = _refuse_clash(files, path, config)
             inclusion = (
                 InclusionLevel.INCLUDED if replaced else InclusionLevel.UNDEFINED
             )  # not excluded in turn
-            files.append(File.generated(config, path, content=text, inclusion=inclusion))
+            file = SiteFile.generated(config, path, content=text, inclusion=inclusion)
+            if path in generated.entries:  # its page, which MkDocs builds instead of making one
+                EntryHtmlPage(file, config, generated.entries[path])
+            file.writer = self.writer
+            files.append(file)
         for path, source in [*((raw.path, raw.source) for raw in generated.raw_files), *vendored]:
             _refuse_clash(files, path, config)
-            files.append(SubmittedFile.generated(config, path, abs_src_path=str(source)))
+            file = SubmittedFile.generated(config, path, abs_src_path=str(source))
+            file.writer = self.writer
+            files.append(file)
         self.facts = FactBook(generated.facts)
         self.generated = generated
         self.finished_generating = time.perf_counter()
         return files
+
+    def on_env(self, env: Any, config: MkDocsConfig, files: Files) -> Any:
+        """Render the theme's shared partials once per page kind (:func:`shared_partials.share_partials`)."""
+        shared_partials.share_partials(env)
+        return env
 
     def on_page_markdown(self, markdown: str, page: Any, config: MkDocsConfig, files: Files) -> str:
         """Lift the page's raw HTML blocks out of the Markdown (:func:`raw_blocks.lift`)."""
@@ -141,8 +201,11 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
         return text
 
     def on_page_content(self, html: str, page: Any, config: MkDocsConfig, files: Files) -> str:
-        """Put the lifted blocks back (:func:`raw_blocks.restore`)."""
-        return raw_blocks.restore(html, self._lifted.pop(page.file.src_uri, []))
+        """Put the lifted blocks back (:func:`raw_blocks.restore`) and collect the page's facts (the theme around the
+        content adds none)."""
+        html = raw_blocks.restore(html, self._lifted.pop(page.file.src_uri, []))
+        self.facts.read_page(page.file.src_uri, html)
+        return html
 
     @event_priority(100)  # before the search plugin indexes the page
     def _show_search_text(self, context: dict, page: Any, config: MkDocsConfig, nav: Any) -> dict:
@@ -186,16 +249,15 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
         return context
 
     def on_post_page(self, output: str, page: Any, config: MkDocsConfig) -> str:
-        """Switch a borrowed tab off again, load plotly.js where a chart needs it, and collect the page's facts."""
+        """Switch a borrowed tab off again, and load plotly.js where a chart needs it."""
         while self._lit:
             self._lit.pop().active = False
-        output = charts.load_where_needed(output, page.url)
-        self.facts.read_page(page.file.src_uri, output)
-        return output
+        return charts.load_where_needed(output, page.url)
 
     def on_post_build(self, config: MkDocsConfig) -> None:
-        """Fail the build when two pages show one fact as two numbers and neither says why
-        (:meth:`FactBook.problems`)."""
+        """Wait for the files still being written, then fail the build when two pages show one fact as two numbers
+        and neither says why (:meth:`FactBook.problems`)."""
+        self.writer.wait()
         problems = self.facts.problems()
         if problems:
             message = "\n".join(
@@ -204,6 +266,11 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
             if self.raise_user_errors:
                 raise InconsistentFigures(message)
             raise PluginError(message)
+
+    def on_build_error(self, error: Exception) -> None:
+        """Let the writer threads end (MkDocs reports the error that stopped the build)."""
+        with contextlib.suppress(Exception):
+            self.writer.wait()
 
     def on_serve(self, server: Any, config: MkDocsConfig, builder: Any) -> Any:
         """Rebuild the preview when the submissions or the experiment's results change."""

@@ -9,8 +9,11 @@ repository's root and ``sinkbench site build`` give the same site.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,9 @@ from sinkbench.errors import UserError
 from sinkbench.leaderboard.plugin import PLUGIN_NAME, LeaderboardPlugin
 from sinkbench.leaderboard.sources import EXPERIMENTS_DIR, SiteSources
 from sinkbench.publish import publishing, refuse_overlap
+
+#: Allocations between two young-generation collections while a site builds (Python's default: 700).
+BUILD_GC_THRESHOLD = 50_000
 
 
 class SiteBuildFailed(UserError):
@@ -80,7 +86,8 @@ def build_site(
         plugin.raise_user_errors = True
         started = time.perf_counter()
         try:
-            build(config)
+            with fewer_collections():
+                build(config)
         except Abort as error:
             raise SiteBuildFailed(f"MkDocs stopped the build: {error.message}") from None
         generated = plugin.generated
@@ -98,6 +105,24 @@ def build_site(
         len(generated.raw_files),
         timings,
     )
+
+
+@contextlib.contextmanager
+def fewer_collections(threshold: int = BUILD_GC_THRESHOLD) -> Iterator[None]:
+    """Run the ``with`` body with Python's cyclic garbage collector started ``threshold`` allocations apart instead
+    of 700, restoring the thresholds after.
+
+    A build allocates millions of small objects (parsed submissions, table rows, template contexts) that mostly
+    live until it ends, so at the default threshold the collector scans them again and again: on the 1,000-entry
+    benchmark that was several seconds of the build. Memory is unchanged (the same peak), since the build makes
+    little cyclic garbage.
+    """
+    previous = gc.get_threshold()
+    gc.set_threshold(threshold, *previous[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*previous)
 
 
 def serve_site(

@@ -37,6 +37,8 @@ CONFIDENCE = 0.95
 #: The method whose interval the board's and ``sinkbench screen``'s predictions carry.
 PREDICTION_METHOD = "jackknife+"
 
+#: Most cells (held-out pairs x pairs) :func:`jackknife_plus_held_out` computes at once, which bounds its memory.
+_HELD_OUT_CELLS = 1 << 20
 #: (low, high) arrays at the new S values.
 Bounds = tuple[np.ndarray, np.ndarray]
 
@@ -101,15 +103,41 @@ def jackknife_plus_level(n: int, confidence: float = CONFIDENCE) -> float:
 
 
 def jackknife_plus_held_out(x: ArrayLike, y: ArrayLike, confidence: float = CONFIDENCE) -> Bounds:
-    """For each pair i, the jackknife+ interval at x_i from all other pairs (:func:`jackknife_plus_interval` on
-    n - 1 pairs, so nested leave-one-out lines)."""
+    """For each pair i, the jackknife+ interval at x_i from all other pairs: :func:`jackknife_plus_interval` on the
+    n - 1 others, so nested leave-one-out lines, each through all pairs but i and j.
+
+    All of them at once, a block of held-out pairs at a time: each line from the totals of the data (centred first,
+    for accuracy) minus the two pairs' terms, as :func:`stats.loo_lines` does for one left out. NaN for a pair
+    whose others are fewer than 3, or among whose others some line does not exist.
+    """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     n = len(x)
     lows, highs = np.full(n, np.nan), np.full(n, np.nan)
-    for i in range(n):
-        others = np.arange(n) != i
-        low, high = jackknife_plus_interval(x[others], y[others], x[i : i + 1], confidence)
-        lows[i], highs[i] = low[0], high[0]
+    if n - 1 < stats.MIN_PAIRS:
+        return lows, highs
+    k, kept = jackknife_plus_rank(n - 1, confidence), n - 2  # pairs in each inner line
+    xc, yc = x - x.mean(), y - y.mean()
+    sum_x, sum_y, sum_xx, sum_xy = xc.sum(), yc.sum(), xc @ xc, xc @ yc
+    # each held-out pair's others, spread about their own mean: the scale of loo_lines' no-line rule
+    spread = (sum_xx - xc**2) - (sum_x - xc) ** 2 / (n - 1)
+    block = max(1, _HELD_OUT_CELLS // n)
+    for start in range(0, n, block):
+        i = np.arange(start, min(start + block, n))[:, None]  # held out
+        same = i == np.arange(n)  # j = i: no inner line
+        rest_x, rest_y = sum_x - xc[i] - xc, sum_y - yc[i] - yc
+        var = (sum_xx - xc[i] ** 2 - xc**2) - rest_x**2 / kept
+        cov = (sum_xy - xc[i] * yc[i] - xc * yc) - rest_x * rest_y / kept
+        with np.errstate(invalid="ignore", divide="ignore"):  # no line: NaN or inf, masked below
+            slope = cov / var
+            intercept = y.mean() + rest_y / kept - slope * (x.mean() + rest_x / kept)
+            residuals = np.abs(y - (intercept + slope * x))  # pair j against the line without i and j
+            at_held_out = intercept + slope * x[i]
+        exists = (var > 1e-12 * np.maximum(1.0, spread[i])) & np.isfinite(slope)
+        every_line = (exists | same).all(axis=1)
+        low = np.partition(np.where(same, np.inf, at_held_out - residuals), n - 1 - k, axis=1)[:, n - 1 - k]
+        high = np.partition(np.where(same, np.inf, at_held_out + residuals), k - 1, axis=1)[:, k - 1]
+        lows[i[:, 0]] = np.where(every_line, low, np.nan)
+        highs[i[:, 0]] = np.where(every_line, high, np.nan)
     return lows, highs
 
 

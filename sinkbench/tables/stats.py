@@ -206,9 +206,9 @@ def loo_lines(x: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     sum_x, sum_y = xc.sum() - xc, yc.sum() - yc
     var = (xc @ xc - xc**2) - sum_x**2 / others
     cov = (xc @ yc - xc * yc) - sum_x * sum_y / others
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"):  # no line: NaN, set below
         slope = cov / var
-    intercept = y_mean + (sum_y - slope * sum_x) / others - slope * x_mean
+        intercept = y_mean + (sum_y - slope * sum_x) / others - slope * x_mean
     degenerate = var <= 1e-12 * max(1.0, float(xc @ xc))
     return np.where(degenerate, np.nan, slope), np.where(degenerate, np.nan, intercept)
 
