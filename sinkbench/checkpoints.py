@@ -64,17 +64,22 @@ def check_native(folder: Path) -> str:
 def native_refusal(model_type: str, architectures: list[str], auto_map: bool = False) -> str | None:
     """Why transformers cannot run a checkpoint of ``model_type`` with its own classes (None if it can): remote
     code only, or the original LLaVA repository's layout. The reason names the converted checkpoint where one
-    is known."""
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+    is known.
 
+    The known cases are answered without transformers' name table, whose import (transformers and torch) takes
+    seconds: the site asks this of every remote-code model on the board. ``tests/test_checkpoints.py`` checks that
+    the installed transformers runs none of :data:`CONVERTED_TYPES` natively, so the order changes no answer."""
     original = next((name for name in architectures if name in ORIGINAL_LLAVA), None)
     if original is not None:
         return (
             f"{original} is the original LLaVA repository's layout, which transformers does not load; use its "
             f"transformers conversion, e.g. {ORIGINAL_LLAVA[original]}"
         )
-    if model_type in CONFIG_MAPPING_NAMES:
-        return None
+    if model_type not in CONVERTED_TYPES:
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+        if model_type in CONFIG_MAPPING_NAMES:
+            return None
     if auto_map or model_type in CONVERTED_TYPES:
         remote = " (its config.json names remote code in auto_map)" if auto_map else ""
         what = f"exists only as remote code{remote}"

@@ -82,6 +82,27 @@ def test_remote_code_models_are_refused_with_the_converted_checkpoint(tmp_path, 
         models.load_model("org/name")
 
 
+def test_the_known_remote_code_types_are_none_that_transformers_runs_natively_and_need_no_transformers():
+    """native_refusal answers them without transformers' name table; that is right only while the installed
+    transformers runs none of them with its own classes."""
+    import subprocess
+    import sys
+
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    from sinkbench.checkpoints import CONVERTED_TYPES
+
+    assert not set(CONVERTED_TYPES) & set(CONFIG_MAPPING_NAMES)
+    script = (
+        "import sys; from sinkbench.checkpoints import CONVERTED_TYPES, native_refusal; "
+        "assert all(native_refusal(t, []) for t in CONVERTED_TYPES); "
+        "assert native_refusal('llava', ['LlavaQwenForCausalLM']); print('transformers' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
 def test_unknown_embedded_name():
     with pytest.raises(ValueError, match="Available: smollm2-135m-instruct, gemma3-270m"):
         embedded_gguf_path("llama-7b")

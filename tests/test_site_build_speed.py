@@ -164,3 +164,15 @@ def test_the_writer_threads_write_every_file_and_wait_raises_the_first_error(tmp
     with pytest.raises(FileNotFoundError, match=r"chart\.svg"):
         failing.wait()
     assert not [thread for thread in threading.enumerate() if thread.name.startswith("sinkbench-write")]
+
+
+def test_shared_tasks_run_once_each_across_this_process_and_a_forked_worker(forking: None) -> None:
+    parent = os.getpid()
+    tasks = background.SharedTasks([lambda index=index: (index, os.getpid()) for index in range(40)])
+    there = background.in_background(tasks.run)
+    here = tasks.run()
+    there = there()
+    assert sorted([*here, *there]) == list(range(40))  # every task once, in one process or the other
+    assert all(pid == parent for _, pid in here.values())
+    assert all(pid != parent for _, pid in there.values())
+    assert all(result[0] == index for index, result in {**here, **there}.items())

@@ -1,9 +1,9 @@
 """Do part of a site build alongside the rest: the charts and downloads in a second process while the pages render
-(:func:`in_background`), and the site's static files written by threads while MkDocs renders the pages
-(:class:`FileWriter`).
+(:func:`in_background`, :class:`SharedTasks`), and the site's static files written by threads while MkDocs renders
+the pages (:class:`FileWriter`).
 
-The charts (matplotlib's SVG takes seconds on a large board) and the table downloads need nothing the pages make, so
-on a machine with a second core the two overlap.
+The charts (matplotlib's SVG takes seconds) and the table downloads need nothing the pages make, so on a machine with
+a second core the two overlap, and whichever process finishes its own part first draws the charts still left.
 
 The worker is forked: it starts at once with the build's data already in memory, and only its result (text) is
 sent back. Where forking is not safe or not possible (another thread is running, as under ``mkdocs serve``; no
@@ -16,10 +16,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from multiprocessing.connection import Connection
-from typing import TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -48,6 +48,38 @@ def in_background(work: Callable[[], T]) -> Callable[[], T]:
         return value
 
     return result
+
+
+class SharedTasks(Generic[T]):
+    """Tasks that this process and a worker forked after it was made both work through, each taking the next one
+    not yet taken from one counter in shared memory, so each task runs once and whichever process is free draws.
+
+    Without shared memory (a platform that refuses it) each process keeps its own count and does every task: the
+    same result, at twice the work."""
+
+    def __init__(self, tasks: Sequence[Callable[[], T]]) -> None:
+        self._tasks = list(tasks)
+        try:
+            self._next: Any = multiprocessing.Value("i", 0)
+        except OSError:
+            self._next = None
+            self._local = 0
+
+    def run(self) -> dict[int, T]:
+        """Do tasks until none is left: their results by their position."""
+        done: dict[int, T] = {}
+        while (index := self._take()) < len(self._tasks):
+            done[index] = self._tasks[index]()
+        return done
+
+    def _take(self) -> int:
+        if self._next is None:
+            self._local += 1
+            return self._local - 1
+        with self._next.get_lock():
+            index = self._next.value
+            self._next.value = index + 1
+        return index
 
 
 def _run(work: Callable[[], object], writer: Connection) -> None:

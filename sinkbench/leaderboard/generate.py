@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sinkbench.errors import UserError
-from sinkbench.leaderboard.background import in_background
+from sinkbench.leaderboard.background import SharedTasks, in_background
 from sinkbench.leaderboard.compare import COMPARE_DATA, ComparePage
 from sinkbench.leaderboard.consistency import Fact
 from sinkbench.leaderboard.content import RawFile
@@ -81,10 +81,10 @@ def generate_site(
         interventions = InterventionsPage.of(experiments_dir)
         compare = ComparePage.of(views)
     plots = [*views.plots(), *training.plots(), *interventions.plots()]
-    # The charts and the downloads need nothing the pages make: made alongside them where a second core allows.
-    side_work = in_background(
-        lambda: ({plot.path: plot.chart.svg() for plot in plots}, _downloads(tables, compare))
-    )
+    # The downloads and the charts need nothing the pages make: a second process (where a second core allows) makes
+    # the downloads and then draws charts, and this one draws the charts still left once the pages are done.
+    drawing = SharedTasks([plot.chart.svg for plot in plots])
+    side_work = in_background(lambda: (_downloads(tables, compare), drawing.run()))
     try:
         with _timed(timings, "pages"):
             updated = data_timestamp(submissions_dir, tables.entries)
@@ -92,8 +92,10 @@ def generate_site(
             pages["interventions.md"] = renderer.render("interventions.md.j2", **interventions.context())
             entries = dict(renderer.entry_pages(views))
     finally:
-        with _timed(timings, "plots"):  # what is left of the charts and downloads once the pages are done
-            charts, downloads = side_work()
+        with _timed(timings, "plots"):  # the charts left, and waiting for the other process
+            drawn = drawing.run()
+            downloads, drawn_there = side_work()
+    charts = {plot.path: {**drawn_there, **drawn}[index] for index, plot in enumerate(plots)}
     return GeneratedSite(pages, entries, charts, downloads, views.raw_files(), timings, compare.facts())
 
 

@@ -17,6 +17,7 @@ from sinkbench.leaderboard.intervention_charts import LayerRatioChart, MergeChar
 from sinkbench.leaderboard.sources import read_results
 from sinkbench.testbed.study_schema import (
     CONTRAST_OUTCOMES,
+    STEPS,
     Arm,
     Contrast,
     Measured,
@@ -321,6 +322,4 @@ class InterventionsPage:
 
     def not_run(self) -> list[str]:
         """The study's steps that the file has no results of (a budget cut short), in the study's order."""
-        from sinkbench.testbed.study import STEPS
-
         return [step for step in STEPS if step not in self.data.seconds]

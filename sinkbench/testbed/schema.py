@@ -12,8 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from sinkbench.testbed.replies import ReplyMix
-from sinkbench.testbed.train import StageSpec
-from sinkbench.testbed.vlm import VisionSpec
+from sinkbench.testbed.specs import StageSpec, VisionSpec
 
 DataKind = Literal["vl", "text"]
 

@@ -31,6 +31,7 @@ from sinkbench.testbed.analysis import bootstrap_mean_ci, sign_flip_p
 from sinkbench.testbed.experiment import STATE_FILE, Inputs, Testbed
 from sinkbench.testbed.schema import BaseRecord, Results, RunKey, RunRecord
 from sinkbench.testbed.study_schema import (
+    STEPS,
     Ablation,
     Arm,
     Endpoints,
@@ -50,16 +51,6 @@ GEMMA_TURNS = (
     "{% set role = 'model' if message['role'] == 'assistant' else message['role'] %}"
     "<start_of_turn>{{ role }}\n{{ message['content'] | trim }}<end_of_turn>\n{% endfor %}"
     "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
-)
-STEPS = (
-    "ablation_smollm2",
-    "injection_before",
-    "ablation_gemma",
-    "endpoints",
-    "displacement",
-    "random_control",
-    "merges",
-    "injection_runs",
 )
 #: The steps that read the endpoints' checkpoints (kept in the work folder only): ``endpoints`` runs before them
 #: whenever they are missing.

@@ -17,6 +17,17 @@ from pydantic import ConfigDict, Field
 from sinkbench.testbed.analysis import bootstrap_mean_ci
 from sinkbench.testbed.schema import Machine, Record, RunRecord, SinkRecord, TextRecord, VisualRecord
 
+#: The study's steps, in the order it runs them (the results file's ``seconds`` has one per step run).
+STEPS = (
+    "ablation_smollm2",
+    "injection_before",
+    "ablation_gemma",
+    "endpoints",
+    "displacement",
+    "random_control",
+    "merges",
+    "injection_runs",
+)
 #: The outcomes a contrast is computed on: name -> (label, unit, per-prompt values of a text record).
 CONTRAST_OUTCOMES: dict[str, tuple[str, str]] = {
     "nll_continue": ("NLL of the base model's answers", "nats"),

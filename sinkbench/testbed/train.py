@@ -15,7 +15,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,36 +23,12 @@ import torch
 
 from sinkbench.testbed.replies import ReplyMix, vl_conversation
 from sinkbench.testbed.scenes import CELLS, COLOURS, NUMBERS, SHAPES, caption_conversation, make_scene
+from sinkbench.testbed.specs import StageSpec, VisionSpec
 from sinkbench.testbed.text_chats import problem_turns, text_conversations
-from sinkbench.testbed.vlm import IGNORE, VisionSpec, encode, pixel_values
+from sinkbench.testbed.vlm import IGNORE, encode, pixel_values
 
 #: Stream numbers that keep the two stages' scenes (and the held-out ones) apart for one seed.
 STAGE_STREAMS = {"stage0": 0, "stage1": 1, "stage2": 2, "stage2_text": 3}
-
-
-@dataclass(frozen=True)
-class StageSpec:
-    """One training stage.
-
-    Attributes:
-        steps: optimizer steps (each example is seen once: the stage has ``steps * batch_size`` examples).
-        batch_size: chats per step.
-        lr: peak learning rate (AdamW, no weight decay, gradients clipped at norm 1).
-        warmup: fraction of the steps with linear warmup; then a cosine decay to zero.
-        train_lm: whether the language model trains (stage 2) or stays frozen (stage 1).
-        bf16: bfloat16 mixed precision (float32 master weights), as LLaVA trains.
-    """
-
-    steps: int
-    batch_size: int
-    lr: float
-    warmup: float
-    train_lm: bool
-    bf16: bool = True
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready."""
-        return asdict(self)
 
 
 Item = tuple[list[int], list[int], "np.ndarray | None"]

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,48 +22,10 @@ import numpy as np
 import torch
 
 from sinkbench.testbed.scenes import IMAGE_TOKEN
+from sinkbench.testbed.specs import VisionSpec
 
 #: Label of positions that do not enter the loss (PyTorch's cross-entropy ``ignore_index``).
 IGNORE = -100
-
-
-@dataclass(frozen=True)
-class VisionSpec:
-    """The vision encoder: a CLIP vision transformer this small is trained from scratch in minutes.
-
-    The default cuts a 32-pixel image into 2 x 2 patches of 16 pixels, one per cell of the scenes' grid: four
-    image tokens, which keeps every chat short enough for a CPU.
-
-    Attributes:
-        image_size: side of the square input image, in pixels.
-        patch_size: side of a patch; the LM sees ``(image_size / patch_size) ** 2`` image tokens.
-        hidden_size, intermediate_size, layers, heads: the transformer's shape.
-    """
-
-    image_size: int = 32
-    patch_size: int = 16
-    hidden_size: int = 128
-    intermediate_size: int = 512
-    layers: int = 2
-    heads: int = 4
-
-    @property
-    def image_tokens(self) -> int:
-        """Image tokens per image (CLIP's class token is dropped, LLaVA's ``default`` strategy)."""
-        return (self.image_size // self.patch_size) ** 2
-
-    def config(self) -> Any:
-        """The ``CLIPVisionConfig``."""
-        from transformers import CLIPVisionConfig
-
-        return CLIPVisionConfig(
-            hidden_size=self.hidden_size,
-            intermediate_size=self.intermediate_size,
-            num_hidden_layers=self.layers,
-            num_attention_heads=self.heads,
-            image_size=self.image_size,
-            patch_size=self.patch_size,
-        )
 
 
 def add_image_token(tokenizer: Any) -> int:
