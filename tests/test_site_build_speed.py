@@ -176,3 +176,31 @@ def test_shared_tasks_run_once_each_across_this_process_and_a_forked_worker(fork
     assert all(pid == parent for _, pid in here.values())
     assert all(pid != parent for _, pid in there.values())
     assert all(result[0] == index for index, result in {**here, **there}.items())
+
+
+def test_charts_a_dead_worker_took_are_drawn_by_the_build(
+    forking: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sinkbench.leaderboard.generate import generate_site
+    from sinkbench.leaderboard.pages import PageRenderer, make_environment
+    from sinkbench.leaderboard.sources import SiteSources
+
+    sources = SiteSources()
+    submissions = Path(__file__).parent / "fixtures" / "submissions"
+
+    def generate() -> dict[str, str]:
+        renderer = PageRenderer(make_environment(sources.templates), sources.docs)
+        return generate_site(submissions, renderer, experiments_dir=None).charts
+
+    expected = generate()
+    parent, run = os.getpid(), background.SharedTasks.run
+
+    def take_two_then_die(self: background.SharedTasks) -> dict:
+        if os.getpid() == parent:
+            return run(self)
+        self._take(), self._take()  # two charts taken, never sent back
+        os._exit(9)
+
+    monkeypatch.setattr(background.SharedTasks, "run", take_two_then_die)
+    assert len(expected) > 2
+    assert generate() == expected

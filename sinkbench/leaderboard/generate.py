@@ -95,7 +95,11 @@ def generate_site(
         with _timed(timings, "plots"):  # the charts left, and waiting for the other process
             drawn = drawing.run()
             downloads, drawn_there = side_work()
-    charts = {plot.path: {**drawn_there, **drawn}[index] for index, plot in enumerate(plots)}
+    drawn |= drawn_there
+    # a chart the worker took but did not send back (it died) is drawn here
+    charts = {
+        plot.path: drawn[index] if index in drawn else plot.chart.svg() for index, plot in enumerate(plots)
+    }
     return GeneratedSite(pages, entries, charts, downloads, views.raw_files(), timings, compare.facts())
 
 

@@ -137,7 +137,7 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
         self._lifted: dict[str, list[str]] = {}  # each page's raw blocks while Markdown runs
         self._lit: list[Any] = []  # the navigation tab an entry page lit, until the page is written
         self.facts = FactBook()
-        self.writer = background.FileWriter()  # writes the charts, downloads and submitted files
+        self.writer: background.FileWriter | None = None  # writes the charts, downloads and submitted files
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         """Note the folder of ``mkdocs.yml``, against which the options' paths are resolved."""
@@ -169,6 +169,7 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
             if self.raise_user_errors:
                 raise
             raise PluginError(_message(error)) from error
+        self.writer = background.FileWriter()
         entries = {path: entry.markdown() for path, entry in generated.entries.items()}
         for path, text in [*generated.texts(), *entries.items()]:
             replaced = _refuse_clash(files, path, config)
@@ -257,7 +258,8 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
     def on_post_build(self, config: MkDocsConfig) -> None:
         """Wait for the files still being written, then fail the build when two pages show one fact as two numbers
         and neither says why (:meth:`FactBook.problems`)."""
-        self.writer.wait()
+        if self.writer is not None:
+            self.writer.wait()
         problems = self.facts.problems()
         if problems:
             message = "\n".join(
@@ -269,8 +271,9 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
 
     def on_build_error(self, error: Exception) -> None:
         """Let the writer threads end (MkDocs reports the error that stopped the build)."""
-        with contextlib.suppress(Exception):
-            self.writer.wait()
+        if self.writer is not None:
+            with contextlib.suppress(Exception):
+                self.writer.wait()
 
     def on_serve(self, server: Any, config: MkDocsConfig, builder: Any) -> Any:
         """Rebuild the preview when the submissions or the experiment's results change."""
