@@ -22,8 +22,8 @@ instance (MkDocs makes one per build, and ``mkdocs serve`` one per rebuild):
   small and the build of a large board fast;
 * an entry page lights the navigation tab of the table that lists it (pairs: Leaderboard, backbones: Screening);
 * the 404 page links relatively, like every other page, so it works offline and under a sub-path;
-* the theme's parts that many pages share (navigation, tabs, search box, footer) are rendered once per folder and
-  reused (:mod:`sinkbench.leaderboard.shared_partials`);
+* the theme's parts that many pages share (navigation, tabs, search box, footer, style sheets, scripts) are rendered
+  once per folder and reused (:mod:`sinkbench.leaderboard.shared_partials`);
 * a page holding an interactive chart loads the vendored plotly.js (:mod:`sinkbench.leaderboard.charts`);
 * every figure a page marks as a fact is collected, and the build fails when two pages show one fact as two
   numbers without saying why (:mod:`sinkbench.leaderboard.consistency`).
