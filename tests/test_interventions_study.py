@@ -11,21 +11,25 @@ import pytest
 from tiny_models import TINY_DOCS, TINY_PROBLEMS, TINY_SHAPE, TINY_SINK_HEADS
 
 from sinkbench.leaderboard.interventions_page import (
+    FLOAT32_FILE,
     INTERVENTIONS_FILE,
     PAPER,
     QUESTIONS,
+    STUDY_FILES,
     InterventionsPage,
+    InterventionsStudies,
     read_study,
 )
 from sinkbench.leaderboard.sources import SourceInvalid
 from sinkbench.testbed.experiment import Inputs
 from sinkbench.testbed.outcomes import non_trivial_prompts
+from sinkbench.testbed.precision import precision_of
 from sinkbench.testbed.schema import Results
-from sinkbench.testbed.study import STEPS, STUDY_FILE, Study, StudyInputs, over_seeds
+from sinkbench.testbed.study import STEPS, STUDY_FILE, Study, StudyInputs, over_seeds, recipe_in
 from sinkbench.testbed.study_schema import StudyResults, contrasts
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMITTED = ROOT / "benchmarks" / "results" / INTERVENTIONS_FILE
+RESULTS = ROOT / "benchmarks" / "results"
 HEADER = {
     "sinkbench_version": "0.1.0",
     "created": "2026-12-02T00:00:00+00:00",
@@ -36,15 +40,18 @@ HEADER = {
 }  # fmt: skip
 
 
+def tiny_inputs(results: Path) -> Inputs:
+    """The tiny testbed's inputs, its base model beside its results."""
+    base = results.parent.parent / "base"
+    return Inputs(base, TINY_DOCS, non_trivial_prompts(TINY_DOCS), TINY_PROBLEMS, TINY_SINK_HEADS, TINY_SHAPE)
+
+
 @pytest.fixture(scope="module")
 def tiny_study(testbed_run, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     """The study on the tiny testbed's results, every step but Gemma's, run twice (the second resumes)."""
     results, _ = testbed_run
     committed = Results.model_validate_json(results.read_text())
-    base = results.parent.parent / "base"
-    inputs = Inputs(
-        base, TINY_DOCS, non_trivial_prompts(TINY_DOCS), TINY_PROBLEMS, TINY_SINK_HEADS, TINY_SHAPE
-    )
+    inputs = tiny_inputs(results)
     work = tmp_path_factory.mktemp("study")
     out = work / INTERVENTIONS_FILE
     logged: list[str] = []
@@ -81,14 +88,7 @@ def test_a_step_that_reads_the_endpoints_re_makes_them_in_a_new_work_folder(
     dropped = on_file.model_copy(update={"displacement": None, "seconds": seconds})
     (work / STUDY_FILE).write_text(dropped.model_dump_json(by_alias=True), encoding="utf-8")
     committed = Results.model_validate_json(testbed_run[0].read_text())
-    inputs = Inputs(
-        testbed_run[0].parent.parent / "base",
-        TINY_DOCS,
-        non_trivial_prompts(TINY_DOCS),
-        TINY_PROBLEMS,
-        TINY_SINK_HEADS,
-        TINY_SHAPE,
-    )
+    inputs = tiny_inputs(testbed_run[0])
     logged: list[str] = []
     study = Study(
         StudyInputs(committed, inputs, None, (0, 1)), work, tmp_path / "out.json", HEADER, log=logged.append
@@ -104,6 +104,33 @@ def test_the_re_made_pair_equals_the_testbed_runs(tiny_study) -> None:
     # Same recipe, seed and data: the re-made endpoints are the testbed's own runs.
     for name, difference in data.endpoints.reproduction.items():
         assert difference == pytest.approx(0, abs=1e-4), name
+
+
+def test_a_study_in_another_precision_measures_afresh_and_pairs_with_its_own_endpoint(
+    testbed_run, tmp_path: Path
+) -> None:
+    """The tiny testbed trains in bfloat16; the study in float32 is another recipe: it compares with none of the
+    testbed's runs, measures the base again, and pairs the injected seed 0 with its own re-made VL endpoint."""
+    committed = Results.model_validate_json(testbed_run[0].read_text())
+    assert precision_of(committed.config) == "bfloat16" and committed.runs and committed.base is not None
+    in_float32 = recipe_in(committed, "float32")
+    assert precision_of(in_float32.config) == "float32"
+    assert in_float32.base is None and not in_float32.runs and not in_float32.seeds
+    assert in_float32.config.recipe() != committed.config.recipe()
+    inputs = tiny_inputs(testbed_run[0])
+    study = Study(
+        StudyInputs(in_float32, inputs, None, (0,)), tmp_path / "work", tmp_path / "out.json", HEADER
+    )
+    data = study.run(("endpoints", "injection_runs"))
+    assert study.testbed.state.config.eval_dtype == "float32" and study.testbed.state.base is not None
+    assert data.endpoints.reproduction == {}  # no run of another recipe to reproduce
+    injection = data.injection
+    assert injection.vanilla_seeds == [0]
+    (injected,) = injection.runs
+    expected = injected.text.ifeval.prompt_strict * 100 - data.endpoints.vl.text.ifeval.prompt_strict * 100
+    assert injection.over_seeds["prompt_strict"]["differences"] == [pytest.approx(expected)]
+    nll = injected.text.nll_continue_mean - data.endpoints.vl.text.nll_continue_mean
+    assert injection.over_seeds["nll_continue"]["differences"] == [pytest.approx(nll)]
 
 
 def test_each_intervention_records_what_it_did(tiny_study) -> None:
@@ -179,27 +206,32 @@ def test_a_malformed_results_file_is_one_line(tiny_study, tmp_path: Path) -> Non
     )
 
 
-def test_the_committed_results_fit_the_schema_and_answer_every_question() -> None:
-    if not COMMITTED.is_file():
-        pytest.skip("benchmarks/results/interventions_pair.json is not in this checkout")
-    data = read_study(COMMITTED, COMMITTED.name)
-    page = InterventionsPage(COMMITTED.name, data)
+@pytest.mark.parametrize("name", STUDY_FILES)
+def test_the_committed_results_fit_the_schema_and_answer_every_question(name: str) -> None:
+    committed = RESULTS / name
+    if not committed.is_file():
+        pytest.skip(f"benchmarks/results/{name} is not in this checkout")
+    data = read_study(committed, committed.name)
+    page = InterventionsPage(committed.name, data)
     answered = {"ablation_smollm2": "ablation", "ablation_gemma": "ablation", "injection_before": "injection",
                 "displacement": "displacement", "random_control": "random_control", "merges": "merges"}  # fmt: skip
     assert set(page.answers()) == {answered[step] for step in data.seconds if step in answered}
     assert not data.merges or len(data.merges) == 7
-    assert {a.backbone for a in data.ablations} == {"smollm2", "gemma"}
+    ablated = {step.removeprefix("ablation_") for step in data.seconds if step.startswith("ablation_")}
+    assert {a.backbone for a in data.ablations} == ablated
+    assert page.precision == ("float32" if name == FLOAT32_FILE else "bfloat16")
     assert all(f"<code>{step}</code>" in _render(page) for step in page.not_run())  # what is missing is said
     assert not re.search(r"(^|\s)/", data.command)  # no absolute path of the machine that ran it
 
 
-def _render(page: InterventionsPage) -> str:
+def _render(*pages: InterventionsPage) -> str:
     from sinkbench.leaderboard.pages import PageRenderer, make_environment
     from sinkbench.leaderboard.sources import SiteSources
 
     sources = SiteSources()
     renderer = PageRenderer(make_environment(sources.templates), sources.docs)
-    return re.sub(r"\s+", " ", renderer.render("interventions.md.j2", **page.context()))
+    context = InterventionsStudies(pages).context()
+    return re.sub(r"\s+", " ", renderer.render("interventions.md.j2", **context))
 
 
 def test_the_page_renders_every_answer_beside_the_papers_and_every_model(tiny_study, tmp_path: Path) -> None:
@@ -210,6 +242,27 @@ def test_the_page_renders_every_answer_beside_the_papers_and_every_model(tiny_st
         assert sentence.replace("'", "&#39;") in html
     assert html.count('<tr><td class="sb-sticky">') == len(page.rows())
     assert "None" not in html and "nan" not in html
-    assert "No results" in _render(
-        InterventionsPage.of(tmp_path)
-    )  # a build without the study says how to make it
+    assert not InterventionsStudies.of(tmp_path).pages
+    assert "No results" in _render()  # a build without the study says how to make it
+
+
+def test_a_float32_study_is_a_section_of_its_own(tiny_study, tmp_path: Path) -> None:
+    """The same study in float32 (its own file) is shown beside the testbed's recipe, never mixed with it: its own
+    heading, table, charts and resume command."""
+    data = json.loads(tiny_study[0].read_text())
+    (tmp_path / INTERVENTIONS_FILE).write_text(json.dumps(data), encoding="utf-8")
+    data["testbed"]["precision"] = "float32"
+    del data["seconds"]["merges"]
+    (tmp_path / FLOAT32_FILE).write_text(json.dumps(data), encoding="utf-8")
+    studies = InterventionsStudies.of(tmp_path)
+    assert [page.precision for page in studies.pages] == ["bfloat16", "float32"]
+    paths = [plot.path for plot in studies.plots()]
+    assert len(paths) == len(set(paths)) == 4 and "plots/interventions-float32-merges.svg" in paths
+    html = _render(*studies.pages)
+    assert '<h2 id="interventions">The recipe in bfloat16</h2>' in html
+    assert '<h2 id="interventions-float32">The recipe in float32</h2>' in html
+    assert html.count('<table id="board-interventions') == 2
+    assert html.count('<tr><td class="sb-sticky">') == 2 * len(studies.pages[0].rows())
+    # No Gemma here: neither ran its ablation; only the float32 file lacks the merges.
+    assert "interventions_pair.py --precision float32 --steps ablation_gemma merges</code>" in html
+    assert "interventions_pair.py --steps ablation_gemma</code>" in html

@@ -7,6 +7,9 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as scipy_stats
 
 from sinkbench.tables import stats
 
@@ -76,6 +79,41 @@ def test_bootstrap_ci_is_seeded_and_brackets_the_estimate() -> None:
     low, high = stats.spearman_bootstrap_ci(PAPER_S, PAPER_DELTA, seed=7)
     assert (low, high) == stats.spearman_bootstrap_ci(PAPER_S, PAPER_DELTA, seed=7)
     assert -1 <= low <= stats.spearman(PAPER_S, PAPER_DELTA) <= high <= 1
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::scipy.stats.DegenerateDataWarning")
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(-3, 3), min_size=3, max_size=40),
+    st.lists(st.integers(-2, 2), min_size=40, max_size=40),
+    st.integers(0, 2**16),
+)
+def test_resampled_ranks_and_the_interval_equal_scipys_on_tied_data(
+    x: list[int], noise: list[int], seed: int
+) -> None:
+    """The bootstrap resamples value codes and ranks each resample by counting (:func:`stats.resample_ranks`): the
+    same mid-ranks as ``scipy.stats.rankdata``, and the same interval as ``scipy.stats.bootstrap`` resampling the
+    values and ranking every resample itself."""
+    values = np.asarray(x, dtype=float) / 2
+    other = values + np.asarray(noise[: len(x)], dtype=float)
+    distinct, codes = np.unique(values, return_inverse=True)
+    drawn = np.random.default_rng(seed).integers(0, len(x), size=(50, len(x)))
+    ranked = stats.resample_ranks(codes[drawn], distinct.size)
+    assert np.array_equal(ranked, scipy_stats.rankdata(values[drawn], axis=-1))
+    assert np.array_equal(stats.resample_ranks(codes, distinct.size), scipy_stats.rankdata(values))
+    ours = stats.spearman_bootstrap_ci(values, other, seed=seed, n_resamples=200)
+    reference = scipy_stats.bootstrap(
+        (values, other),
+        stats._spearman_rows,
+        paired=True,
+        vectorized=True,
+        n_resamples=200,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    ).bootstrap_distribution
+    finite = reference[np.isfinite(reference)]
+    expected = np.percentile(finite, [2.5, 97.5]) if finite.size else [math.nan, math.nan]
+    assert ours == pytest.approx(tuple(expected), abs=1e-12, nan_ok=True)
 
 
 def test_bootstrap_ci_of_a_monotone_relation_is_one() -> None:

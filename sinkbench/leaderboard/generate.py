@@ -25,7 +25,7 @@ from sinkbench.leaderboard.compare import COMPARE_DATA, ComparePage
 from sinkbench.leaderboard.consistency import Fact
 from sinkbench.leaderboard.content import RawFile
 from sinkbench.leaderboard.history import board_history
-from sinkbench.leaderboard.interventions_page import InterventionsPage
+from sinkbench.leaderboard.interventions_page import InterventionsStudies
 from sinkbench.leaderboard.pages import EntryPage, PageRenderer
 from sinkbench.leaderboard.training import TrainingPage, find_testbed
 from sinkbench.leaderboard.views import build_views
@@ -78,7 +78,7 @@ def generate_site(
         tables = build_tables(load_valid_entries(submissions_dir), seed=seed)
         views = build_views(tables, board_history(submissions_dir))
         training = TrainingPage(experiments_dir, find_testbed(experiments_dir))
-        interventions = InterventionsPage.of(experiments_dir)
+        interventions = InterventionsStudies.of(experiments_dir)
         compare = ComparePage.of(views)
     plots = [*views.plots(), *training.plots(), *interventions.plots()]
     # The downloads and the charts need nothing the pages make: a second process (where a second core allows) makes

@@ -25,12 +25,15 @@ from sinkbench.testbed.study_schema import (
     run_measured,
 )
 
-#: The study's results file, beside the testbed's.
+#: The study's results file, beside the testbed's: the testbed's own recipe (bfloat16).
 INTERVENTIONS_FILE = "interventions_pair.json"
-PLOT_PATHS = {
-    "displacement": "plots/interventions-displacement.svg",
-    "merges": "plots/interventions-merges.svg",
-}
+#: The same study with the recipe in float32 (``--precision float32``, for a CPU without fast bfloat16): another
+#: recipe, shown in a section of its own.
+FLOAT32_FILE = "interventions_pair_float32.json"
+#: Every results file the page shows, in its order.
+STUDY_FILES = (INTERVENTIONS_FILE, FLOAT32_FILE)
+#: The page's charts, by name; a file other than :data:`INTERVENTIONS_FILE` puts its suffix after ``interventions``.
+PLOT_NAMES = ("displacement", "merges")
 #: The largest results file read, in bytes.
 SIZE_LIMIT = 40_000_000
 #: The paper's figure for each question (../shared/paper/FACTS.md), quoted beside the miniature's answer.
@@ -59,12 +62,11 @@ BACKBONES = {"smollm2": "SmolLM2-135M-Instruct", "gemma": "Gemma 3 270M"}
 _FIX = "rerun `python benchmarks/interventions_pair.py` to rewrite it"
 
 
-def find_study(experiments_dir: Path | None) -> Path | None:
-    """The study's results file in ``experiments_dir``, if there."""
+def find_studies(experiments_dir: Path | None) -> list[Path]:
+    """The study's results files in ``experiments_dir`` (:data:`STUDY_FILES` that are there)."""
     if experiments_dir is None:
-        return None
-    path = experiments_dir / INTERVENTIONS_FILE
-    return path if path.is_file() else None
+        return []
+    return [experiments_dir / name for name in STUDY_FILES if (experiments_dir / name).is_file()]
 
 
 def read_study(path: Path, shown: str) -> StudyResults:
@@ -114,18 +116,27 @@ def recovered(measured: Measured, base: Measured, vlm_lm: Measured) -> float | N
 
 @dataclass(frozen=True)
 class InterventionsPage:
-    """What the Interventions page shows of the study's results file (None: the page says how to make it)."""
+    """What the Interventions page shows of one of the study's results files."""
 
     source: str
-    data: StudyResults | None
+    data: StudyResults
 
-    @classmethod
-    def of(cls, experiments_dir: Path | None) -> InterventionsPage:
-        """The page for the results in ``experiments_dir``."""
-        path = find_study(experiments_dir)
-        if path is None:
-            return cls(INTERVENTIONS_FILE, None)
-        return cls(path.name, read_study(path, path.name))
+    @property
+    def suffix(self) -> str:
+        """What the results file's name adds to :data:`INTERVENTIONS_FILE`'s (``""`` or ``"_float32"``)."""
+        return Path(self.source).stem.removeprefix(Path(INTERVENTIONS_FILE).stem)
+
+    @property
+    def precision(self) -> str:
+        """The recipe's precision, as the results file records it (a file from before the field: its stage 2)."""
+        testbed = self.data.testbed
+        if "precision" in testbed:
+            return testbed["precision"]
+        return "bfloat16" if testbed.get("stage2", {}).get("bf16", True) else "float32"
+
+    def plot_path(self, name: str) -> str:
+        """Where chart ``name`` of :data:`PLOT_NAMES` goes in the site."""
+        return f"plots/interventions{self.suffix.replace('_', '-')}-{name}.svg"
 
     def _base(self) -> Measured | None:
         return self.data.base
@@ -290,32 +301,35 @@ class InterventionsPage:
         return found
 
     def plots(self) -> list[PlotRef]:
-        """The page's charts (none without results)."""
-        if self.data is None:
-            return []
+        """The section's charts."""
         found = []
         if self.data.displacement is not None:
-            found.append(PlotRef(PLOT_PATHS["displacement"], LayerRatioChart.of(self.data.displacement)))
+            found.append(PlotRef(self.plot_path("displacement"), LayerRatioChart.of(self.data.displacement)))
         base, vlm_lm = self._base(), self._vlm_lm()
         if self.data.merges and vlm_lm is not None and base is not None:
             points = [
                 (arm.title, arm.measured) for arm in self.data.merges if arm.measured.visual is not None
             ]
-            found.append(PlotRef(PLOT_PATHS["merges"], MergeChart.of(points, base, vlm_lm)))
+            found.append(PlotRef(self.plot_path("merges"), MergeChart.of(points, base, vlm_lm)))
         return found
 
     def context(self) -> dict[str, Any]:
-        """What ``interventions.md.j2`` is given."""
-        if self.data is None:
-            return {"study": None, "results_file": INTERVENTIONS_FILE}
+        """What ``interventions.md.j2`` is given of this results file."""
         return {
             "study": self.data,
             "source": self.source,
+            "precision": self.precision,
+            "anchor": f"interventions{self.suffix.replace('_', '-')}",
             "answers": self.answers(),
             "paper": PAPER,
             "questions": QUESTIONS,
             "rows": self.rows(),
-            "plots": {Path(plot.path).stem.removeprefix("interventions-"): plot for plot in self.plots()},
+            "plots": {
+                name: plot
+                for name in PLOT_NAMES
+                for plot in self.plots()
+                if plot.path == self.plot_path(name)
+            },
             "outcomes": CONTRAST_OUTCOMES,
             "not_run": self.not_run(),
         }
@@ -323,3 +337,29 @@ class InterventionsPage:
     def not_run(self) -> list[str]:
         """The study's steps that the file has no results of (a budget cut short), in the study's order."""
         return [step for step in STEPS if step not in self.data.seconds]
+
+
+@dataclass(frozen=True)
+class InterventionsStudies:
+    """Every results file of the study the build found, each a section of the Interventions page (none: the page says
+    how to make them)."""
+
+    pages: tuple[InterventionsPage, ...]
+
+    @classmethod
+    def of(cls, experiments_dir: Path | None) -> InterventionsStudies:
+        """The study's results files in ``experiments_dir``, read through its schema."""
+        return cls(
+            tuple(
+                InterventionsPage(path.name, read_study(path, path.name))
+                for path in find_studies(experiments_dir)
+            )
+        )
+
+    def plots(self) -> list[PlotRef]:
+        """Every section's charts."""
+        return [plot for page in self.pages for plot in page.plots()]
+
+    def context(self) -> dict[str, Any]:
+        """What ``interventions.md.j2`` is given."""
+        return {"studies": [page.context() for page in self.pages], "results_file": INTERVENTIONS_FILE}

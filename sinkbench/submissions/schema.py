@@ -73,6 +73,8 @@ def invisible_character(value: str, *, multiline: bool = False) -> str | None:
     """A description of the first invisible character in ``value`` (e.g. ``U+202E at position 3``), or None."""
     allowed = {"\n", "\t"} if multiline else set()
     if value.isascii():  # fast path for most text: in ASCII only the C0 controls and DEL are refused
+        if _ASCII_CONTROLS.search(value) is None:
+            return None
         found = next((m for m in _ASCII_CONTROLS.finditer(value) if m.group() not in allowed), None)
         return None if found is None else _describe(found.group(), found.start())
     for position, char in enumerate(value):

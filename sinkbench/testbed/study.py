@@ -29,6 +29,7 @@ import numpy as np
 from sinkbench.safe_io import write_json_atomic
 from sinkbench.testbed.analysis import bootstrap_mean_ci, sign_flip_p
 from sinkbench.testbed.experiment import STATE_FILE, Inputs, Testbed
+from sinkbench.testbed.precision import with_precision
 from sinkbench.testbed.schema import BaseRecord, Results, RunKey, RunRecord
 from sinkbench.testbed.study_schema import (
     STEPS,
@@ -53,7 +54,7 @@ GEMMA_TURNS = (
     "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
 )
 #: The steps that read the endpoints' checkpoints (kept in the work folder only): ``endpoints`` runs before them
-#: whenever they are missing.
+#: whenever they are missing (:meth:`Study._needs`).
 NEEDS_ENDPOINTS = ("displacement", "random_control", "merges")
 #: Per-seed outcomes of the injection runs, paired with vanilla over seeds: name -> value of a run.
 SEED_OUTCOMES: dict[str, Callable[[RunRecord], float]] = {
@@ -69,6 +70,20 @@ def base_measured(base: BaseRecord) -> Measured:
     """An untouched base model's record as a :class:`Measured`."""
     return Measured(
         sink=base.sink, text=base.text, visual=None, seconds=base.seconds.screen + base.seconds.text
+    )
+
+
+def recipe_in(testbed_results: Results, precision: str) -> Results:
+    """``testbed_results`` with its recipe in ``precision`` and nothing measured: another precision is another
+    recipe, so the study measures the base again and compares with none of the results' runs."""
+    return testbed_results.model_copy(
+        update={
+            "config": with_precision(testbed_results.config, precision),
+            "base": None,
+            "seeds": [],
+            "runs": [],
+            "analysis": None,
+        }
     )
 
 
@@ -169,12 +184,30 @@ class Study:
         for step in steps:
             if self._done(step):
                 continue
-            if step in NEEDS_ENDPOINTS and not self._done("endpoints"):
-                # Their checkpoints are not committed: a new work folder re-makes them.
-                self._run_step("endpoints")
+            for needed in self._needs(step):
+                if not self._done(needed):  # e.g. checkpoints not committed: a new work folder re-makes them
+                    self._run_step(needed)
             self._run_step(step)
         write_json_atomic(self.state.model_dump(mode="json", by_alias=True), self.results)
         return self.state
+
+    def _needs(self, step: str) -> tuple[str, ...]:
+        """The steps ``step`` reads: the endpoints' checkpoints, or the injection's record; the injected runs also
+        need the re-made VL endpoint when it is their only vanilla run of seed 0 (a recipe of another precision)."""
+        if step in NEEDS_ENDPOINTS:
+            return ("endpoints",)
+        if step == "injection_runs":
+            own_vanilla = 0 in self.study.injection_seeds and 0 not in self._vanilla_on_file()
+            return ("injection_before", "endpoints") if own_vanilla else ("injection_before",)
+        return ()
+
+    def _vanilla_on_file(self) -> dict[int, RunRecord]:
+        """The testbed results' unprotected VL runs at the compared dose, by seed."""
+        return {
+            run.key.seed: run
+            for run in self.study.testbed_results.runs
+            if (run.key.data, run.key.dose, run.key.arm) == ("vl", self.config.compare_dose, "none")
+        }
 
     def _run_step(self, step: str) -> None:
         self.log(f"step {step}")
@@ -397,12 +430,13 @@ class Study:
         injected = Inputs(
             self._injected_dir(), inputs.docs, inputs.non_trivial, inputs.problems, [], inputs.shape
         )
-        testbed = self._testbed("injected-runs", injected, self.study.testbed_results)
-        vanilla = {
-            run.key.seed: run
-            for run in self.study.testbed_results.runs
-            if (run.key.data, run.key.dose, run.key.arm) == ("vl", self.config.compare_dose, "none")
-        }
+        # Scored on the base answers the study's own testbed holds (the testbed results', or measured afresh in
+        # another precision).
+        seeded = self.study.testbed_results.model_copy(update={"base": self.testbed.ensure_base()})
+        testbed = self._testbed("injected-runs", injected, seeded)
+        vanilla = self._vanilla_on_file()
+        if self.state.endpoints is not None:  # the re-made VL endpoint is vanilla seed 0 of this very recipe
+            vanilla.setdefault(0, self.state.endpoints.vl)
         runs = []
         for seed in self.study.injection_seeds:
             key = RunKey(data="vl", dose=self.config.compare_dose, arm="none", seed=seed)
