@@ -193,6 +193,32 @@ def test_the_page_answers_each_question_and_draws_its_charts(tiny_study) -> None
     json.dumps(page.plots()[1].chart.figure())  # the interactive figure is plain JSON
 
 
+def test_a_merge_with_the_vlm_lms_weights_up_to_rounding_is_marked(tiny_study, tmp_path: Path) -> None:
+    """A float32 task vector added back to its base misses the fine-tuned weights by about 1e-9: the row says so."""
+    data = json.loads(tiny_study[0].read_text())
+    for arm in data["merges"]:
+        if arm["name"] == "tsv":
+            arm["details"]["identical_to_vlm_lm"] = False
+            arm["details"]["distance"]["to_vlm_lm"] = 2e-9
+        if arm["name"] == "uniform":
+            arm["details"]["distance"]["to_vlm_lm"] = 2e-6
+    (tmp_path / INTERVENTIONS_FILE).write_text(json.dumps(data), encoding="utf-8")
+    page = InterventionsPage(
+        INTERVENTIONS_FILE, read_study(tmp_path / INTERVENTIONS_FILE, INTERVENTIONS_FILE)
+    )
+    notes = {
+        row["label"].split(",")[0].split(" (")[0]: row["note"]
+        for row in page.rows()
+        if row["group"] == "merge"
+    }
+    assert notes["Task Arithmetic"] == "same weights as the VLM-LM"
+    assert (
+        notes["Task Singular Vectors"]
+        == "the VLM-LM's weights up to float rounding (relative distance 2e-09)"
+    )
+    assert notes["Uniform averaging"] == ""
+
+
 def test_a_malformed_results_file_is_one_line(tiny_study, tmp_path: Path) -> None:
     data = json.loads(tiny_study[0].read_text())
     del data["merges"][0]["measured"]

@@ -57,6 +57,9 @@ QUESTIONS = {
     "injection": "Would adding QK-norm have helped? (F.3)",
     "merges": "Can merging the reference back in recover the loss? (F.4)",
 }
+#: Below this relative distance from the VLM-LM a merge holds its weights up to float rounding (a float32 task
+#: vector added back to its base differs from the fine-tuned weights by about 1e-9).
+ROUNDING = 1e-6
 #: How the page names the backbones the study ablates.
 BACKBONES = {"smollm2": "SmolLM2-135M-Instruct", "gemma": "Gemma 3 270M"}
 _FIX = "rerun `python benchmarks/interventions_pair.py` to rewrite it"
@@ -112,6 +115,16 @@ def recovered(measured: Measured, base: Measured, vlm_lm: Measured) -> float | N
     if loss <= 0:
         return None
     return (vlm_lm.text.nll_continue_mean - measured.text.nll_continue_mean) / loss
+
+
+def _merge_note(arm: Arm) -> str:
+    """What a merge's row says when its weights are the VLM-LM's: exactly, or up to float rounding."""
+    if arm.details.get("identical_to_vlm_lm"):
+        return "same weights as the VLM-LM"
+    distance = arm.details.get("distance", {}).get("to_vlm_lm")
+    if distance is not None and distance < ROUNDING:
+        return f"the VLM-LM's weights up to float rounding (relative distance {distance:.0e})"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -188,7 +201,7 @@ class InterventionsPage:
         ratio = f"{random_nll / real_nll:.1f}×" if real_nll > 0 else "not defined (the VLM-LM lost nothing)"
         return (
             f"Would a random change of the same size do the same? Gaussian ΔW at the VLM-LM's relative norms "
-            f"(largest error {100 * arm.details['max_relative_error']:.2f}%) changes, against the base, "
+            f"(largest error {100 * arm.details['max_relative_error']:.2g}%) changes, against the base, "
             f"{change(arm, 'base')}, against the VLM-LM's NLL {_signed(real_nll)} nats: the random change costs "
             f"{ratio} the real one's NLL loss."
         )
@@ -222,7 +235,16 @@ class InterventionsPage:
             f"has S {before.measured.sink.sink_strength:.3f} against the base's {self._base().sink.sink_strength:.3f} "
             f"and {change(before, 'base')}"
         )
-        if injection.runs:
+        if len(injection.vanilla_seeds) == 1:
+            over = injection.over_seeds
+            sentence += (
+                f"; after the testbed's stage 2 it differs from the vanilla run of the same seed "
+                f"({injection.vanilla_seeds[0]}) by NLL {_signed(over['nll_continue']['mean'])} nats, non-trivial "
+                f"strict {_signed(over['non_trivial_strict']['mean'], 1)} points, visual accuracy "
+                f"{_signed(over['visual']['mean'], 1)} points and S {_signed(over['sink_strength']['mean'], 3)} "
+                "(one seed: no interval or test over seeds)"
+            )
+        elif injection.vanilla_seeds:
             nll, strict = injection.over_seeds["nll_continue"], injection.over_seeds["non_trivial_strict"]
             sentence += (
                 f"; after the testbed's stage 2 it differs from vanilla runs of the same "
@@ -288,7 +310,7 @@ class InterventionsPage:
         if data.random_control is not None:
             add("random ΔW", data.random_control.title, data.random_control.measured)
         for arm in data.merges:
-            note = "same weights as the VLM-LM" if arm.details.get("identical_to_vlm_lm") else ""
+            note = _merge_note(arm)
             add("merge", arm.title, arm.measured, note)
         for ablation in data.ablations:
             name = BACKBONES.get(ablation.backbone, ablation.backbone)
@@ -298,6 +320,8 @@ class InterventionsPage:
                 add(f"ablation ({name})", arm.title, arm.measured)
         if data.injection is not None:
             add("QK-norm injection", data.injection.before.title, data.injection.before.measured)
+            for run in data.injection.runs:
+                add("QK-norm injection", f"injected, after stage 2 (seed {run.key.seed})", run_measured(run))
         return found
 
     def plots(self) -> list[PlotRef]:
