@@ -101,6 +101,11 @@ def test_resampled_ranks_and_the_interval_equal_scipys_on_tied_data(
     ranked = stats.resample_ranks(codes[drawn], distinct.size)
     assert np.array_equal(ranked, scipy_stats.rankdata(values[drawn], axis=-1))
     assert np.array_equal(stats.resample_ranks(codes, distinct.size), scipy_stats.rankdata(values))
+    stacked = codes[drawn].reshape(5, 10, len(x))  # any leading axes
+    assert np.array_equal(
+        stats.resample_ranks(stacked, distinct.size),
+        scipy_stats.rankdata(values[drawn].reshape(5, 10, -1), axis=-1),
+    )
     ours = stats.spearman_bootstrap_ci(values, other, seed=seed, n_resamples=200)
     reference = scipy_stats.bootstrap(
         (values, other),

@@ -62,7 +62,7 @@ def resample_ranks(codes: np.ndarray, distinct: int) -> np.ndarray:
     """Mid-ranks along the last axis of rows of value codes (each value's index among the ``distinct`` sorted
     distinct values it was drawn from), as ``stats.rankdata`` ranks the values themselves, without sorting a row: a
     value's rank is the count of the row's values below it plus half its ties (O(rows x n), not O(rows x n log n))."""
-    rows = np.atleast_2d(codes).astype(np.intp)
+    rows = np.asarray(codes).reshape(-1, np.shape(codes)[-1]).astype(np.intp)
     flat = rows + distinct * np.arange(rows.shape[0])[:, None]
     counts = np.bincount(flat.ravel(), minlength=rows.shape[0] * distinct).reshape(rows.shape[0], distinct)
     mid = np.cumsum(counts, axis=1) - (counts - 1) / 2
