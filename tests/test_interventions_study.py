@@ -106,11 +106,12 @@ def test_the_re_made_pair_equals_the_testbed_runs(tiny_study) -> None:
         assert difference == pytest.approx(0, abs=1e-4), name
 
 
-def test_a_study_in_another_precision_measures_afresh_and_pairs_with_its_own_endpoint(
+def test_a_study_in_another_precision_measures_afresh_and_makes_its_own_vanilla_runs(
     testbed_run, tmp_path: Path
 ) -> None:
     """The tiny testbed trains in bfloat16; the study in float32 is another recipe: it compares with none of the
-    testbed's runs, measures the base again, and pairs the injected seed 0 with its own re-made VL endpoint."""
+    testbed's runs, measures the base again, pairs the injected seed 0 with its own re-made VL endpoint and makes a
+    vanilla run for seed 1."""
     committed = Results.model_validate_json(testbed_run[0].read_text())
     assert precision_of(committed.config) == "bfloat16" and committed.runs and committed.base is not None
     in_float32 = recipe_in(committed, "float32")
@@ -118,19 +119,64 @@ def test_a_study_in_another_precision_measures_afresh_and_pairs_with_its_own_end
     assert in_float32.base is None and not in_float32.runs and not in_float32.seeds
     assert in_float32.config.recipe() != committed.config.recipe()
     inputs = tiny_inputs(testbed_run[0])
+    logged: list[str] = []
     study = Study(
-        StudyInputs(in_float32, inputs, None, (0,)), tmp_path / "work", tmp_path / "out.json", HEADER
+        StudyInputs(in_float32, inputs, None, (0, 1)),
+        tmp_path / "work",
+        tmp_path / "out.json",
+        HEADER,
+        log=logged.append,
     )
     data = study.run(("endpoints", "injection_runs"))
     assert study.testbed.state.config.eval_dtype == "float32" and study.testbed.state.base is not None
     assert data.endpoints.reproduction == {}  # no run of another recipe to reproduce
     injection = data.injection
-    assert injection.vanilla_seeds == [0]
-    (injected,) = injection.runs
-    expected = injected.text.ifeval.prompt_strict * 100 - data.endpoints.vl.text.ifeval.prompt_strict * 100
-    assert injection.over_seeds["prompt_strict"]["differences"] == [pytest.approx(expected)]
-    nll = injected.text.nll_continue_mean - data.endpoints.vl.text.nll_continue_mean
-    assert injection.over_seeds["nll_continue"]["differences"] == [pytest.approx(nll)]
+    assert injection.vanilla_seeds == [0, 1]
+    assert [run.key.seed for run in injection.vanilla_runs] == [1]  # seed 0's vanilla run is the endpoint
+    assert [
+        line for line in logged if line.startswith(("vanilla run", "injected run")) and "done" not in line
+    ] == [
+        "injected run seed 0",
+        "vanilla run seed 1",
+        "injected run seed 1",
+    ]
+    vanilla = {0: data.endpoints.vl, 1: injection.vanilla_runs[0]}
+    for name, value in (
+        ("prompt_strict", lambda run: run.text.ifeval.prompt_strict * 100),
+        ("nll_continue", lambda run: run.text.nll_continue_mean),
+    ):
+        expected = [value(run) - value(vanilla[run.key.seed]) for run in injection.runs]
+        assert injection.over_seeds[name]["differences"] == pytest.approx(expected), name
+    assert injection.runs[1].stage2.loss != injection.vanilla_runs[0].stage2.loss  # two models, two runs
+    labels = [row["label"] for row in InterventionsPage(FLOAT32_FILE, data).rows()]
+    assert labels[-3:] == [
+        "injected, after stage 2 (seed 0)",
+        "injected, after stage 2 (seed 1)",
+        "vanilla, after stage 2 (seed 1)",
+    ]
+
+    # Killed after seed 1's vanilla run: a new work folder (no checkpoints) makes only the injected run of seed 1,
+    # and neither re-makes the endpoints (their record is enough) nor the vanilla run on file.
+    killed = data.model_copy(
+        update={"injection": injection.model_copy(update={"runs": injection.runs[:1], "vanilla_seeds": [0]})}
+    )
+    work = tmp_path / "again"
+    work.mkdir()
+    (work / STUDY_FILE).write_text(killed.model_dump_json(by_alias=True), encoding="utf-8")
+    logged.clear()
+    resumed = Study(
+        StudyInputs(in_float32, inputs, None, (0, 1)), work, tmp_path / "out2.json", HEADER, log=logged.append
+    ).run(("injection_runs",))
+    assert [line for line in logged if line.startswith(("step ", "vanilla run", "injected run"))] == [
+        "step injection_runs",
+        "injected run seed 1",
+        "injected run seed 1: done",
+    ]
+    assert resumed.injection.vanilla_seeds == [0, 1]
+    for name, entry in resumed.injection.over_seeds.items():
+        assert entry["differences"] == pytest.approx(injection.over_seeds[name]["differences"], abs=1e-4), (
+            name
+        )
 
 
 def test_each_intervention_records_what_it_did(tiny_study) -> None:
@@ -182,6 +228,8 @@ def test_the_page_answers_each_question_and_draws_its_charts(tiny_study) -> None
     assert set(answers) == set(PAPER)
     assert all("\n" not in sentence and sentence.endswith(".") for sentence in answers.values())
     assert "median ratio of ‖ΔW‖₂" in answers["displacement"]
+    assert "vanilla runs of the same 2 seeds" in answers["injection"]
+    assert "smallest possible value with 2 seeds is 0.5" in answers["injection"]
     labels = [row["label"] for row in page.rows()]
     assert labels[:3] == [
         "SmolLM2-135M-Instruct (base)",

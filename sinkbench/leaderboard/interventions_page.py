@@ -94,6 +94,23 @@ def _signed(value: float, digits: int = 2) -> str:
     return f"{value:+.{digits}f}".replace("-", "−")
 
 
+#: The paired outcomes over seeds the injection sentence states: name in ``over_seeds``, label, digits, unit.
+SEED_OUTCOME_LABELS = (
+    ("nll_continue", "NLL", 2, " nats"),
+    ("non_trivial_strict", "non-trivial strict", 1, " points"),
+    ("visual", "visual accuracy", 1, " points"),
+    ("sink_strength", "S", 3, ""),
+)
+
+
+def _over_seeds(entry: dict[str, Any], digits: int, unit: str) -> str:
+    low, high = entry["ci"]
+    return (
+        f"{_signed(entry['mean'], digits)}{unit} [{_signed(low, digits)}, {_signed(high, digits)}] "
+        f"(p = {entry['p_sign_flip']:.3g})"
+    )
+
+
 def _interval(contrast: Contrast, digits: int = 2) -> str:
     low, high = contrast.ci
     return f"[{_signed(low, digits)}, {_signed(high, digits)}]"
@@ -245,12 +262,15 @@ class InterventionsPage:
                 "(one seed: no interval or test over seeds)"
             )
         elif injection.vanilla_seeds:
-            nll, strict = injection.over_seeds["nll_continue"], injection.over_seeds["non_trivial_strict"]
+            seeds = len(injection.vanilla_seeds)
+            parts = [
+                f"{label} {_over_seeds(injection.over_seeds[name], digits, unit)}"
+                for name, label, digits, unit in SEED_OUTCOME_LABELS
+            ]
             sentence += (
-                f"; after the testbed's stage 2 it differs from vanilla runs of the same "
-                f"{len(injection.vanilla_seeds)} seeds by NLL {_signed(nll['mean'])} nats "
-                f"(bootstrap over seeds [{_signed(nll['ci'][0])}, {_signed(nll['ci'][1])}], sign-flip p = "
-                f"{nll['p_sign_flip']:.3g}) and non-trivial strict {_signed(strict['mean'], 1)} points"
+                f"; after the testbed's stage 2 it differs from vanilla runs of the same {seeds} seeds by "
+                f"{', '.join(parts[:-1])} and {parts[-1]} (mean over seeds, bootstrap interval over seeds, exact "
+                f"sign-flip p, whose smallest possible value with {seeds} seeds is {2 / 2**seeds:.3g})"
             )
         return sentence + "."
 
@@ -320,8 +340,10 @@ class InterventionsPage:
                 add(f"ablation ({name})", arm.title, arm.measured)
         if data.injection is not None:
             add("QK-norm injection", data.injection.before.title, data.injection.before.measured)
-            for run in data.injection.runs:
+            for run in sorted(data.injection.runs, key=lambda run: run.key.seed):
                 add("QK-norm injection", f"injected, after stage 2 (seed {run.key.seed})", run_measured(run))
+            for run in sorted(data.injection.vanilla_runs, key=lambda run: run.key.seed):
+                add("QK-norm injection", f"vanilla, after stage 2 (seed {run.key.seed})", run_measured(run))
         return found
 
     def plots(self) -> list[PlotRef]:

@@ -11,7 +11,8 @@ later steps read:
 * ``displacement``: where the weights moved, VL against text-only endpoint (F.1);
 * ``random_control``: Gaussian ΔW at the VL pair's relative norms, seed 0 (D.4);
 * ``merges``: the seven merge settings of F.4, each with its text outcomes and the visual accuracy of its VLM;
-* ``injection_runs``: the injected SmolLM2 through the testbed's stages, against vanilla runs of the same seeds.
+* ``injection_runs``: the injected SmolLM2 through the testbed's stages, against vanilla runs of the same seeds (the
+  study makes those that are not on file).
 """
 
 from __future__ import annotations
@@ -193,11 +194,16 @@ class Study:
 
     def _needs(self, step: str) -> tuple[str, ...]:
         """The steps ``step`` reads: the endpoints' checkpoints, or the injection's record; the injected runs also
-        need the re-made VL endpoint when it is their only vanilla run of seed 0 (a recipe of another precision)."""
+        need the re-made VL endpoint's record when it is their vanilla run of seed 0 (a recipe of another precision)
+        and is not yet on file."""
         if step in NEEDS_ENDPOINTS:
             return ("endpoints",)
         if step == "injection_runs":
-            own_vanilla = 0 in self.study.injection_seeds and 0 not in self._vanilla_on_file()
+            own_vanilla = (
+                0 in self.study.injection_seeds
+                and 0 not in self._vanilla_on_file()
+                and self.state.endpoints is None
+            )
             return ("injection_before", "endpoints") if own_vanilla else ("injection_before",)
         return ()
 
@@ -229,7 +235,8 @@ class Study:
         if step == "injection_before":
             return state.injection is not None
         if step == "injection_runs":
-            return state.injection is not None and len(state.injection.runs) > 0
+            injection = state.injection
+            return injection is not None and set(self.study.injection_seeds) <= set(injection.vanilla_seeds)
         return bool(getattr(state, step))
 
     # -- the pair ------------------------------------------------------------------------------------------------
@@ -420,6 +427,9 @@ class Study:
         return {"injection": Injection(before=before, runs=[], vanilla_seeds=[], over_seeds={})}
 
     def _injection_runs(self) -> dict[str, Any]:
+        """The injected SmolLM2 through stage 2 for each seed, each paired with a vanilla run of its seed: the
+        testbed results', the re-made VL endpoint (seed 0), or one the study makes in its own testbed. Every run is
+        written to the running state as it finishes, so a killed step resumes at the run it was in."""
         from sinkbench.interventions.qk_norm import write_qk_norm_injection
 
         inputs = self.study.inputs
@@ -434,24 +444,47 @@ class Study:
         # another precision).
         seeded = self.study.testbed_results.model_copy(update={"base": self.testbed.ensure_base()})
         testbed = self._testbed("injected-runs", injected, seeded)
+        for seed in self.study.injection_seeds:
+            key = RunKey(data="vl", dose=self.config.compare_dose, arm="none", seed=seed)
+            if seed not in self._vanilla():
+                self._record_run(self.testbed, key, "vanilla_runs", "vanilla")
+            if seed not in {run.key.seed for run in self.state.injection.runs}:
+                self._record_run(testbed, key, "runs", "injected")
+        return {"injection": self._paired(self.state.injection)}
+
+    def _vanilla(self) -> dict[int, RunRecord]:
+        """The vanilla runs by seed: the testbed results', the re-made VL endpoint, then the study's own."""
         vanilla = self._vanilla_on_file()
         if self.state.endpoints is not None:  # the re-made VL endpoint is vanilla seed 0 of this very recipe
             vanilla.setdefault(0, self.state.endpoints.vl)
-        runs = []
-        for seed in self.study.injection_seeds:
-            key = RunKey(data="vl", dose=self.config.compare_dose, arm="none", seed=seed)
-            testbed.prepare_seed(seed)
-            runs.append(testbed.run_one(key))
-            self.log(f"injected run seed {seed}: done")
-        paired = [run for run in runs if run.key.seed in vanilla]
-        injection = self.state.injection.model_copy(
+        if self.state.injection is not None:
+            for run in self.state.injection.vanilla_runs:
+                vanilla.setdefault(run.key.seed, run)
+        return vanilla
+
+    def _record_run(self, testbed: Testbed, key: RunKey, field: str, kind: str) -> None:
+        """Make one run of ``testbed`` and add it to the injection's ``field`` in the running state."""
+        testbed.prepare_seed(key.seed)
+        self.log(f"{kind} run seed {key.seed}")
+        run = testbed.run_one(key)
+        injection = self.state.injection
+        update = {field: [*getattr(injection, field), run]}
+        self.state = self.state.model_copy(update={"injection": injection.model_copy(update=update)})
+        self._write()
+        self.log(f"{kind} run seed {key.seed}: done")
+
+    def _paired(self, injection: Injection) -> Injection:
+        """``injection`` with its runs paired with the vanilla runs of the same seeds."""
+        vanilla = self._vanilla()
+        paired = sorted(
+            (run for run in injection.runs if run.key.seed in vanilla), key=lambda run: run.key.seed
+        )
+        return injection.model_copy(
             update={
-                "runs": runs,
                 "vanilla_seeds": [run.key.seed for run in paired],
                 "over_seeds": over_seeds(paired, vanilla),
             }
         )
-        return {"injection": injection}
 
 
 def gemma_shape(folder: Path) -> dict[str, int]:

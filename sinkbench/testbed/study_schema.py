@@ -91,12 +91,14 @@ class Ablation(Record):
 
 class Injection(Record):
     """QK-RMSNorm injected into SmolLM2: before any training (against the base) and after the testbed's stage 2
-    (against vanilla runs of the same seeds, paired over seeds)."""
+    (against vanilla runs of the same seeds, paired over seeds). ``vanilla_runs`` are the vanilla runs the study made
+    itself, for the seeds that neither the testbed results nor the re-made VL endpoint (seed 0) give."""
 
     before: Arm
     runs: list[RunRecord]
     vanilla_seeds: list[int]
     over_seeds: dict[str, dict[str, Any]]
+    vanilla_runs: list[RunRecord] = Field(default_factory=list)
 
 
 class StudyResults(Record):
