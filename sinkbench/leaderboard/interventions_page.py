@@ -104,16 +104,15 @@ SEED_OUTCOME_LABELS = (
 
 
 def _over_seeds(entry: dict[str, Any], digits: int, unit: str) -> str:
-    low, high = entry["ci"]
-    return (
-        f"{_signed(entry['mean'], digits)}{unit} [{_signed(low, digits)}, {_signed(high, digits)}] "
-        f"(p = {entry['p_sign_flip']:.3g})"
-    )
+    return f"{_signed(entry['mean'], digits)}{unit} {_bracket(*entry['ci'], digits)} (p = {entry['p_sign_flip']:.3g})"
+
+
+def _bracket(low: float, high: float, digits: int) -> str:
+    return f"[{_signed(low, digits)}, {_signed(high, digits)}]"
 
 
 def _interval(contrast: Contrast, digits: int = 2) -> str:
-    low, high = contrast.ci
-    return f"[{_signed(low, digits)}, {_signed(high, digits)}]"
+    return _bracket(*contrast.ci, digits)
 
 
 def change(arm: Arm, against: str) -> str:

@@ -199,11 +199,7 @@ class Study:
         if step in NEEDS_ENDPOINTS:
             return ("endpoints",)
         if step == "injection_runs":
-            own_vanilla = (
-                0 in self.study.injection_seeds
-                and 0 not in self._vanilla_on_file()
-                and self.state.endpoints is None
-            )
+            own_vanilla = 0 in self.study.injection_seeds and 0 not in self._vanilla()
             return ("injection_before", "endpoints") if own_vanilla else ("injection_before",)
         return ()
 
