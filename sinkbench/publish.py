@@ -7,8 +7,8 @@ to disk first, and the rename after it; on Linux the two folders are swapped, so
 complete old output or the complete new one, never missing or mixed; elsewhere the old folder is renamed aside
 first, a short window in which ``out`` is missing). The replaced contents are then deleted. Whatever a killed run left (``.<out>.staging-*`` folders) is deleted by the next run, under the lock.
 
-An exclusive lock (``flock`` on ``.<out>.lock`` beside ``out``) keeps a second writer out: it fails at once
-with one line saying that ``out`` is being written by another run. ``out`` is refused when it exists and was
+An exclusive lock (``flock`` on ``.<out>.lock`` beside ``out``, removed when the run ends) keeps a second writer out:
+it fails at once with one line saying that ``out`` is being written by another run. ``out`` is refused when it exists and was
 not written by sinkbench (it lacks :data:`MARKER`), so a mistyped ``--out`` never replaces a user's folder, and
 when a folder in it is read-only (its old contents could be swapped out but not deleted), so a run never exits 0
 with the old output left beside ``out``.
@@ -24,6 +24,7 @@ import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 from sinkbench.errors import SinkbenchError, UserError
 from sinkbench.safe_io import created_mode, install_directory, overlap, scratch_folder, staging_prefix
@@ -48,17 +49,32 @@ def _lock(out: Path) -> Iterator[None]:
     if fcntl is None:
         yield
         return
-    handle = open(out.parent / f".{out.name}.lock", "a")  # noqa: SIM115 (held for the whole block)
-    try:
+    path = out.parent / f".{out.name}.lock"
+    while True:
+        handle = open(path, "a")  # noqa: SIM115 (held for the whole block)
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            handle.close()
             raise PublishError(
                 f"{out} is being written by another run; wait for it to finish, or choose another --out"
             ) from None
+        if _same_file(handle, path):
+            break
+        handle.close()  # the run that held it removed it before we locked it: lock the new one
+    try:
         yield
     finally:
+        path.unlink(missing_ok=True)  # still locked: a run that opened it meanwhile sees it gone and retries
         handle.close()
+
+
+def _same_file(handle: TextIO, path: Path) -> bool:
+    """Whether the open ``handle`` is still the file at ``path`` (not one removed from there since)."""
+    try:
+        return os.path.samestat(os.fstat(handle.fileno()), os.stat(path))
+    except FileNotFoundError:
+        return False
 
 
 @contextlib.contextmanager

@@ -26,7 +26,7 @@ from unittest import mock
 import mkdocs.utils
 import pytest
 
-from sinkbench import safe_io
+from sinkbench import publish, safe_io
 from sinkbench.cli import build_parser, main
 from sinkbench.leaderboard.project import build_site
 from sinkbench.publish import MARKER
@@ -282,6 +282,38 @@ def test_a_held_lock_refuses_the_command_in_one_line(
     assert snapshot(out) == before and leftovers(out) == []
 
 
+@pytest.mark.parametrize("command", [AGGREGATE, SITE], ids=lambda command: command.name)
+def test_no_lock_file_is_left_beside_out(command: Command, references: References, tmp_path: Path) -> None:
+    """The lock file goes when the run ends, whether it published or failed (a clone stays clean)."""
+    out = tmp_path / "out"
+    assert main(command.argv(references["new"], out)) == 0
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["out"]
+    (out / MARKER).unlink()  # no longer a sinkbench output: refused
+    (out / "mine.txt").write_text("a user's file\n", encoding="utf-8")
+    assert main(command.argv(references["new"], out)) == 1
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["out"]
+
+
+def test_a_lock_file_removed_by_the_run_that_held_it_is_not_a_lock(tmp_path: Path) -> None:
+    """A run that opened the lock file just before the run holding it removed it would lock a file no longer
+    there; it must lock the file at the path instead, or a third run could lock that one too."""
+    out = tmp_path / "out"
+    lock_path = tmp_path / ".out.lock"
+    flock, removed = fcntl.flock, []
+
+    def holder_finishes_first(handle: object, operation: int) -> None:
+        if not removed:  # between our open and our flock, the holder removes the file and lets go
+            lock_path.unlink()
+            removed.append(True)
+        flock(handle, operation)
+
+    with mock.patch.object(publish.fcntl, "flock", holder_finishes_first), publish.exclusive(out):
+        assert removed and lock_path.exists()
+        with lock_path.open("a") as third, pytest.raises(BlockingIOError):
+            flock(third, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    assert not lock_path.exists()
+
+
 def _fail(monkeypatch: pytest.MonkeyPatch, what: str, code: int, inside: Path) -> None:
     """Make the operating system refuse, with ``code``, every file write (``what="write"``: a full disk) or every
     new folder (``what="folder"``: a read-only folder) under ``inside``."""
@@ -400,7 +432,7 @@ def test_a_read_only_out_is_refused_in_one_line_and_nothing_is_left_beside_it(
     assert errors.count("\n") == 1, errors
     assert errors.startswith(f"sinkbench {command.name}: cannot replace {out}: {locked} is read-only"), errors
     assert snapshot(out) == before
-    assert sorted(path.name for path in base.iterdir()) == [".out.lock", "out", "stderr.txt"]
+    assert sorted(path.name for path in base.iterdir()) == ["out", "stderr.txt"]
     shutil.rmtree(base)
 
 
@@ -499,9 +531,7 @@ def test_a_killed_import_leaves_every_entry_whole(tmp_path: Path) -> None:
         assert all(name.startswith(".pairs.") for name in os.listdir(root) if name != "pairs")
         assert sorted(os.listdir(root / "pairs")) == ["vlm-a", "vlm-b"], steps[point - 1]
         assert main(argv(root, new)) == 0 and deltas(root) == {"vlm-a": -5.0, "vlm-b": -5.0}
-        assert sorted(os.listdir(root)) == [".pairs.lock", "pairs"], (
-            "the next run removes what the killed one left"
-        )
+        assert sorted(os.listdir(root)) == ["pairs"], "the next run removes what the killed one left"
 
 
 def test_the_published_folder_has_ordinary_permissions(references: References, tmp_path: Path) -> None:

@@ -80,10 +80,7 @@ def test_existing_entry_is_not_overwritten_without_force(tmp_path: Path) -> None
     assert (
         json.loads((out / "pairs/vlm-a/metadata.json").read_text())["reported"]["tasks"][0]["delta"] == -4.0
     )
-    assert sorted(path.name for path in out.iterdir()) == [
-        ".pairs.lock",
-        "pairs",
-    ]  # no staging folder left behind
+    assert sorted(path.name for path in out.iterdir()) == ["pairs"]  # no staging folder or lock left behind
 
 
 HOSTILE_ROWS = [
