@@ -3,8 +3,9 @@
 Each subcommand lives in its own module under ``sinkbench.cli`` and exposes
 ``register(subparsers)``; the handler it installs is one call into the library.
 Heavy imports happen inside handlers so that ``--help`` stays instant. Every handler runs through
-:func:`sinkbench.cli.failures.run_command`, the one place that turns a user's failure into one line.
-Exit codes: 0 ok, 1 a check failed, 2 usage error.
+:func:`sinkbench.cli.failures.run_command`, the one place that turns a user's failure into one line, and
+:func:`sinkbench.cli.extras.run_needing_extras`, which names the optional extra a command needs when it is missing.
+Exit codes: 0 ok, 1 a check failed, 2 usage error (an extra missing included).
 """
 
 from __future__ import annotations
@@ -61,9 +62,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.passthrough_args = extra
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    from sinkbench.cli.extras import run_needing_extras
     from sinkbench.cli.failures import run_command
 
-    return run_command(getattr(args, "command_label", args.command), lambda: int(args.handler(args) or 0))
+    label = getattr(args, "command_label", args.command)
+    return run_command(label, lambda: run_needing_extras(label, lambda: int(args.handler(args) or 0)))
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
-"""``sinkbench site build`` and ``sinkbench site serve``: the leaderboard's MkDocs project."""
+"""``sinkbench site build`` and ``sinkbench site serve``: the leaderboard's MkDocs project (the ``site`` extra)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from sinkbench.cli.extras import require_extra
 from sinkbench.cli.options import FROM_THE_ROOT, add_submissions_option, missing_paths
 from sinkbench.leaderboard.sources import EXPERIMENTS_DIR
 
@@ -60,6 +61,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 def _build(args: argparse.Namespace) -> int:
     """Build the site and say what was built."""
     from sinkbench.cli.failures import printable
+
+    require_extra("site")
     from sinkbench.leaderboard.project import build_site
 
     if missing_paths("site build", [args.submissions], f"{FROM_THE_ROOT}: --submissions DIR"):
@@ -74,6 +77,7 @@ def _build(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     """Serve the site until Ctrl-C."""
+    require_extra("site")
     from sinkbench.leaderboard.project import serve_site
 
     if missing_paths("site serve", [args.submissions], f"{FROM_THE_ROOT}: --submissions DIR"):

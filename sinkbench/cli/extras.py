@@ -1,0 +1,53 @@
+"""A command of the base install (``pip install sinkbench``) that needs a package of an optional extra says so in
+one line, naming the extra, instead of ending in a ``ModuleNotFoundError`` traceback."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable
+
+#: The import names of each optional extra's packages (pyproject.toml ``[project.optional-dependencies]``);
+#: mkdocs-material brings ``mkdocs`` and ``pymdownx`` (pymdown-extensions) with its own ``material``.
+EXTRA_MODULES = {
+    "site": ("mkdocs", "material", "pymdownx", "matplotlib", "adjustText", "plotly"),
+    "merge": ("mergekit",),
+}
+#: Each of those modules and the extra it comes with.
+EXTRA_OF_MODULE = {module: extra for extra, modules in EXTRA_MODULES.items() for module in modules}
+#: Exit status of a command whose extra is not installed (a usage error: the command cannot run as installed).
+MISSING_EXTRA = 2
+
+
+def missing_extra_line(command: str, extra: str) -> str:
+    """The one line a command prints when it needs ``extra``."""
+    return f'sinkbench {command} needs the {extra} extra: pip install "sinkbench[{extra}]"'
+
+
+def _installed(module: str) -> bool:
+    if module in sys.modules:
+        return sys.modules[module] is not None
+    return importlib.util.find_spec(module) is not None
+
+
+def require_extra(extra: str) -> None:
+    """Check, before any work, that every package of ``extra`` can be imported.
+
+    Raises:
+        ModuleNotFoundError: the first of them that cannot (:func:`run_needing_extras` reports it).
+    """
+    for module in EXTRA_MODULES[extra]:
+        if not _installed(module):
+            raise ModuleNotFoundError(f"No module named {module!r}", name=module)
+
+
+def run_needing_extras(command: str, handler: Callable[[], int]) -> int:
+    """``handler()``; when it fails on a package of an optional extra, that extra in one line on stderr, exit 2."""
+    try:
+        return handler()
+    except ModuleNotFoundError as error:
+        extra = EXTRA_OF_MODULE.get((error.name or "").partition(".")[0])
+        if extra is None:
+            raise
+        print(missing_extra_line(command, extra), file=sys.stderr)
+        return MISSING_EXTRA
