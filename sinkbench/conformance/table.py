@@ -3,7 +3,10 @@ the Markdown page the site's Methodology section and the README link."""
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 import json
+import sys
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
@@ -76,6 +79,26 @@ def _row(verdict: Verdict) -> dict[str, Any]:
 def load() -> dict[str, Any]:
     """The committed verdicts (``architectures.json``)."""
     return json.loads(TABLE_JSON.read_text(encoding="utf-8"))
+
+
+def version_line(swept: str, running: str) -> str | None:
+    """The warning that the running transformers is not the one the table was swept on; None when it is."""
+    if running == swept:
+        return None
+    return (
+        f"sinkbench: warning: the architecture table (the model types screen and extract-lm accept) was swept on "
+        f"transformers {swept} and this is transformers {running}; a model type's verdict may differ "
+        "(`python -m sinkbench.conformance --types MODEL_TYPE` checks one on this version)"
+    )
+
+
+@functools.cache
+def warn_if_not_swept_version() -> None:
+    """Print :func:`version_line` on stderr, once per process, when the installed transformers is not the version
+    ``architectures.json`` records (pyproject.toml allows a range of releases; the table holds for one)."""
+    line = version_line(load()["transformers"], importlib.metadata.version("transformers"))
+    if line is not None:
+        print(line, file=sys.stderr)
 
 
 def summary(rows: dict[str, dict[str, Any]]) -> str:

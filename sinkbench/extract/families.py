@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sinkbench.conformance.table import warn_if_not_swept_version
 from sinkbench.extract import molmo2
 from sinkbench.extract.errors import ExtractError
 
@@ -114,6 +115,7 @@ def family_for(config: PretrainedConfig, vlm: torch.nn.Module, where: str) -> Fa
     """
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
+    warn_if_not_swept_version()
     names = {id(module): name for name, module in vlm.named_modules()}
     decoder, head = language_model(vlm), vlm.get_output_embeddings()
     if decoder is None or id(decoder) not in names or decoder is vlm:

@@ -36,6 +36,7 @@ from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
+from sinkbench.conformance.table import warn_if_not_swept_version
 from sinkbench.sink.kernels import (
     QUERY_CHUNK,
     Kernel,
@@ -234,6 +235,7 @@ def recording(recorder: SinkRecorder | AttentionCensus) -> Iterator[None]:
 
 def register_probe_attention() -> str:
     """Register ``sinkbench_probe`` (and SDPA-style masks for it); return its name. Idempotent."""
+    warn_if_not_swept_version()
     AttentionInterface.register(ATTENTION_NAME, probe_attention)
     AttentionMaskInterface.register(ATTENTION_NAME, sdpa_mask)
     return ATTENTION_NAME
