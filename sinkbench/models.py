@@ -13,10 +13,13 @@ so a command refuses a bad argument before its heavy imports.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import shutil
 import tempfile
+import urllib.error
+import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +37,8 @@ DTYPES = ("float32", "bfloat16", "float16", "auto")
 _CACHE_MARKER = "sinkbench-cache-complete"
 #: The first four bytes of every GGUF file.
 GGUF_MAGIC = b"GGUF"
+#: Seconds a hub model waits for the Hugging Face Hub to answer before it is said to be unreachable.
+HUB_TIMEOUT = 3.0
 
 
 @dataclass(frozen=True)
@@ -226,13 +231,67 @@ def _gguf_name(spec: str | None, source: str) -> str | None:
     return Path(str(spec)).name if source == "gguf" else None
 
 
+def _in_hub_cache(repo_id: str, revision: str | None) -> bool:
+    """Whether the Hub cache holds ``config.json`` of ``repo_id`` at ``revision`` (None: at any revision)."""
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if revision is not None:
+        return isinstance(try_to_load_from_cache(repo_id, "config.json", revision=revision), str)
+    snapshots = Path(constants.HF_HUB_CACHE) / f"models--{repo_id.replace('/', '--')}" / "snapshots"
+    return any(snapshots.glob("*/config.json"))
+
+
+@functools.cache
+def _hub_answers(endpoint: str) -> bool:
+    """Whether the Hub at ``endpoint`` answers one HEAD request within :data:`HUB_TIMEOUT` (any HTTP status counts;
+    proxies from the environment apply, as they do to the Hub's own client); asked once per process."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(endpoint, method="HEAD"), timeout=HUB_TIMEOUT):
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except (OSError, ValueError):  # no route, no name, refused, timed out; a malformed HF_ENDPOINT
+        return False
+
+
+def hub_access(repo_id: str, revision: str | None = None) -> dict[str, Any]:
+    """The ``from_pretrained`` options that load the hub model ``repo_id`` without minutes of retries: none when the
+    Hub answers or ``HF_HUB_OFFLINE`` is set with the model in the Hub cache, ``local_files_only`` when the Hub does
+    not answer and the model is cached.
+
+    Raises:
+        UserError: the model is not in the Hub cache, and the Hub cannot be reached or ``HF_HUB_OFFLINE`` is set.
+    """
+    from huggingface_hub import constants
+
+    cached = _in_hub_cache(repo_id, revision)
+    fix = "pass a local model folder or a .gguf file, or download the model where the Hub is reachable"
+    if constants.HF_HUB_OFFLINE:
+        if cached:
+            return {}
+        raise UserError(
+            f"MODEL {repo_id}: HF_HUB_OFFLINE is set and the model is not in the Hub cache "
+            f"({constants.HF_HUB_CACHE}); {fix}"
+        )
+    if _hub_answers(constants.ENDPOINT):
+        return {}
+    if cached:
+        return {"local_files_only": True}
+    raise UserError(
+        f"MODEL {repo_id}: the Hugging Face Hub ({constants.ENDPOINT}) cannot be reached and the model is not in the "
+        f"Hub cache ({constants.HF_HUB_CACHE}); {fix} (then it loads from the cache, with HF_HUB_OFFLINE=1 too)"
+    )
+
+
 def _load(spec: str, location: str, kwargs: dict[str, Any]) -> tuple[torch.nn.Module, Any]:
     """``from_pretrained`` of the model and its tokenizer, with transformers' failures as one-line errors."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
         model = AutoModelForCausalLM.from_pretrained(location, **kwargs).eval()
-        tokenizer = AutoTokenizer.from_pretrained(location, revision=kwargs.get("revision"))
+        tokenizer = AutoTokenizer.from_pretrained(
+            location, revision=kwargs.get("revision"), local_files_only=kwargs.get("local_files_only", False)
+        )
     except OSError as error:  # missing files, an unreachable or unknown hub id
         raise UserError(
             f"MODEL {spec}: cannot be loaded ({one_line(error)}); check the id or the folder"
@@ -287,12 +346,14 @@ def load_model(
     """
     if dtype not in DTYPES:
         raise UserError(f"Unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}.")
+    source, location, sha = resolve_model(spec)
+    access = hub_access(location, revision) if source == "hub" else {}  # before the heavy imports: in seconds
     import torch
 
-    source, location, sha = resolve_model(spec)
     kwargs: dict[str, Any] = {
         "dtype": dtype if dtype == "auto" else getattr(torch, dtype),
         "revision": revision,
+        **access,
     }
     if device_map:
         kwargs["device_map"] = device_map

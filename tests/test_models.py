@@ -78,6 +78,7 @@ def test_remote_code_models_are_refused_with_the_converted_checkpoint(tmp_path, 
         resolve_model(str(tmp_path))
     # a hub id gets the same reason, read from its config when transformers refuses to load it
     monkeypatch.setattr(models, "resolve_model", lambda spec: ("hub", str(tmp_path), None))
+    monkeypatch.setattr(models, "hub_access", lambda repo_id, revision=None: {})  # the Hub answers
     with pytest.raises(ModelNotSupported, match="MODEL org/name: .*" + message):
         models.load_model("org/name")
 

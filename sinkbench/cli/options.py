@@ -151,17 +151,20 @@ def probe_options(args: argparse.Namespace) -> ProbeOptions:
 def check_model_arguments(models: Sequence[str | None], prompts: str) -> None:
     """Refuse what the arguments alone show to be wrong, before a command's heavy imports (torch, transformers):
     the calibration prompts, then each model spec (:func:`sinkbench.models.locate_model`: a missing path, a file
-    that is not GGUF, a missing weights package).
+    that is not GGUF, a missing weights package; :func:`sinkbench.models.hub_access`: a hub id neither reachable
+    nor cached).
 
     Raises:
         UserError: one line naming the argument and the fix.
     """
-    from sinkbench.models import locate_model
+    from sinkbench.models import hub_access, locate_model
     from sinkbench.sink.prompts import load_calibration
 
     load_calibration(prompts)
     for model in models:
-        locate_model(model)
+        source, location = locate_model(model)
+        if source == "hub":
+            hub_access(location)
 
 
 def add_quiet(parser: argparse.ArgumentParser) -> None:
