@@ -8,9 +8,19 @@ import sys
 from collections.abc import Callable
 
 #: The import names of each optional extra's packages (pyproject.toml ``[project.optional-dependencies]``);
-#: mkdocs-material brings ``mkdocs`` and ``pymdownx`` (pymdown-extensions) with its own ``material``.
+#: mkdocs-material brings ``mkdocs`` and ``pymdownx`` (pymdown-extensions) with its own ``material``, and
+#: mkdocstrings-python's module is ``mkdocstrings_handlers``.
 EXTRA_MODULES = {
-    "site": ("mkdocs", "material", "pymdownx", "matplotlib", "adjustText", "plotly"),
+    "site": (
+        "mkdocs",
+        "material",
+        "pymdownx",
+        "matplotlib",
+        "adjustText",
+        "plotly",
+        "mkdocstrings",
+        "mkdocstrings_handlers",
+    ),
     "merge": ("mergekit",),
 }
 #: Each of those modules and the extra it comes with.
