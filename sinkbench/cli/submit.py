@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
+import sys
 from pathlib import Path
 
 QK_CLASSES = ("per-head", "layerwise", "none")
-_CHECKLIST = """Pull-request checklist:
-  [ ] `sinkbench validate {folder}` passes (it did just now)
-  [ ] the revisions in metadata.json are the weights you evaluated
-  [ ] both sides of a pair ran with the same flags (the gate compared what lm-eval recorded)
-  [ ] the redactions listed in metadata.json replaced only local paths"""
+#: The pull-request checklist of each kind of entry ({folder}: the entry folder, as the user can paste it).
+CHECKLISTS = {
+    kind: "\n".join(
+        [
+            "Pull-request checklist:",
+            "  [ ] `sinkbench validate {folder}` passes (it did just now)",
+            f"  [ ] the {revisions} in metadata.json {are} the weights you evaluated",
+            *(["  [ ] both sides of the pair ran with the same flags (the gate compared what lm-eval recorded)"]
+              if kind == "pair" else []),
+            "  [ ] the redactions listed in metadata.json replaced only local paths",
+        ]
+    )
+    for kind, revisions, are in (("pair", "revisions", "are"), ("backbone", "revision", "is"))
+}  # fmt: skip
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,7 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     pair.add_argument("--vlm", required=True, type=Path, metavar="RUN_DIR", help="the VLM-LM's run folder")
     pair.add_argument(
-        "--vl-recipe", required=True, help="the VL training between the two, e.g. 'SFT+DPO on ...'"
+        "--vl-recipe",
+        default=None,
+        help="the VL training between the two, e.g. 'SFT+DPO on ...' (default: none; required)",
     )
     pair.add_argument(
         "--testbed", action="store_true",
@@ -71,16 +85,19 @@ def backbone_help() -> str:
 def _model_options(parser: argparse.ArgumentParser, option: str, what: str) -> None:
     parser.add_argument(
         f"--{option}-id", default=None, metavar="ORG/NAME",
-        help=f"Hub id of {what}; needed when its run used a local folder (default: read from the run)",
+        help=f"Hub id of {what}; needed when its run used a local folder (default: read from the run, an extracted VLM-LM's provenance.json, a Hub-cache snapshot folder, or the embedded model of sinkbench's GGUF cache folder)",
     )  # fmt: skip
     parser.add_argument(
         f"--{option}-revision", default=None, metavar="REV",
-        help=f"revision of {what}: a commit, or sha256:HEX of a weights file (default: read from the run)",
+        help=f"revision of {what}: a commit, or sha256:HEX of a weights file, the model.sha256 of `sinkbench screen "
+        "--output` (default: read from the run, a Hub-cache snapshot folder or sinkbench's GGUF cache folder)",
     )  # fmt: skip
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--name", required=True, help="entry folder name, e.g. qwen3-vl-8b-instruct")
+    parser.add_argument(
+        "--name", default=None, help="entry folder name, e.g. qwen3-vl-8b-instruct (default: none; required)"
+    )
     parser.add_argument(
         "--out",
         type=Path,
@@ -88,7 +105,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="submissions folder (default: %(default)s)",
     )
-    parser.add_argument("--submitter", required=True, help="who submits the entry (a name or handle)")
+    parser.add_argument(
+        "--submitter", default=None, help="who submits the entry, a name or handle (default: none; required)"
+    )
     parser.add_argument(
         "--profile", type=Path, default=None, metavar="FILE.json",
         help="a `sinkbench screen --output` report of the LLM, for its heatmap (default: none)",
@@ -102,22 +121,36 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _report(submitted: object, out: Path) -> None:
+def pasteable(path: Path) -> str:
+    """``path`` as the user can paste it where they stand: relative to the current folder, quoted for the shell."""
+    return shlex.quote(os.path.relpath(path))
+
+
+def _report(submitted: object, kind: str) -> None:
     folder = submitted.folder
-    print(f"wrote {folder} ({len(submitted.files)} files, {submitted.redactions} field(s) redacted):")
+    print(
+        f"wrote {pasteable(folder)} ({len(submitted.files)} files, {submitted.redactions} field(s) redacted):"
+    )
     for name in submitted.files:
         print(f"  {name}")
-    relative = folder.relative_to(out.parent) if folder.is_relative_to(out.parent) else folder
     print("\nNext:")
     print(f"  git checkout -b add-{folder.name}")
-    print(f"  git add {relative}")
+    print(f"  git add {pasteable(folder)}")
     print(f'  git commit -m "Add {folder.name}"')
     print("  git push, then open a pull request\n")
-    print(_CHECKLIST.format(folder=relative))
+    print(CHECKLISTS[kind].format(folder=pasteable(folder)))
 
 
 def _submit(args: argparse.Namespace, action) -> int:
-    _report(action(), args.out)
+    from sinkbench.cli.failures import printable
+    from sinkbench.submissions.submit import MissingOptions
+
+    try:
+        submitted = action()
+    except MissingOptions as error:  # a usage error: the command line lacks what the runs cannot say
+        print(printable(f"sinkbench submit {args.submit_kind}: {error}"), file=sys.stderr)
+        return 2
+    _report(submitted, args.submit_kind)
     return 0
 
 

@@ -3,7 +3,8 @@
 It reads the ``results_*.json`` and ``samples_*.jsonl`` that ``lm_eval --output_path RUN --log_samples`` wrote
 (any depth below RUN), fills ``metadata.json`` from what they say (model ids and revisions, the QK-norm class
 from the model's ``config.json`` or GGUF header where the run used a local folder, the model of an extracted
-VLM-LM from its ``provenance.json``), and asks only for what they cannot say. The metadata is built as the
+VLM-LM from its ``provenance.json``, the embedded model and its GGUF's sha256 from sinkbench's GGUF cache folder),
+and asks for what they cannot say, every missing option in one message. The metadata is built as the
 schema's own model (:class:`~sinkbench.submissions.schema.PairMetadata` or ``BackboneMetadata``) and serialised from
 it, so a bad option is refused by field before anything is written. Local paths are replaced by the model id or
 ``<local>`` and every change is recorded (:mod:`sinkbench.submissions.local_paths`). Nothing is written unless the
@@ -16,6 +17,7 @@ import json
 import re
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from sinkbench.errors import UserError
+from sinkbench.models import cached_gguf
 from sinkbench.safe_io import UnsafeFileError, file_sha256, install_directory, read_json
 from sinkbench.submissions.catalogue import FOLDER_OF_KIND, FORMAT_TASKS, IFEVAL_TASK, SINK_TASK
 from sinkbench.submissions.entry import Entry
@@ -49,6 +52,40 @@ _UNPINNED = {None, "", "main"}
 
 class SubmitError(UserError):
     """A run folder or option that cannot make an entry; the message is one line with the fix."""
+
+
+@dataclass(frozen=True)
+class Missing:
+    """An option the run folders cannot stand in for, and why it is needed."""
+
+    option: str  # the flag and its value's name, e.g. ``--model-id ORG/NAME``
+    why: str
+
+
+class MissingOptions(SubmitError):
+    """Every option still needed, named at once in one line."""
+
+    def __init__(self, missing: Sequence[Missing]) -> None:
+        self.missing = tuple(missing)
+        flags = ", ".join(item.option.split()[0] for item in self.missing)
+        super().__init__(
+            f"missing {flags}: " + "; ".join(f"{item.option} ({item.why})" for item in self.missing)
+        )
+
+
+#: The options every entry needs, and what each is.
+_ENTRY_OPTIONS = {
+    "name": Missing("--name NAME", "the entry folder's name, e.g. smollm2-135m-instruct"),
+    "submitter": Missing("--submitter WHO", "your name or handle, shown on the board"),
+    "vl_recipe": Missing(
+        "--vl-recipe TEXT", "the VL training between the two models, e.g. 'SFT on LLaVA-665k'"
+    ),
+}
+#: Where a revision can be found, for the message that asks for one.
+_WHERE_REVISIONS_ARE = (
+    "the commit of the weights on the Hub, or sha256:HEX of the weights file: the model.sha256 that `sinkbench "
+    "screen MODEL --output FILE.json` records for a .gguf file or an embedded model"
+)
 
 
 @dataclass(frozen=True)
@@ -161,11 +198,24 @@ def _extracted_from(local: Path) -> tuple[str | None, str | None]:
     )
 
 
-def model_of(run: Run, *, model_id: str | None, revision: str | None, option: str) -> Model:
-    """The model a run evaluated: its Hub id and revision, from the run where it names them, else from options.
+def _hub_snapshot(local: Path) -> tuple[str | None, str | None]:
+    """The Hub id and commit of a folder of the Hub cache (``models--ORG--NAME/snapshots/COMMIT``), else Nones."""
+    parts = local.resolve().parts
+    for index in range(len(parts) - 2):
+        if parts[index].startswith("models--") and parts[index + 1] == "snapshots":
+            model = parts[index].removeprefix("models--").replace("--", "/", 1)
+            if _HUB_ID.fullmatch(model) and re.fullmatch(r"[0-9a-f]{40}", parts[index + 2]):
+                return model, parts[index + 2]
+    return None, None
 
-    Raises:
-        SubmitError: the run used a local folder and ``model_id`` (or a revision) is needed but not given.
+
+def model_of(
+    run: Run, *, model_id: str | None, revision: str | None, option: str
+) -> tuple[Model, list[Missing]]:
+    """The model a run evaluated, its Hub id and revision from the options, else from what the run's files say:
+    the Hub id it ran, an extracted VLM-LM's ``provenance.json``, a Hub-cache snapshot folder, the sha256 of its
+    GGUF file, or the folder of sinkbench's GGUF cache (``screen --print-model-dir``: the GGUF's sha256, and
+    the Hub id of the embedded model it holds); with the options still needed to say the rest.
     """
     args = run.model_args
     pretrained = str(args.get("pretrained", ""))
@@ -182,31 +232,45 @@ def model_of(run: Run, *, model_id: str | None, revision: str | None, option: st
             or run.config.get("model_sha")
             or None
         )
-        return Model(model_id or pretrained, pinned, None)
+        unpinned = f"the run in {run.folder} ran {pretrained} and records no pinned revision: pass {_WHERE_REVISIONS_ARE}"
+        return Model(model_id or pretrained, pinned, None), [] if pinned else [
+            Missing(f"--{option}-revision REV", unpinned)
+        ]
     found_id, found_revision = _extracted_from(local) if local else (None, None)
-    if not (model_id or found_id):
-        raise SubmitError(
-            f"the run in {run.folder} used the local folder {pretrained!r}: pass --{option}-id ORG/NAME, the Hub id "
-            "of the model it holds (sinkbench does not guess it)"
-        )
+    if local and not (found_id and found_revision):
+        snapshot_id, commit = _hub_snapshot(local)
+        found_id, found_revision = found_id or snapshot_id, found_revision or commit
+    cache = cached_gguf(local) if local else None
+    if cache:
+        embedded = cache.embedded
+        found_id = found_id or (embedded.upstream if embedded else None)
+        found_revision = found_revision or f"sha256:{cache.sha256}"
     gguf = local / str(args["gguf_file"]) if local and args.get("gguf_file") else None
     pinned = (
         revision or found_revision or (f"sha256:{file_sha256(gguf)}" if gguf and gguf.is_file() else None)
     )
-    if pinned is None:
-        raise SubmitError(
-            f"the run in {run.folder} used the local folder {pretrained!r}, which records no revision: pass "
-            f"--{option}-revision COMMIT (or sha256:HEX of its weights file)"
+    missing = []
+    if not (model_id or found_id):
+        missing.append(
+            Missing(
+                f"--{option}-id ORG/NAME",
+                f"the run in {run.folder} used the local folder {pretrained!r}, which names no Hub id; "
+                "sinkbench does not guess it",
+            )
         )
-    return Model(model_id or found_id, pinned, local)
+    if pinned is None:
+        missing.append(
+            Missing(
+                f"--{option}-revision REV",
+                f"the local folder {pretrained!r} records no revision: pass {_WHERE_REVISIONS_ARE}",
+            )
+        )
+    return Model(model_id or found_id or "", pinned, local), missing
 
 
-def qk_norm_of(model: Model, run: Run, given: str | None) -> str:
-    """The QK-norm class: as given, else from the local model's ``config.json`` or GGUF header.
-
-    Raises:
-        SubmitError: it cannot be read from the files and was not given.
-    """
+def qk_norm_of(model: Model, run: Run, given: str | None) -> str | None:
+    """The QK-norm class: as given, else from the local model's ``config.json`` or GGUF header; None when the
+    run's files cannot tell it."""
     if given:
         return given
     detected = None
@@ -219,11 +283,22 @@ def qk_norm_of(model: Model, run: Run, given: str | None) -> str:
         field = GGUFReader(model.local / str(gguf)).fields.get("general.architecture")
         architecture = bytes(field.parts[field.data[0]]).decode() if field else ""
         detected = detect_qk_norm({"model_type": architecture})
-    if detected is None:
-        raise SubmitError(
-            f"cannot read the QK-norm class of {model.id} from the run's files; pass --qk-norm per-head|layerwise|none"
-        )
     return detected
+
+
+def _check_options(given: dict[str, str | None], needed: list[Missing], qk_norm: str | None) -> None:
+    """Raise :class:`MissingOptions` naming every option still needed: the entry's own (``given``), those the
+    models need (``needed``), and ``--qk-norm`` when the run's files cannot tell it (``qk_norm`` None)."""
+    missing = [_ENTRY_OPTIONS[name] for name, value in given.items() if not value]
+    missing += needed
+    if qk_norm is None:
+        missing.append(
+            Missing(
+                "--qk-norm per-head|layerwise|none", "the QK-norm class cannot be read from the run's files"
+            )
+        )
+    if missing:
+        raise MissingOptions(missing)
 
 
 def _copy_run(run: Run, model: Model, target: Path, shown: str) -> list[dict[str, str]]:
@@ -329,17 +404,24 @@ def _write_metadata(
 
 
 def submit_backbone(
-    run_dir: Path, *, name: str, out: Path, submitter: str, profile: Path | None = None,
+    run_dir: Path, *, name: str | None, out: Path, submitter: str | None, profile: Path | None = None,
     model_id: str | None = None, revision: str | None = None, qk_norm: str | None = None,
     display_name: str | None = None, force: bool = False,
 ) -> Submitted:  # fmt: skip
-    """A measured backbone entry from one run folder (with ``sink_strength``) and an optional profile."""
+    """A measured backbone entry from one run folder (with ``sink_strength``) and an optional profile.
+
+    Raises:
+        MissingOptions: every option still needed (``name`` or ``submitter`` None, a model id or revision or the
+            QK-norm class the run cannot tell), at once.
+    """
     run = read_run(Path(run_dir), "backbone")
     require_tasks(run, (SINK_TASK,), "backbone")
-    model = model_of(run, model_id=model_id, revision=revision, option="model")
+    model, needed = model_of(run, model_id=model_id, revision=revision, option="model")
+    qk_class = qk_norm_of(model, run, qk_norm)
+    _check_options({"name": name, "submitter": submitter}, needed, qk_class)
     fields = {
         "schema_version": SCHEMA_VERSION, "kind": "backbone", "provenance": "measured",
-        "model": _model_ref(model, display_name), "qk_norm": qk_norm_of(model, run, qk_norm), "submitter": submitter,
+        "model": _model_ref(model, display_name), "qk_norm": qk_class, "submitter": submitter,
     }  # fmt: skip
 
     def fill(folder: Path) -> int:
@@ -350,7 +432,8 @@ def submit_backbone(
 
 
 def submit_pair(
-    reference_dir: Path, vlm_dir: Path, *, name: str, out: Path, submitter: str, vl_recipe: str,
+    reference_dir: Path, vlm_dir: Path, *, name: str | None, out: Path, submitter: str | None,
+    vl_recipe: str | None,
     profile: Path | None = None, reference_id: str | None = None, reference_revision: str | None = None,
     vlm_id: str | None = None, vlm_revision: str | None = None, qk_norm: str | None = None, force: bool = False,
     testbed: bool = False,
@@ -359,19 +442,28 @@ def submit_pair(
 
     ``testbed`` marks a pair made by sinkbench's VL testbed: it needs only S and ``ifeval_strict``, may use
     ``--limit``, and is shown apart from the other pairs and left out of their fits.
+
+    Raises:
+        MissingOptions: every option still needed (as :func:`submit_backbone`, and ``vl_recipe``), at once.
     """
     reference, vlm = read_run(Path(reference_dir), "reference"), read_run(Path(vlm_dir), "VLM-LM")
     strict = (IFEVAL_TASK,) if testbed else FORMAT_TASKS
     require_tasks(reference, (SINK_TASK, *strict), "reference")
     require_tasks(vlm, strict, "VLM-LM")
-    reference_model = model_of(
+    reference_model, reference_needs = model_of(
         reference, model_id=reference_id, revision=reference_revision, option="reference"
     )
-    vlm_model = model_of(vlm, model_id=vlm_id, revision=vlm_revision, option="vlm")
+    vlm_model, vlm_needs = model_of(vlm, model_id=vlm_id, revision=vlm_revision, option="vlm")
+    qk_class = qk_norm_of(reference_model, reference, qk_norm)
+    _check_options(
+        {"name": name, "submitter": submitter, "vl_recipe": vl_recipe},
+        reference_needs + vlm_needs,
+        qk_class,
+    )
     fields = {
         "schema_version": SCHEMA_VERSION, "kind": "pair", "provenance": "measured",
         "vlm": _model_ref(vlm_model, None), "reference_llm": _model_ref(reference_model, None),
-        "qk_norm": qk_norm_of(reference_model, reference, qk_norm), "vl_recipe": vl_recipe, "submitter": submitter,
+        "qk_norm": qk_class, "vl_recipe": vl_recipe, "submitter": submitter,
         **({"testbed": True} if testbed else {}),
     }  # fmt: skip
 
