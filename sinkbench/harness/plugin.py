@@ -28,7 +28,14 @@ patches below. ``tests/test_lm_eval_adapter.py`` fails when the shape of a patch
    unsupported backend) prints as ``sinkbench: <message>`` with exit status 1. A caller of
    ``lm_eval.simple_evaluate`` still catches the error itself. Upstream replacement: none.
 
-Patch 1 is made by the start-up hook, so that the stock command finds the tasks; patches 2 to 5 by the tasks
+6. **The output folder of a GGUF-cache model** (``lm_eval.loggers.evaluation_tracker.GeneralConfigTracker.
+   log_experiment_args``, wrapped). Why: lm-eval names the folder under ``--output_path`` after ``pretrained=``
+   with its slashes replaced, so the folder of sinkbench's GGUF cache that ``sinkbench screen --print-model-dir``
+   prints gives ``__root__.cache__sinkbench__gguf__b179c9523d0e6a0f98a330c7``; a run on such a folder is named
+   after the GGUF file instead (``SmolLM2-135M-Instruct.Q4_1``). Every other model keeps lm-eval's name.
+   Upstream replacement: none (an option naming the output folder would do).
+
+Patch 1 is made by the start-up hook, so that the stock command finds the tasks; patches 2 to 6 by the tasks
 themselves when lm-eval builds them (:func:`install_task_patches`, :func:`install_error_hook`), so they hold with the
 hook off (``SINKBENCH_LM_EVAL_AUTOLOAD=0`` and ``--include_path``) as well. Each is idempotent.
 
@@ -229,13 +236,37 @@ def _index_with(index: type, defaults: Path, ours: Path) -> type:
 
 
 def install_task_patches() -> None:
-    """Install patches 2 to 5 of the module docstring, which the ``sink_strength`` task needs. Idempotent."""
+    """Install patches 2 to 6 of the module docstring, which the ``sink_strength`` task needs. Idempotent."""
     from sinkbench.harness.request import REQUEST_TYPE, probed_model, serve_sink_strength
 
     _serve_request_type(REQUEST_TYPE, serve_sink_strength)
     _check_backend_first(REQUEST_TYPE, probed_model)
     _stderr_from_aggregation()
     install_error_hook()
+    _name_gguf_cache_runs()
+
+
+def _name_gguf_cache_runs() -> None:
+    """Patch 6: a run whose ``pretrained=`` is a folder of sinkbench's GGUF cache writes its results into a folder
+    named after the GGUF file (:func:`sinkbench.models.cached_gguf`), not after the cache folder's absolute path."""
+    from lm_eval.loggers.evaluation_tracker import GeneralConfigTracker
+    from lm_eval.utils import sanitize_model_name
+
+    from sinkbench.models import cached_gguf
+
+    original = GeneralConfigTracker.log_experiment_args
+    if getattr(original, "sinkbench", False):
+        return
+
+    @functools.wraps(original)
+    def log_experiment_args(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        cached = cached_gguf(Path(self.model_name)) if self.model_name else None
+        if cached is not None:
+            self.model_name_sanitized = sanitize_model_name(cached.gguf.stem)
+
+    log_experiment_args.sinkbench = True
+    GeneralConfigTracker.log_experiment_args = log_experiment_args
 
 
 def _serve_request_type(request_type: str, handler: Callable[[Any, list[Any]], list[Any]]) -> None:
