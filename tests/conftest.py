@@ -17,19 +17,6 @@ def pytest_configure(config):
 
 
 @pytest.fixture(scope="session")
-def testbed_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
-    """The VL testbed on a tiny Llama, run twice (the second run resumes): its results file and the log lines."""
-    from tiny_models import run_tiny_testbed
-
-    root = tmp_path_factory.mktemp("testbed")
-    logged: list[str] = []
-    results = run_tiny_testbed(root, logged.append)
-    logged.append("-- rerun --")
-    run_tiny_testbed(root, logged.append)
-    return results, logged
-
-
-@pytest.fixture(scope="session")
 def task_manager(tmp_path_factory: pytest.TempPathFactory):
     """An lm-eval TaskManager that knows only a tiny local multiple-choice task (no network)."""
     from lm_eval.tasks import TaskManager

@@ -32,7 +32,6 @@ from sinkbench.leaderboard.compare import ComparePage
 from sinkbench.leaderboard.pages import PageRenderer, make_environment
 from sinkbench.leaderboard.project import build_site
 from sinkbench.leaderboard.sources import SiteSources
-from sinkbench.leaderboard.training import TrainingPage
 from sinkbench.leaderboard.views import build_views
 from sinkbench.submissions import SubmissionsInvalid, load_submissions
 from sinkbench.submissions.catalogue import IFEVAL_CATEGORIES, TASKS
@@ -362,7 +361,7 @@ def render_everything(loaded_entries: Any) -> None:
     views = build_views(tables)
     renderer = PageRenderer(make_environment(SiteSources().templates), SiteSources().docs)
     compare = ComparePage.of(views)
-    renderer.pages(views, tables, TrainingPage(None, None), compare, updated="2026-11-30 00:00 UTC")
+    renderer.pages(views, tables, compare, updated="2026-11-30 00:00 UTC")
     prefix, data = compare.script().split(" = ", 1)
     assert prefix == "window.SB_COMPARE" and "<" not in data
     json.loads(data.rstrip().removesuffix(";"))

@@ -7,6 +7,7 @@ import shutil
 import site
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,8 @@ def test_wheel_builds_the_site_outside_the_repository(tmp_path: Path) -> None:
         cwd=source,
     )
     wheel = next((tmp_path / "dist").glob("sinkbench-*.whl"))
+    with zipfile.ZipFile(wheel) as archive:  # the product only: no experiment, driver or its results
+        assert not [name for name in archive.namelist() if name.startswith(("experiments/", "benchmarks/"))]
     venv = tmp_path / "venv"
     _run(sys.executable, "-m", "venv", "--without-pip", venv, cwd=tmp_path)
     python = venv / "bin" / "python"
@@ -79,3 +82,6 @@ def test_wheel_builds_the_site_outside_the_repository(tmp_path: Path) -> None:
     assert "Built" in built.stdout
     assert (work / "site" / "index.html").is_file() and (work / "site" / "leaderboard.html").is_file()
     assert (work / "site" / "downloads" / "pairs.csv").is_file()
+    assert "This build found no experiment page" in (work / "site" / "training.html").read_text(
+        encoding="utf-8"
+    )

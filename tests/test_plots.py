@@ -77,7 +77,7 @@ def test_the_category_chart_is_one_bar_per_category_its_axis_past_the_longest() 
 
 
 def test_every_chart_gives_an_interactive_figure_of_its_own_data() -> None:
-    from sinkbench.leaderboard.plots import HeatmapChart, ScatterChart, ScatterPoint, TrajectoryChart
+    from sinkbench.leaderboard.plots import HeatmapChart, ScatterChart, ScatterPoint
 
     points = (
         ScatterPoint("A", 1.0, -5.0, "none", "reported", None, -4.0, (-9.0, 1.0), "jackknife+ 94.1%"),
@@ -96,11 +96,6 @@ def test_every_chart_gives_an_interactive_figure_of_its_own_data() -> None:
     }
     heat = HeatmapChart((20, 21), ((1.0, None), (2.0, 3.0)), "M").figure()["data"][0]
     assert heat["z"] == [[1.0, None], [2.0, 3.0]] and heat["y"] == ["20", "21"]
-    trace = TrajectoryChart((("arm", (((0, 1.0), (10, 2.0)), ((0, 3.0), (10, 4.0)))),), "M").figure()["data"]
-    assert [t["showlegend"] for t in trace if "showlegend" in t] == [False, False] and trace[-1]["y"] == [
-        2.0,
-        3.0,
-    ]
 
 
 def test_no_label_of_the_real_boards_scatters_crosses_the_fit_line_or_another_label() -> None:

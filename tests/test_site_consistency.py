@@ -147,21 +147,20 @@ def test_the_training_page_quotes_the_testbed_models_figures_as_facts_of_the_pai
 def test_a_training_page_figure_that_contradicts_another_page_silently_stops_the_build(
     tmp_path: Path,
 ) -> None:
-    """The base model's IFEval score printed without its basis (15.6 against the pair page's 14.06) fails the
-    build, naming the fact and both pages."""
-    sources = tmp_path / "sources"
-    sources.mkdir()
-    shutil.copyfile(SOURCES_DIR / "mkdocs.yml", sources / "mkdocs.yml")
-    shutil.copytree(SOURCES_DIR / "site", sources / "site", ignore=shutil.ignore_patterns("__pycache__"))
-    template = sources / "site" / "templates" / "training.md.j2"
-    text = template.read_text(encoding="utf-8")
-    assert "fact_attributes(*marked)" in text
-    template.write_text(
-        text.replace("fact_attributes(*marked)", "fact_attributes(marked[0])"), encoding="utf-8"
+    """The base model's IFEval score printed without its basis (15.6 against the pair page's 14.06) on the page an
+    experiment publishes fails the build, naming the fact and both pages: its pages pass the same check."""
+    experiments = tmp_path / "experiments"
+    shutil.copytree(ROOT / "experiments" / "vl_testbed" / "page", experiments / "vl_testbed" / "page")
+    page = experiments / "vl_testbed" / "page" / "training.md"
+    text = page.read_text(encoding="utf-8")
+    marked = re.search(
+        r'(data-sb-fact="score\|HuggingFaceTB[^"]*\|ifeval_strict") data-sb-basis="[^"]*"', text
     )
+    assert marked is not None
+    page.write_text(text.replace(marked.group(0), f'{marked.group(1)} data-sb-basis=""'), encoding="utf-8")
     out = tmp_path / "site"
     with pytest.raises(InconsistentFigures) as raised:
-        build_site(ROOT / "submissions", out, sources=SiteSources(sources))
+        build_site(ROOT / "submissions", out, experiments_dir=experiments)
     message = str(raised.value)
     assert (
         message.startswith("score|HuggingFaceTB/SmolLM2-135M-Instruct@")

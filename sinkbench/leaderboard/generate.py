@@ -24,10 +24,9 @@ from sinkbench.leaderboard.background import SharedTasks, in_background
 from sinkbench.leaderboard.compare import COMPARE_DATA, ComparePage
 from sinkbench.leaderboard.consistency import Fact
 from sinkbench.leaderboard.content import RawFile
+from sinkbench.leaderboard.experiment_pages import experiment_pages
 from sinkbench.leaderboard.history import board_history
-from sinkbench.leaderboard.interventions_page import InterventionsStudies
 from sinkbench.leaderboard.pages import EntryPage, PageRenderer
-from sinkbench.leaderboard.training import TrainingPage, find_testbed
 from sinkbench.leaderboard.views import build_views
 from sinkbench.submissions import Entry, load_valid_entries
 from sinkbench.tables.build import AggregateTables, build_tables
@@ -37,14 +36,15 @@ from sinkbench.tables.write import render_tables
 @dataclass(frozen=True)
 class GeneratedSite:
     """Every generated file of one build, by its path in the site's docs: Markdown pages, the entry pages (HTML),
-    SVG charts and the table downloads (text), and the submitted files copied as they are; with the wall time of
-    each stage."""
+    SVG charts and the table downloads (text), the submitted files and the experiments' page files
+    (``(site path, source)``) copied as they are; with the wall time of each stage."""
 
     pages: dict[str, str]
     entries: dict[str, EntryPage]
     charts: dict[str, str]
     downloads: dict[str, str]
     raw_files: list[RawFile]
+    copied: list[tuple[str, Path]] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     facts: list[Fact] = field(
         default_factory=list
@@ -58,29 +58,34 @@ class GeneratedSite:
 
 
 def generate_site(
-    submissions_dir: Path, renderer: PageRenderer, *, experiments_dir: Path | None, seed: int = 0
+    submissions_dir: Path,
+    renderer: PageRenderer,
+    *,
+    experiments_dir: Path | None,
+    expected_pages: Sequence[str] = (),
+    seed: int = 0,
 ) -> GeneratedSite:
     """Aggregate ``submissions_dir`` and render the generated pages, charts and downloads of the site.
 
     Args:
         submissions_dir: The submissions root (``pairs/`` and ``backbones/``).
         renderer: Renders the site's templates.
-        experiments_dir: Where the Training dynamics and Interventions pages find the experiments' results (None, or a folder
-            without them: the page says so).
+        experiments_dir: The experiments, whose ``*/page/`` folders are published as they are
+            (:mod:`sinkbench.leaderboard.experiment_pages`; None: none).
+        expected_pages: The pages the site expects from the experiments; one that none gives says so.
         seed: Seed of the aggregation's bootstrap and permutation tests.
 
     Raises:
         sinkbench.submissions.SubmissionsInvalid: the submissions do not validate.
-        sinkbench.leaderboard.sources.SourceInvalid: the experiment's results file cannot be read.
+        sinkbench.errors.UserError: an experiment's page folder holds a link, or two publish one path.
     """
     timings: dict[str, float] = {}
     with _timed(timings, "aggregate"):
         tables = build_tables(load_valid_entries(submissions_dir), seed=seed)
         views = build_views(tables, board_history(submissions_dir))
-        training = TrainingPage(experiments_dir, find_testbed(experiments_dir))
-        interventions = InterventionsStudies.of(experiments_dir)
+        experiments = experiment_pages(experiments_dir, expected_pages)
         compare = ComparePage.of(views)
-    plots = [*views.plots(), *training.plots(), *interventions.plots()]
+    plots = views.plots()
     # The downloads and the charts need nothing the pages make: a second process (where a second core allows) makes
     # the downloads and then draws charts, and this one draws the charts still left once the pages are done.
     drawing = SharedTasks([plot.chart.svg for plot in plots])
@@ -88,8 +93,13 @@ def generate_site(
     try:
         with _timed(timings, "pages"):
             updated = data_timestamp(submissions_dir, tables.entries)
-            pages = renderer.pages(views, tables, training, compare, updated=updated)
-            pages["interventions.md"] = renderer.render("interventions.md.j2", **interventions.context())
+            pages = renderer.pages(views, tables, compare, updated=updated)
+            clash = sorted(pages.keys() & experiments.pages.keys())
+            if clash:
+                raise UserError(
+                    f"{experiments_dir}: an experiment's page {clash[0]} is a page of the board. Fix: rename it"
+                )
+            pages |= experiments.pages
             entries = dict(renderer.entry_pages(views))
     finally:
         with _timed(timings, "plots"):  # the charts left, and waiting for the other process
@@ -100,7 +110,9 @@ def generate_site(
     charts = {
         plot.path: drawn[index] if index in drawn else plot.chart.svg() for index, plot in enumerate(plots)
     }
-    return GeneratedSite(pages, entries, charts, downloads, views.raw_files(), timings, compare.facts())
+    return GeneratedSite(
+        pages, entries, charts, downloads, views.raw_files(), experiments.files, timings, compare.facts()
+    )
 
 
 def _downloads(tables: AggregateTables, compare: ComparePage) -> dict[str, str]:

@@ -35,7 +35,6 @@ from sinkbench.leaderboard.formatting import (
     shown_cell,
     sort_value,
 )
-from sinkbench.leaderboard.training import TrainingPage
 from sinkbench.tables.build import AggregateTables
 
 #: The lead's definition of S and the choices made where the paper is silent (optional until written).
@@ -165,7 +164,6 @@ class PageRenderer:
         self,
         views: SiteViews,
         tables: AggregateTables,
-        training: TrainingPage,
         compare: ComparePage,
         *,
         updated: str,
@@ -176,8 +174,6 @@ class PageRenderer:
             for target, (template, context) in self._contexts(views, updated, compare).items()
         }
         pages["downloads.md"] = self.render("downloads.md.j2", tables=_downloads(tables))
-        shown = _pages_of(views, training.run.base_model) if training.run else []
-        pages["training.md"] = self.render("training.md.j2", **training.context(shown))
         pages["architectures.md"] = self.render("architectures.md.j2", **architectures_context())
         pages["changelog.md"] = self.render(
             "changelog.md.j2", history=views.history, repo_url=self.repo_url, links=_entry_links(views)
@@ -263,7 +259,7 @@ def _entry_links(views: SiteViews) -> dict[str, str]:
     return links
 
 
-def _pages_of(views: SiteViews, model: str) -> list[tuple[str, str]]:
+def pages_of(views: SiteViews, model: str) -> list[tuple[str, str]]:
     """``(title, link)`` of every entry page that shows ``model`` (``id@revision``): the pairs it is the reference
     LLM of, then its backbone page."""
     pages = [

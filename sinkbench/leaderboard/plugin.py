@@ -9,7 +9,8 @@ Its options in ``mkdocs.yml`` (paths relative to that file)::
       - sinkbench:
           templates: site/templates      # the Jinja2 templates of the generated pages
           submissions: submissions       # pairs/ and backbones/
-          experiments: benchmarks/results  # the Training dynamics page's results (optional)
+          experiments: experiments       # each experiment's page/ folder, published as it is (optional)
+          experiment_pages: [training.md]  # pages the experiments give; a build without them says so
           seed: 0                        # of the bootstrap and permutation tests
 
 Besides generating, it does for every page what a theme hook would otherwise do, with all state on the plugin
@@ -70,6 +71,7 @@ class LeaderboardOptions(Config):
     templates = c.Type(str, default="site/templates")
     submissions = c.Type(str, default="submissions")
     experiments = c.Optional(c.Type(str))
+    experiment_pages = c.ListOfItems(c.Type(str), default=[])
     seed = c.Type(int, default=0)
 
 
@@ -162,6 +164,7 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
                 self.path("submissions"),
                 renderer,
                 experiments_dir=_shown(self.path("experiments")),
+                expected_pages=self.config.experiment_pages,
                 seed=self.config.seed,
             )
             vendored = charts.vendored_files()
@@ -181,7 +184,8 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
                 EntryHtmlPage(file, config, generated.entries[path])
             file.writer = self.writer
             files.append(file)
-        for path, source in [*((raw.path, raw.source) for raw in generated.raw_files), *vendored]:
+        raw_files = [(raw.path, raw.source) for raw in generated.raw_files]
+        for path, source in [*raw_files, *generated.copied, *vendored]:
             _refuse_clash(files, path, config)
             file = SubmittedFile.generated(config, path, abs_src_path=str(source))
             file.writer = self.writer
@@ -276,7 +280,7 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
                 self.writer.wait()
 
     def on_serve(self, server: Any, config: MkDocsConfig, builder: Any) -> Any:
-        """Rebuild the preview when the submissions or the experiment's results change."""
+        """Rebuild the preview when the submissions or the experiments' pages change."""
         for folder in (self.path("submissions"), self.path("experiments")):
             if folder is not None and folder.exists():
                 server.watch(str(folder))

@@ -59,13 +59,13 @@ def build_site(
         out_dir: Where the finished site goes, published as a whole (:func:`sinkbench.publish.publishing`): an
             earlier site there is replaced atomically; a folder sinkbench did not write is refused.
         sources: The folder holding ``mkdocs.yml`` and ``site/``; defaults to the project's.
-        experiments_dir: Where the Training dynamics page finds the experiment's results (None, or a folder
-            without them: the page says so).
+        experiments_dir: The experiments whose pages the site publishes (None, or a folder without them: each
+            page the site expects from them says so).
         seed: Seed of the aggregation's bootstrap and permutation tests.
 
     Raises:
         sinkbench.submissions.SubmissionsInvalid: the submissions do not validate; nothing is written.
-        sinkbench.leaderboard.sources.SourceInvalid: the experiment's results file cannot be read; nothing is
+        sinkbench.errors.UserError: an experiment's page folder holds a link or a page of the board; nothing is
             written.
         SiteBuildFailed: MkDocs reported a warning or an error (strict mode); nothing is written.
         FileNotFoundError: a source is missing.
@@ -134,7 +134,7 @@ def serve_site(
     port: int = 8000,
 ) -> None:
     """Serve the site of ``submissions_dir`` with ``mkdocs serve`` until interrupted (Ctrl-C): it rebuilds and
-    reloads the page whenever a template, a docs page, ``mkdocs.yml``, a submission or the experiment's results
+    reloads the page whenever a template, a docs page, ``mkdocs.yml``, a submission or an experiment's page
     change."""
     from mkdocs.commands.serve import serve
 

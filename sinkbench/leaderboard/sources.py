@@ -6,42 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
-
-from pydantic import BaseModel, ValidationError
 
 import sinkbench.site
-from sinkbench.errors import UserError
-from sinkbench.safe_io import UnsafeFileError, read_json
-
-Schema = TypeVar("Schema", bound=BaseModel)
 
 #: The folder holding ``mkdocs.yml`` and ``site/``: the repository (checkout, editable install), or the
 #: installed ``sinkbench`` package of a wheel.
 SOURCES_DIR = Path(sinkbench.site.__file__).resolve().parent.parent
-#: Where ``sinkbench site build`` looks for committed experiment results by default (in a clone).
-EXPERIMENTS_DIR = Path("benchmarks") / "results"
-
-
-class SourceInvalid(UserError):
-    """A file the site reads besides the submissions (an experiment's results) cannot be used; the message is one
-    line naming the file, the field and the fix."""
-
-
-def read_results(schema: type[Schema], path: Path, shown: str, limit: int, fix: str) -> Schema:
-    """An experiment's results file through its schema (``shown``: how messages name it; ``fix``: what to do).
-
-    Raises:
-        SourceInvalid: the file is unsafe to read (a link, too large), not strict JSON, or does not fit the schema.
-    """
-    try:
-        return schema.model_validate(read_json(path, limit))
-    except UnsafeFileError as error:
-        raise SourceInvalid(f"{shown}: <file>: {error.message} Fix: {error.fix}, or {fix}") from None
-    except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "<file>"
-        raise SourceInvalid(f"{shown}: {field}: {first['msg']}. Fix: {fix}") from None
+#: Where ``sinkbench site build`` looks for the experiments' pages by default (in a clone).
+EXPERIMENTS_DIR = Path("experiments")
 
 
 @dataclass(frozen=True)

@@ -280,7 +280,7 @@ class PairMetadata(_MetadataBase):
     reference_llm: ModelRef
     vl_recipe: LongText
     reported: ReportedPair | None = None
-    #: Made by sinkbench's VL testbed (``benchmarks/vl_testbed.py``), not a published VLM: shown apart from the
+    #: Made by the project's VL testbed (``experiments/vl_testbed``), not a published VLM: shown apart from the
     #: other pairs and left out of every fit; its strict-suite runs may cover part of a test set (``--limit``).
     testbed: bool = False
 

@@ -1,0 +1,442 @@
+"""The site's Interventions page: the paper's diagnosis and intervention experiments in miniature on the testbed's
+SmolLM2 pair (``python -m experiments.interventions_pair.run``), read through the study's own schema
+(:class:`experiments.interventions_pair.study_schema.StudyResults`) and rendered into ``page/`` (``python -m
+experiments.interventions_pair.page``).
+
+Each question is answered in one sentence with its numbers, beside the paper's figure for the same question; the
+tables hold every model's measurements. Nothing is recomputed here but the ratios a sentence states.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from experiments.interventions_pair.charts import LayerRatioChart, MergeChart
+from experiments.interventions_pair.study_schema import (
+    CONTRAST_OUTCOMES,
+    STEPS,
+    Arm,
+    Contrast,
+    Measured,
+    StudyResults,
+    run_measured,
+)
+from experiments.page_fragment import (
+    SourceInvalid,
+    fragment,
+    read_results,
+    render,
+    shown_path,
+    write_fragment,
+)
+from sinkbench.leaderboard.content import PlotRef
+
+#: The study's results file, beside the testbed's: the testbed's own recipe (bfloat16).
+INTERVENTIONS_FILE = "interventions_pair.json"
+#: The same study with the recipe in float32 (``--precision float32``, for a CPU without fast bfloat16): another
+#: recipe, shown in a section of its own.
+FLOAT32_FILE = "interventions_pair_float32.json"
+#: Every results file the page shows, in its order.
+STUDY_FILES = (INTERVENTIONS_FILE, FLOAT32_FILE)
+#: The page's charts, by name; a file other than :data:`INTERVENTIONS_FILE` puts its suffix after ``interventions``.
+PLOT_NAMES = ("displacement", "merges")
+#: The largest results file read, in bytes.
+SIZE_LIMIT = 40_000_000
+#: The paper's figure for each question (../shared/paper/FACTS.md), quoted beside the miniature's answer.
+PAPER = {
+    "displacement": "Qwen2.5-VL-7B against its text-only endpoint: the VL endpoint moves further in every late layer, "
+    "median ratio 4.44× on W_q and 3.65× on W_k (F.1).",
+    "random_control": "Qwen2.5-7B-Instruct with Gaussian ΔW at Qwen2.5-VL-7B's relative norms: IFEval −61.4 points, "
+    "about 6× the real VLM's −9.6 (D.4).",
+    "ablation": "Qwen3-VL-8B, top-10 channels per layer: the three norms together cost 44.4 IFEval points, the three "
+    "single kills add to 20.0 (super-additive) (D.3).",
+    "injection": "Qwen2.5-3B with QK-RMSNorm injected (γ = 1), then VL training: it trails vanilla throughout, IFEval "
+    "11 at the first checkpoint against a base of 59.9 (F.3).",
+    "merges": "Qwen2.5-VL and Qwen3-VL: only the two mild mixes avoid extra loss; TA, TSV and STAR cost the unprotected "
+    "pair tens of points; TIES and DARE do the most damage; no setting recovers IFEval on the low-S side (F.4).",
+}
+#: Each question's name in the page's first column.
+QUESTIONS = {
+    "displacement": "Where did the weights move? (F.1)",
+    "random_control": "Would any change of that size do the same? (D.4)",
+    "ablation": "Which norm channels carry the model? (D.3)",
+    "injection": "Would adding QK-norm have helped? (F.3)",
+    "merges": "Can merging the reference back in recover the loss? (F.4)",
+}
+#: Below this relative distance from the VLM-LM a merge holds its weights up to float rounding (a float32 task
+#: vector added back to its base differs from the fine-tuned weights by about 1e-9).
+ROUNDING = 1e-6
+#: How the page names the backbones the study ablates.
+BACKBONES = {"smollm2": "SmolLM2-135M-Instruct", "gemma": "Gemma 3 270M"}
+_FIX = "rerun `python -m experiments.interventions_pair.run` to rewrite it"
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+
+
+def find_studies(folder: Path) -> list[Path]:
+    """The study's results files in ``folder`` (:data:`STUDY_FILES` that are there)."""
+    return [folder / name for name in STUDY_FILES if (folder / name).is_file()]
+
+
+def read_study(path: Path, shown: str) -> StudyResults:
+    """The study's results through its schema.
+
+    Raises:
+        SourceInvalid: the file is unreadable or does not fit the schema (one line: file, field, fix).
+    """
+    return read_results(StudyResults, path, shown, SIZE_LIMIT, _FIX)
+
+
+def _projection(name: str) -> str:
+    """``q_proj`` of a displacement report's tensor name ``self_attn.q_proj.weight``."""
+    return name.removesuffix(".weight").rsplit(".", 1)[-1]
+
+
+def _contrast(arm: Arm, against: str, outcome: str) -> Contrast:
+    return next(c for c in arm.contrasts[against] if c.outcome == outcome)
+
+
+def _signed(value: float, digits: int = 2) -> str:
+    return f"{value:+.{digits}f}".replace("-", "−")
+
+
+#: The paired outcomes over seeds the injection sentence states: name in ``over_seeds``, label, digits, unit.
+SEED_OUTCOME_LABELS = (
+    ("nll_continue", "NLL", 2, " nats"),
+    ("non_trivial_strict", "non-trivial strict", 1, " points"),
+    ("visual", "visual accuracy", 1, " points"),
+    ("sink_strength", "S", 3, ""),
+)
+
+
+def _over_seeds(entry: dict[str, Any], digits: int, unit: str) -> str:
+    return f"{_signed(entry['mean'], digits)}{unit} {_bracket(*entry['ci'], digits)} (p = {entry['p_sign_flip']:.3g})"
+
+
+def _bracket(low: float, high: float, digits: int) -> str:
+    return f"[{_signed(low, digits)}, {_signed(high, digits)}]"
+
+
+def _interval(contrast: Contrast, digits: int = 2) -> str:
+    return _bracket(*contrast.ci, digits)
+
+
+def change(arm: Arm, against: str) -> str:
+    """The arm's change against ``against`` on the NLL and the non-trivial strict score, with intervals."""
+    nll = _contrast(arm, against, "nll_continue")
+    strict = _contrast(arm, against, "non_trivial_strict")
+    return (
+        f"NLL {_signed(nll.difference)} nats {_interval(nll)}, non-trivial strict {_signed(strict.difference, 1)} "
+        f"points {_interval(strict, 1)}"
+    )
+
+
+def recovered(measured: Measured, base: Measured, vlm_lm: Measured) -> float | None:
+    """The share of the VLM-LM's NLL loss (against the base) that ``measured`` wins back (1: all, 0: none)."""
+    loss = vlm_lm.text.nll_continue_mean - base.text.nll_continue_mean
+    if loss <= 0:
+        return None
+    return (vlm_lm.text.nll_continue_mean - measured.text.nll_continue_mean) / loss
+
+
+def _merge_note(arm: Arm) -> str:
+    """What a merge's row says when its weights are the VLM-LM's: exactly, or up to float rounding."""
+    if arm.details.get("identical_to_vlm_lm"):
+        return "same weights as the VLM-LM"
+    distance = arm.details.get("distance", {}).get("to_vlm_lm")
+    if distance is not None and distance < ROUNDING:
+        return f"the VLM-LM's weights up to float rounding (relative distance {distance:.0e})"
+    return ""
+
+
+@dataclass(frozen=True)
+class InterventionsPage:
+    """What the Interventions page shows of one of the study's results files."""
+
+    source: str
+    data: StudyResults
+
+    @property
+    def suffix(self) -> str:
+        """What the results file's name adds to :data:`INTERVENTIONS_FILE`'s (``""`` or ``"_float32"``)."""
+        return Path(self.source).stem.removeprefix(Path(INTERVENTIONS_FILE).stem)
+
+    @property
+    def precision(self) -> str:
+        """The recipe's precision, as the results file records it (a file from before the field: its stage 2)."""
+        testbed = self.data.testbed
+        if "precision" in testbed:
+            return testbed["precision"]
+        return "bfloat16" if testbed.get("stage2", {}).get("bf16", True) else "float32"
+
+    def plot_path(self, name: str) -> str:
+        """Where chart ``name`` of :data:`PLOT_NAMES` goes in the site."""
+        return f"plots/interventions{self.suffix.replace('_', '-')}-{name}.svg"
+
+    def _base(self) -> Measured | None:
+        return self.data.base
+
+    def _vlm_lm(self) -> Measured | None:
+        endpoints = self.data.endpoints
+        if endpoints is None:
+            return None
+        return run_measured(endpoints.vl)
+
+    def answers(self) -> dict[str, str]:
+        """Each question the file answers, in one sentence with its numbers."""
+        found = {}
+        for name in PAPER:
+            sentence = getattr(self, f"_{name}")()
+            if sentence is not None:
+                found[name] = sentence
+        return found
+
+    def _displacement(self) -> str | None:
+        report = self.data.displacement
+        if report is None:
+            return None
+        summary = report["summary"]
+        parts = []
+        for kind, label in (("q_proj", "W_q"), ("k_proj", "W_k")):
+            entry = next((v for k, v in summary.items() if _projection(k) == kind), None)
+            if entry is not None and entry.get("median_ratio") is not None:
+                parts.append(
+                    f"{entry['median_ratio']:.2f}× on {label} (range {entry['min_ratio']:.2f} to "
+                    f"{entry['max_ratio']:.2f}; further in {entry['layers_further']} of {entry['layers']} layers)"
+                )
+        further = all(
+            v.get("every_layer_further") for k, v in summary.items() if _projection(k) in ("q_proj", "k_proj")
+        )
+        verdict = "Yes" if further else "Not in every layer"
+        return (
+            f"Did the VL endpoint's weights move further from the reference than the text-only endpoint's (same "
+            f"recipe, same seed)? {verdict}: over the last {len(report['window']['layers'])} layers the median ratio "
+            f"of ‖ΔW‖₂ is {' and '.join(parts)}."
+        )
+
+    def _random_control(self) -> str | None:
+        arm, vlm_lm = self.data.random_control, self._vlm_lm()
+        if arm is None or vlm_lm is None:
+            return None
+        random_nll = _contrast(arm, "base", "nll_continue").difference
+        real_nll = vlm_lm.text.nll_continue_mean - self._base().text.nll_continue_mean
+        ratio = f"{random_nll / real_nll:.1f}×" if real_nll > 0 else "not defined (the VLM-LM lost nothing)"
+        return (
+            f"Would a random change of the same size do the same? Gaussian ΔW at the VLM-LM's relative norms "
+            f"(largest error {100 * arm.details['max_relative_error']:.2g}%) changes, against the base, "
+            f"{change(arm, 'base')}, against the VLM-LM's NLL {_signed(real_nll)} nats: the random change costs "
+            f"{ratio} the real one's NLL loss."
+        )
+
+    def _ablation(self) -> str | None:
+        if not self.data.ablations:
+            return None
+        parts = []
+        for ablation in self.data.ablations:
+            singles = [arm for arm in ablation.settings if arm.name != "joint"]
+            joint = next((arm for arm in ablation.settings if arm.name == "joint"), None)
+            text = "; ".join(f"{arm.title}: {change(arm, 'base')}" for arm in ablation.settings)
+            if joint is not None:
+                summed = sum(_contrast(arm, "base", "nll_continue").difference for arm in singles)
+                joint_nll = _contrast(joint, "base", "nll_continue").difference
+                word = "more than" if joint_nll > summed else "no more than"
+                text += f" (joint NLL change {_signed(joint_nll)} nats, {word} the singles' sum {_signed(summed)})"
+            parts.append(f"{BACKBONES.get(ablation.backbone, ablation.backbone)}: {text}")
+        return (
+            "Which norm channels carry the model? Setting the top-10 channels per layer of each norm scale to the "
+            f"layer's mean changes, against the untouched model, {'. '.join(parts)}."
+        )
+
+    def _injection(self) -> str | None:
+        injection = self.data.injection
+        if injection is None:
+            return None
+        before = injection.before
+        sentence = (
+            "Would adding QK-norm have helped? Before any training the injected SmolLM2 (per-head QK-RMSNorm, γ = 1) "
+            f"has S {before.measured.sink.sink_strength:.3f} against the base's {self._base().sink.sink_strength:.3f} "
+            f"and {change(before, 'base')}"
+        )
+        if len(injection.vanilla_seeds) == 1:
+            over = injection.over_seeds
+            sentence += (
+                f"; after the testbed's stage 2 it differs from the vanilla run of the same seed "
+                f"({injection.vanilla_seeds[0]}) by NLL {_signed(over['nll_continue']['mean'])} nats, non-trivial "
+                f"strict {_signed(over['non_trivial_strict']['mean'], 1)} points, visual accuracy "
+                f"{_signed(over['visual']['mean'], 1)} points and S {_signed(over['sink_strength']['mean'], 3)} "
+                "(one seed: no interval or test over seeds)"
+            )
+        elif injection.vanilla_seeds:
+            seeds = len(injection.vanilla_seeds)
+            parts = [
+                f"{label} {_over_seeds(injection.over_seeds[name], digits, unit)}"
+                for name, label, digits, unit in SEED_OUTCOME_LABELS
+            ]
+            sentence += (
+                f"; after the testbed's stage 2 it differs from vanilla runs of the same {seeds} seeds by "
+                f"{', '.join(parts[:-1])} and {parts[-1]} (mean over seeds, bootstrap interval over seeds, exact "
+                f"sign-flip p, whose smallest possible value with {seeds} seeds is {2 / 2**seeds:.3g})"
+            )
+        return sentence + "."
+
+    def _merges(self) -> str | None:
+        merges, vlm_lm, base = self.data.merges, self._vlm_lm(), self._base()
+        if not merges or vlm_lm is None:
+            return None
+        shares = {arm.name: recovered(arm.measured, base, vlm_lm) for arm in merges}
+        best = max((name for name in shares if shares[name] is not None), key=shares.get, default=None)
+        if best is None:
+            return None
+        arm = next(a for a in merges if a.name == best)
+        visual = arm.measured.visual
+        return (
+            "Can merging the reference back in recover the text loss? The best of the seven settings on the NLL, "
+            f"{arm.title}, wins back {100 * shares[best]:.0f}% of the VLM-LM's NLL loss "
+            f"({change(arm, 'vlm_lm')} against the VLM-LM), at visual accuracy "
+            f"{100 * visual.accuracy:.1f}% against the VLM's {100 * vlm_lm.visual.accuracy:.1f}% "
+            f"(chance {100 * visual.chance:.1f}%)."
+            if visual is not None
+            else f"The best of the seven settings on the NLL, {arm.title}, is the VLM-LM itself."
+        )
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every model of the study as a table row: what it is, S with its interval and each outcome."""
+        data = self.data
+        found = []
+
+        def add(group: str, label: str, measured: Measured, note: str = "") -> None:
+            text = measured.text
+            found.append(
+                {
+                    "group": group,
+                    "label": label,
+                    "s": measured.sink.sink_strength,
+                    "s_ci": measured.sink.ci,
+                    "nll": text.nll_continue_mean,
+                    "non_trivial": 100 * text.non_trivial_strict,
+                    "strict": 100 * text.ifeval.prompt_strict,
+                    "tokens": text.answer_tokens_median,
+                    "visual": None if measured.visual is None else 100 * measured.visual.accuracy,
+                    "note": note,
+                }
+            )
+
+        base, vlm_lm = self._base(), self._vlm_lm()
+        if base is not None:
+            add("pair", "SmolLM2-135M-Instruct (base)", base)
+        if vlm_lm is not None:
+            add("pair", "VLM-LM (VL endpoint, seed 0)", vlm_lm)
+            text = data.endpoints.text
+            add(
+                "pair",
+                "text-only endpoint (seed 0)",
+                run_measured(text),
+            )
+        if data.random_control is not None:
+            add("random ΔW", data.random_control.title, data.random_control.measured)
+        for arm in data.merges:
+            note = _merge_note(arm)
+            add("merge", arm.title, arm.measured, note)
+        for ablation in data.ablations:
+            name = BACKBONES.get(ablation.backbone, ablation.backbone)
+            if ablation.backbone != "smollm2":
+                add(f"ablation ({name})", f"{name} untouched", ablation.base)
+            for arm in ablation.settings:
+                add(f"ablation ({name})", arm.title, arm.measured)
+        if data.injection is not None:
+            add("QK-norm injection", data.injection.before.title, data.injection.before.measured)
+            for run in sorted(data.injection.runs, key=lambda run: run.key.seed):
+                add("QK-norm injection", f"injected, after stage 2 (seed {run.key.seed})", run_measured(run))
+            for run in sorted(data.injection.vanilla_runs, key=lambda run: run.key.seed):
+                add("QK-norm injection", f"vanilla, after stage 2 (seed {run.key.seed})", run_measured(run))
+        return found
+
+    def plots(self) -> list[PlotRef]:
+        """The section's charts."""
+        found = []
+        if self.data.displacement is not None:
+            found.append(PlotRef(self.plot_path("displacement"), LayerRatioChart.of(self.data.displacement)))
+        base, vlm_lm = self._base(), self._vlm_lm()
+        if self.data.merges and vlm_lm is not None and base is not None:
+            points = [
+                (arm.title, arm.measured) for arm in self.data.merges if arm.measured.visual is not None
+            ]
+            found.append(PlotRef(self.plot_path("merges"), MergeChart.of(points, base, vlm_lm)))
+        return found
+
+    def context(self) -> dict[str, Any]:
+        """What ``interventions.md.j2`` is given of this results file."""
+        return {
+            "study": self.data,
+            "source": self.source,
+            "precision": self.precision,
+            "anchor": f"interventions{self.suffix.replace('_', '-')}",
+            "answers": self.answers(),
+            "paper": PAPER,
+            "questions": QUESTIONS,
+            "rows": self.rows(),
+            "plots": {
+                name: plot
+                for name in PLOT_NAMES
+                for plot in self.plots()
+                if plot.path == self.plot_path(name)
+            },
+            "outcomes": CONTRAST_OUTCOMES,
+            "not_run": self.not_run(),
+        }
+
+    def not_run(self) -> list[str]:
+        """The study's steps that the file has no results of (a budget cut short), in the study's order."""
+        return [step for step in STEPS if step not in self.data.seconds]
+
+
+@dataclass(frozen=True)
+class InterventionsStudies:
+    """Every results file of the study the build found, each a section of the Interventions page (none: the page says
+    how to make them)."""
+
+    pages: tuple[InterventionsPage, ...]
+
+    @classmethod
+    def of(cls, folder: Path) -> InterventionsStudies:
+        """The study's results files in ``folder``, read through its schema."""
+        return cls(
+            tuple(InterventionsPage(path.name, read_study(path, path.name)) for path in find_studies(folder))
+        )
+
+    def plots(self) -> list[PlotRef]:
+        """Every section's charts."""
+        return [plot for page in self.pages for plot in page.plots()]
+
+    def context(self) -> dict[str, Any]:
+        """What ``interventions.md.j2`` is given."""
+        return {"studies": [page.context() for page in self.pages]}
+
+
+def page_files(folder: Path = RESULTS) -> dict[str, str]:
+    """The page folder's files (``interventions.md`` and its charts) from the study's results files in ``folder``.
+
+    Raises:
+        SourceInvalid: no results file there, or one does not fit the schema.
+    """
+    studies = InterventionsStudies.of(folder)
+    if not studies.pages:
+        raise SourceInvalid(f"{shown_path(folder)}: no {INTERVENTIONS_FILE}. Fix: {_FIX}")
+    return fragment(
+        "interventions.md", render(HERE, "interventions.md.j2", studies.context()), studies.plots()
+    )
+
+
+def main() -> None:
+    """``python -m experiments.interventions_pair.page``: render the page into ``experiments/interventions_pair/page/``."""
+    try:
+        folder = write_fragment(HERE, page_files())
+    except SourceInvalid as error:
+        raise SystemExit(f"interventions_pair page: {error}") from None
+    print(f"wrote {shown_path(folder)}")
+
+
+if __name__ == "__main__":
+    main()

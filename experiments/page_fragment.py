@@ -1,0 +1,88 @@
+"""An experiment's page on the site, rendered by the experiment itself: Markdown made from its template with the
+site's macros (``site/templates/_macros.j2``: the ``figure`` markup, the marked facts), and its charts as SVG
+files, written into the experiment's ``page/`` folder. The site publishes that folder as it is
+(:mod:`sinkbench.leaderboard.experiment_pages`); sinkbench never imports the experiments.
+
+Also the one way the pages read a results file: through its schema, a bad file being one line naming the file,
+the field and the fix.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TypeVar
+
+import jinja2
+from pydantic import BaseModel, ValidationError
+
+from sinkbench.errors import UserError
+from sinkbench.leaderboard.content import PlotRef
+from sinkbench.leaderboard.experiment_pages import PAGE_FOLDER
+from sinkbench.leaderboard.pages import make_environment
+from sinkbench.leaderboard.sources import SiteSources
+from sinkbench.safe_io import UnsafeFileError, read_json
+
+Schema = TypeVar("Schema", bound=BaseModel)
+#: The repository's root, against which the pages name the files they were made from.
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class SourceInvalid(UserError):
+    """An experiment's results file cannot be used; the message is one line naming the file, the field and the
+    fix."""
+
+
+def read_results(schema: type[Schema], path: Path, shown: str, limit: int, fix: str) -> Schema:
+    """An experiment's results file through its schema (``shown``: how messages name it; ``fix``: what to do).
+
+    Raises:
+        SourceInvalid: the file is unsafe to read (a link, too large), not strict JSON, or does not fit the schema.
+    """
+    try:
+        return schema.model_validate(read_json(path, limit))
+    except UnsafeFileError as error:
+        raise SourceInvalid(f"{shown}: <file>: {error.message} Fix: {error.fix}, or {fix}") from None
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "<file>"
+        raise SourceInvalid(f"{shown}: {field}: {first['msg']}. Fix: {fix}") from None
+
+
+def shown_path(path: Path) -> str:
+    """``path`` as a page names it: relative to the repository when inside it (no machine's path is published)."""
+    resolved = path.resolve()
+    return resolved.relative_to(ROOT).as_posix() if resolved.is_relative_to(ROOT) else path.name
+
+
+def render(folder: Path, template: str, context: dict[str, object]) -> str:
+    """``folder/template`` rendered with the site's environment and macros."""
+    environment = make_environment(SiteSources().templates)
+    environment.loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(folder), environment.loader])
+    return environment.get_template(template).render(**context)
+
+
+def fragment(page: str, markdown: str, plots: Sequence[PlotRef]) -> dict[str, str]:
+    """The files of a page folder by their path in it (= in the site): the page and its charts drawn."""
+    return {page: markdown, **{plot.path: plot.chart.svg() for plot in plots}}
+
+
+def write_fragment(folder: Path, files: dict[str, str]) -> Path:
+    """Replace ``folder``'s page folder with ``files``; returns the page folder."""
+    target = folder / PAGE_FOLDER
+    shutil.rmtree(target, ignore_errors=True)
+    for path, text in files.items():
+        (target / path).parent.mkdir(parents=True, exist_ok=True)
+        (target / path).write_text(text, encoding="utf-8")
+    return target
+
+
+def committed_fragment(folder: Path) -> dict[str, str]:
+    """The files of ``folder``'s page folder as they are on disk, by their path in it."""
+    target = folder / PAGE_FOLDER
+    return {
+        path.relative_to(target).as_posix(): path.read_text(encoding="utf-8")
+        for path in sorted(target.rglob("*"))
+        if path.is_file()
+    }

@@ -1,0 +1,414 @@
+"""The testbed's statistics: every outcome per run group, and each question asked as a paired comparison.
+
+The unit of analysis is the seed. A comparison pairs two run groups seed by seed (same stage 1, same data order)
+or a group with the base model (one deterministic value). For each outcome of :data:`OUTCOMES`:
+
+* the **exact sign-flip test** (``scipy.stats.permutation_test``, ``permutation_type="samples"``, all 2^n sign
+  patterns) gives a two-sided p-value of "no effect"; with 8 seeds its smallest value is 2/256 = 0.0078;
+* the **percentile bootstrap** over seeds (``scipy.stats.bootstrap``) gives a 95% interval of the mean
+  difference; with this few seeds its coverage is only approximate, and differences without spread give a
+  zero-width interval;
+* the **smallest detectable difference** is the smallest true mean difference the exact sign-flip test at
+  alpha 0.05 detects with 80% power, simulated with normal differences whose spread is **not the judged arm's**:
+  the between-seed standard deviation of the no-protection VL arm at the compared dose (times sqrt 2 for a
+  difference of two runs, which ignores the pairing and so errs large), each simulated difference rounded to the
+  outcome's resolution (one prompt, one question), and that spread never below one resolution step;
+* the verdict follows the rules of :mod:`experiments.vl_testbed.verdicts`.
+
+A run's visual accuracy is tested against chance with a one-sided exact binomial test (``scipy.stats.binomtest``).
+No correction is made for testing several outcomes and questions; the primary outcome, named before the runs,
+is :data:`PRIMARY`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from experiments.vl_testbed.schema import (
+    Analysis,
+    BaseRecord,
+    Comparison,
+    Effect,
+    GroupSummary,
+    Results,
+    RunRecord,
+    Spread,
+)
+from experiments.vl_testbed.verdicts import ALPHA, verdict
+from sinkbench.tables import stats as table_stats
+
+POWER = 0.8
+SEED = 0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One outcome: its name on the page, unit, better direction (None: descriptive), how to read it from a run
+    or the base model, its resolution (the smallest change one run can show; 0 when continuous), and what a
+    collapsed answer scores on it."""
+
+    label: str
+    unit: str
+    higher_is_better: bool | None
+    read: Callable[[Any], float]
+    resolution: Callable[[Any], float]
+    collapsed: str
+
+
+def _continuous(_: Any) -> float:
+    return 0.0
+
+
+OUTCOMES: dict[str, Outcome] = {
+    "nll_continue": Outcome(
+        "NLL of the base model's answers, stopping left out",
+        "nats/token",
+        False,
+        lambda r: r.text.nll_continue_mean,
+        _continuous,
+        "not moved by a wish to stop: each token is scored against the tokens that do not end the answer",
+    ),
+    "nll": Outcome(
+        "NLL of the base model's answers",
+        "nats/token",
+        False,
+        lambda r: r.text.nll_mean,
+        _continuous,
+        "grows without bound as the model's chance of stopping at once goes to 1",
+    ),
+    "non_trivial_strict": Outcome(
+        "IFEval prompt-level strict, prompts a trivial answer fails",
+        "points",
+        True,
+        lambda r: 100 * r.text.non_trivial_strict,
+        lambda r: 100 / r.text.non_trivial_prompts,
+        "0 by construction: both an empty answer and 'Red.' fail every one of these prompts",
+    ),
+    "prompt_strict": Outcome(
+        "IFEval prompt-level strict",
+        "points",
+        True,
+        lambda r: 100 * r.text.ifeval.prompt_strict,
+        lambda r: 100 / r.text.ifeval.prompts,
+        "see the trivial answers' scores: an almost empty answer passes the negative constraints",
+    ),
+    "inst_strict": Outcome(
+        "IFEval instruction-level strict",
+        "points",
+        True,
+        lambda r: 100 * r.text.ifeval.inst_strict,
+        lambda r: 100 / r.text.ifeval.instructions,
+        "see the trivial answers' scores",
+    ),
+    "prompt_loose": Outcome(
+        "IFEval prompt-level loose",
+        "points",
+        True,
+        lambda r: 100 * r.text.ifeval.prompt_loose,
+        lambda r: 100 / r.text.ifeval.prompts,
+        "at least the strict score",
+    ),
+    "answer_tokens": Outcome(
+        "median answer length",
+        "tokens",
+        None,
+        lambda r: r.text.answer_tokens_median,
+        _continuous,
+        "1 to 3 tokens",
+    ),
+    "stopped_share": Outcome(
+        "answers that stop before the cap",
+        "share",
+        None,
+        lambda r: r.text.stopped_share,
+        _continuous,
+        "1.0",
+    ),
+    "sink_strength": Outcome(
+        "S of the VLM-LM", "nats", True, lambda r: r.sink.sink_strength, _continuous, "not an answer score"
+    ),
+    "visual_accuracy": Outcome(
+        "visual accuracy, held-out questions",
+        "points",
+        True,
+        lambda r: 100 * _visual(r).accuracy,
+        lambda r: 100 / _visual(r).n,
+        "not a text outcome",
+    ),
+}
+#: The primary outcome, named before the runs: continuous, paired per prompt, blind to answer length.
+PRIMARY = "nll_continue"
+
+
+def _visual(record: Any) -> Any:
+    return record.visual_untrained if isinstance(record, BaseRecord) else record.visual
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question of the experiment: treated against control (a run group ``data/dose/arm``, or ``base``).
+
+    ``yes`` is ``worse`` when the question asks about damage (the treated group scores worse) and ``better``
+    when it asks about protection; ``protection`` questions are gated by the positive control.
+    """
+
+    text: str
+    treated: str
+    control: str
+    yes: str
+    protection: bool = False
+
+
+def questions(compare: str, doses: Sequence[str]) -> dict[str, Question]:
+    """The experiment's questions for a compared dose ``compare`` and the other doses."""
+    vl = f"vl/{compare}"
+    asked = {
+        "damage": Question("Does VL fine-tuning damage the text outcomes?", f"{vl}/none", "base", "worse"),
+        "text_damage": Question(
+            "Does text-only training of the same size damage them?", f"text/{compare}/none", "base", "worse"
+        ),
+        "vl_vs_text": Question(
+            "Does VL training damage more than text-only training?",
+            f"{vl}/none",
+            f"text/{compare}/none",
+            "worse",
+        ),
+    }
+    for dose in doses:
+        if dose != compare:
+            asked[f"dose_{dose}"] = Question(
+                f"Does the {compare} dose damage more than the {dose} dose?",
+                f"{vl}/none",
+                f"vl/{dose}/none",
+                "worse",
+            )
+    asked["positive_control"] = Question(
+        "Does the positive control (the LM frozen) protect?", f"{vl}/frozen_lm", f"{vl}/none", "better"
+    )
+    for arm, what in (
+        ("sink", "freezing the sink heads"),
+        ("random", "freezing matched random heads"),
+        ("all_qk", "freezing every head's query/key rows"),
+    ):
+        asked[f"protect_{arm}"] = Question(
+            f"Does {what} protect?", f"{vl}/{arm}", f"{vl}/none", "better", protection=True
+        )
+    asked["sink_vs_random"] = Question(
+        "Do the sink heads protect more than matched random heads?",
+        f"{vl}/sink",
+        f"{vl}/random",
+        "better",
+        True,
+    )
+    return asked
+
+
+def _mean_difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(x - y, axis=axis)
+
+
+def sign_flip_p(differences: Sequence[float]) -> float:
+    """Exact two-sided sign-flip permutation p-value of mean(differences) = 0 (NaN below 2 differences)."""
+    d = np.asarray(differences, dtype=float)
+    if len(d) < 2:
+        return math.nan
+    if not np.any(d):
+        return 1.0
+    result = stats.permutation_test(
+        (d, np.zeros_like(d)),
+        _mean_difference,
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=np.inf,
+        alternative="two-sided",
+    )
+    return float(result.pvalue)
+
+
+def bootstrap_mean_ci(differences: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean difference, resampling seeds (seeded)."""
+    d = np.asarray(differences, dtype=float)
+    if len(d) < 2 or np.ptp(d) == 0:
+        return (float(d.mean()), float(d.mean())) if len(d) else (math.nan, math.nan)
+    result = stats.bootstrap(
+        (d,),
+        np.mean,
+        n_resamples=table_stats.N_RESAMPLES,
+        method="percentile",
+        confidence_level=confidence,
+        rng=np.random.default_rng(SEED),
+    )
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def _sign_flip_p_rows(samples: np.ndarray) -> np.ndarray:
+    """Exact two-sided sign-flip p-values of each row of ``samples`` (vectorised over rows)."""
+    n = samples.shape[1]
+    signs = np.array(np.meshgrid(*[[1.0, -1.0]] * n)).reshape(n, -1)  # (n, 2^n)
+    null = np.abs(samples @ signs) / n
+    observed = np.abs(samples.mean(axis=1, keepdims=True))
+    return (null >= observed - 1e-12).mean(axis=1)
+
+
+def minimum_detectable_difference(sd: float, n: int, resolution: float = 0.0, *, draws: int = 4000) -> float:
+    """Smallest mean difference the exact sign-flip test (alpha 0.05, two-sided) detects with 80% power.
+
+    Simulated with ``n`` normal differences of standard deviation ``sd``, each rounded to a multiple of
+    ``resolution`` when it is positive (a run's score moves in whole prompts), on a grid of 0.05 sd (or of
+    ``resolution`` / 20 when finer). Infinity when 2^(1-n) > alpha (too few seeds: nothing is detectable); NaN
+    when ``sd`` is not positive (no spread to simulate from).
+    """
+    if 2.0 ** (1 - n) > ALPHA:
+        return math.inf
+    if not sd > 0:
+        return math.nan
+    noise = np.random.default_rng(SEED).standard_normal((draws, n)) * sd
+    step = min(0.05 * sd, resolution / 20) if resolution > 0 else 0.05 * sd
+    for mean in np.arange(step, 10 * sd + 10 * resolution, step):
+        samples = mean + noise
+        if resolution > 0:
+            samples = resolution * np.round(samples / resolution)
+        if (_sign_flip_p_rows(samples) <= ALPHA).mean() >= POWER:
+            return float(mean)
+    return math.inf
+
+
+def spread(values: Sequence[float]) -> Spread:
+    """Median and range."""
+    return Spread(median=float(np.median(values)), min=float(np.min(values)), max=float(np.max(values)))
+
+
+def above_chance(visual: Any) -> float:
+    """One-sided exact binomial p-value of a run's visual accuracy against its (mean) chance accuracy."""
+    hits = round(visual.accuracy * visual.n)
+    return float(stats.binomtest(hits, visual.n, visual.chance, alternative="greater").pvalue)
+
+
+def groups_of(results: Results) -> dict[str, dict[int, RunRecord]]:
+    """``data/dose/arm`` -> seed -> run."""
+    found: dict[str, dict[int, RunRecord]] = {}
+    for run in results.runs:
+        found.setdefault(f"{run.key.data}/{run.key.dose}/{run.key.arm}", {})[run.key.seed] = run
+    return found
+
+
+def _summary(name: str, by_seed: dict[int, RunRecord]) -> GroupSummary:
+    runs = [by_seed[seed] for seed in sorted(by_seed)]
+    data, dose, arm = name.split("/")
+    kinds = runs[0].visual.by_kind
+    return GroupSummary(
+        data=data,
+        dose=dose,
+        arm=arm,
+        seeds=sorted(by_seed),
+        outcomes={key: spread([outcome.read(run) for run in runs]) for key, outcome in OUTCOMES.items()},
+        visual_by_kind={
+            kind: spread([100 * run.visual.by_kind[kind].accuracy for run in runs]) for kind in kinds
+        },
+        visual_above_chance=sum(above_chance(run.visual) < ALPHA for run in runs),
+        frozen_weights=int(np.median([run.frozen.weights for run in runs])),
+        supervised_tokens=spread([run.stage2.supervised_tokens for run in runs]),
+        seconds={
+            stage: spread([getattr(run.seconds, stage) for run in runs])
+            for stage in type(runs[0].seconds).model_fields
+        },
+    )
+
+
+def _effect(
+    d: np.ndarray, detectable: float, *, yes_sign: int, protection: bool, separated: bool | None
+) -> Effect:
+    low, high = bootstrap_mean_ci(d)
+    p = sign_flip_p(d)
+    finite = math.isfinite(detectable)
+    return Effect(
+        differences=[float(x) for x in d],
+        mean=float(d.mean()),
+        median=float(np.median(d)),
+        ci95=(low, high),
+        p_sign_flip=None if math.isnan(p) else p,
+        positive=int((d > 0).sum()),
+        negative=int((d < 0).sum()),
+        zero=int((d == 0).sum()),
+        minimum_detectable=detectable if finite else None,
+        undetectable=None if finite else "too_few_seeds" if math.isinf(detectable) else "no_spread",
+        verdict=verdict(
+            float(d.mean()),
+            None if math.isnan(p) else p,
+            (low, high),
+            detectable if finite else None,
+            yes_sign=yes_sign,
+            protection=protection,
+            positive_control_separated=separated,
+        ),
+    )
+
+
+def _yes_sign(outcome: Outcome, yes: str) -> int:
+    if outcome.higher_is_better is None:
+        return 0
+    better = 1 if outcome.higher_is_better else -1
+    return better if yes == "better" else -better
+
+
+def summarize(results: Results) -> Analysis:
+    """Every run group's summary and every question's paired comparison (for the groups that have runs)."""
+    groups = groups_of(results)
+    config = results.config
+    compare_none = groups.get(f"vl/{config.compare_dose}/none", {})
+    comparisons: dict[str, Comparison] = {}
+    separated: dict[str, bool] = {}
+    for name, question in questions(config.compare_dose, list(config.doses)).items():
+        treated = groups.get(question.treated, {})
+        control = groups.get(question.control, {}) if question.control != "base" else None
+        seeds = sorted(set(treated) & (set(control) if control is not None else set(treated)))
+        if not seeds or (control is None and results.base is None):
+            continue
+        pool = [compare_none[s] for s in sorted(compare_none)]
+        effects = {}
+        for key, outcome in OUTCOMES.items():
+            treated_values = np.array([outcome.read(treated[s]) for s in seeds])
+            control_values = (
+                np.full(len(seeds), outcome.read(results.base))
+                if control is None
+                else np.array([outcome.read(control[s]) for s in seeds])
+            )
+            resolution = outcome.resolution(treated[seeds[0]])
+            sd = float(np.std([outcome.read(run) for run in pool], ddof=1)) if len(pool) > 1 else math.nan
+            sd = sd * (math.sqrt(2) if control is not None else 1.0)
+            if resolution > 0 and math.isfinite(sd):
+                sd = max(sd, resolution)
+            effects[key] = _effect(
+                treated_values - control_values,
+                minimum_detectable_difference(sd, len(seeds), resolution),
+                yes_sign=_yes_sign(outcome, question.yes),
+                protection=question.protection,
+                separated=separated.get(key),
+            )
+        comparisons[name] = Comparison(
+            question=question.text,
+            treated=question.treated,
+            control=question.control,
+            seeds=seeds,
+            effects=effects,
+        )
+        if name == "positive_control":
+            separated = {key: effect.verdict == "yes" for key, effect in effects.items()}
+    stage1 = [100 * record.visual_after_stage1.accuracy for record in results.seeds]
+    return Analysis(
+        groups={name: _summary(name, by_seed) for name, by_seed in groups.items()},
+        comparisons=comparisons,
+        power={
+            "spread_from": f"vl/{config.compare_dose}/none",
+            "method": "exact sign-flip test, alpha 0.05, 80% power; normal differences with the no-protection arm's "
+            "between-seed standard deviation (times sqrt 2 between two arms), rounded to one prompt or question, "
+            "the spread never below one such step",
+        },
+        stage1_visual=spread(stage1) if stage1 else None,
+    )

@@ -1,0 +1,393 @@
+"""The testbed experiment: per seed a shared stage 0 and stage 1, then every run of the plan, each VLM measured as
+a submitter would measure it.
+
+A run (:class:`~experiments.vl_testbed.schema.RunKey`) is one stage-2 data kind (VL chats or the text-only control),
+one dose, one arm and one seed. For each: a fresh LLaVA around the base LM gets the seed's stage-1 vision
+weights, the arm's protection is applied (``protect_sink_heads`` freezes query/key rows; the positive control
+freezes the whole LM), stage 2 trains with the monitor measuring S, the VLM is saved as a LLaVA checkpoint, its
+language model extracted with ``extract_lm(verify=True)``, screened (S with its interval), and given the text
+outcomes of :mod:`experiments.vl_testbed.outcomes`; held-out scenes give the visual accuracy. The state is written
+after every run, so a killed run loses only itself and a rerun resumes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from experiments.vl_testbed import analysis
+from experiments.vl_testbed.controls import ARMS, arm_heads, frozen_units
+from experiments.vl_testbed.outcomes import Generated, ReferenceAnswers, measure_text, reference_answers
+from experiments.vl_testbed.scenes import question_items
+from experiments.vl_testbed.schema import (
+    BaseRecord,
+    Results,
+    RunKey,
+    RunRecord,
+    SeedRecord,
+    SinkRecord,
+    TestbedConfig,
+    TextRecord,
+    TracePoint,
+    VisualRecord,
+)
+from experiments.vl_testbed.train import pretrain_encoder, stage_data, train_stage, vision_state
+from experiments.vl_testbed.visual import visual_accuracy
+from experiments.vl_testbed.vlm import build_vlm, save_vlm
+from sinkbench.safe_io import write_json_atomic
+from sinkbench.sink.metrics import SECONDARY_METRICS, SINK_STRENGTH
+
+#: The running state under the work folder, resumed by a rerun with the same recipe.
+STATE_FILE = "state.json"
+
+
+@dataclass
+class Inputs:
+    """What the experiment reads: the base LM as a transformers folder, the IFEval docs (and which of them a
+    trivial answer fails), GSM8K training problems for text-only chats, the sink heads and the attention shape."""
+
+    base_dir: Path
+    docs: Sequence[dict[str, Any]]
+    non_trivial: Sequence[int]
+    problems: Sequence[dict[str, str]]
+    sink_heads: list[list[int]]
+    shape: dict[str, int]  # num_layers, num_heads, num_kv_heads
+
+
+def load_base(base_dir: Path, dtype: str = "float32", device: str = "cpu") -> tuple[torch.nn.Module, Any]:
+    """A fresh copy of the base LM (float32 unless told) and its tokenizer."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=getattr(torch, dtype)).to(device)
+    return model, AutoTokenizer.from_pretrained(base_dir)
+
+
+def _dtype(config: TestbedConfig) -> torch.dtype:
+    """The dtype the recipe evaluates in (generation and visual accuracy)."""
+    return getattr(torch, config.eval_dtype)
+
+
+def sink_record(report: dict[str, Any]) -> SinkRecord:
+    """What the results keep of a ``probe_model`` report."""
+    return SinkRecord(
+        sink_strength=report["sink_strength"],
+        ci=tuple(report["sink_strength_ci"]),
+        secondary={metric.name: report["metrics"][metric.name] for metric in SECONDARY_METRICS},
+        layer_median_g=report["profile"]["layer_median_g"],
+    )
+
+
+def trace_point(record: dict[str, Any]) -> TracePoint:
+    """A monitor measurement (``Measurement.trace_record()``) as the results keep it."""
+    return TracePoint(
+        step=record["step"],
+        sink_strength=record[SINK_STRENGTH.name],
+        secondary={metric.name: record.get(metric.name) for metric in SECONDARY_METRICS},
+        seconds=record["seconds"],
+    )
+
+
+class Testbed:
+    """Runs (and resumes) the experiment; checkpoints and scratch go under ``workdir``.
+
+    The state (a :class:`~experiments.vl_testbed.schema.Results` without its analysis) is written to
+    ``workdir / STATE_FILE`` after every stage and run; the finished results, with their analysis, go to
+    ``results`` at the end, so a results file is never partial.
+    """
+
+    def __init__(
+        self,
+        config: TestbedConfig,
+        inputs: Inputs,
+        workdir: Path,
+        results: Path,
+        header: dict[str, Any],
+        log: Callable[[str], None] = print,
+    ) -> None:
+        self.config, self.inputs, self.workdir, self.results, self.log = config, inputs, workdir, results, log
+        self.state_file = workdir / STATE_FILE
+        self.items = question_items(config.visual_seed, config.visual_images, config.vision.image_size)
+        self.resumed_at_load: list[float] | None = None
+        self.state = self._resume(header)
+        self.reference: ReferenceAnswers | None = None
+
+    def _resume(self, header: dict[str, Any]) -> Results:
+        fresh = Results.model_validate(
+            {**header, "config": self.config, "sink_heads": self.inputs.sink_heads}
+        )
+        if not self.state_file.is_file():
+            return fresh
+        previous = Results.model_validate(json.loads(self.state_file.read_text(encoding="utf-8")))
+        same = (
+            previous.config.recipe() == self.config.recipe()
+            and previous.sink_heads == fresh.sink_heads
+            and previous.ifeval_subset.indices == fresh.ifeval_subset.indices
+        )
+        if not same:
+            self.log(f"{self.state_file} was made with another recipe: starting afresh")
+            return fresh
+        self.log(f"resuming {self.state_file}: {len(previous.runs)} runs on file")
+        self.resumed_at_load = fresh.machine.load_average_at_start
+        return previous.model_copy(update={"config": self.config})
+
+    def _write(self) -> None:
+        write_json_atomic(self.state.model_dump(mode="json", by_alias=True), self.state_file)
+
+    def _update(self, **fields: Any) -> None:
+        self.state = self.state.model_copy(update=fields)
+        self._write()
+
+    def run(self, *, report_only: bool = False) -> Results:
+        """Every run of the plan not yet on file, then the analysis; returns the results. ``report_only`` runs
+        nothing and reports the runs on file (a budget cut short: the page shows each group's seeds).
+
+        Raises:
+            ValueError: ``report_only`` with no base model or no run on file.
+        """
+        if report_only and (self.state.base is None or not self.state.runs):
+            raise ValueError(f"{self.state_file} holds no finished run to report; run the experiment first")
+        if self.resumed_at_load is not None and not report_only:
+            machine = self.state.machine
+            self._update(
+                machine=machine.model_copy(
+                    update={"resumed_at_load": [*machine.resumed_at_load, self.resumed_at_load]}
+                )
+            )
+        self.ensure_base()
+        planned = self.config.runs()
+        for number, key in enumerate(planned, start=1):
+            if report_only or self.state.run(key) is not None:
+                continue
+            self.prepare_seed(key.seed)
+            self.log(f"run {number} of {len(planned)}: {key.label()}")
+            self._update(runs=[*self.state.runs, self.run_one(key)])
+        self.state = self.state.model_copy(update={"analysis": analysis.summarize(self.state)})
+        self._write()
+        write_json_atomic(self.state.model_dump(mode="json", by_alias=True), self.results)
+        return self.state
+
+    def ensure_base(self) -> BaseRecord:
+        """The base model's record, measured (and written to the state) unless it is on file."""
+        if self.state.base is None:
+            self._update(base=self._base())
+        return self.state.base
+
+    def _reference(self) -> ReferenceAnswers:
+        """The base model's answers, which every run's NLL scores (from the state once the base is measured)."""
+        if self.reference is None:
+            base = self.state.base
+            self.reference = ReferenceAnswers(
+                tuple(doc["prompt"] for doc in self.inputs.docs),
+                tuple(tuple(ids) for ids in base.reference_token_ids),
+                tuple(map(bool, base.text.stopped)),
+            )
+        return self.reference
+
+    def measure_text_of(self, lm_dir: Path, generated: Generated | None = None) -> TextRecord:
+        """The text outcomes of a causal-LM folder (``generated``: its answers when already made, the base's)."""
+        config = self.config
+        model, tokenizer = load_base(lm_dir, config.eval_dtype, config.device)
+        outcomes = measure_text(
+            model,
+            tokenizer,
+            self.inputs.docs,
+            self.inputs.non_trivial,
+            self._reference(),
+            max_new_tokens=config.max_new_tokens,
+            batch_size=config.eval_batch,
+            generate_dtype=_dtype(config),
+            generated=generated,
+        )
+        return TextRecord.model_validate(outcomes.to_dict())
+
+    def screen(self, lm_dir: Path) -> SinkRecord:
+        """S of a causal-LM folder, as ``sinkbench screen`` measures it."""
+        from sinkbench.sink.probe_model import probe_model
+
+        report, _ = probe_model(str(lm_dir), progress=False, device=self.config.device)
+        return sink_record(report)
+
+    def _base(self) -> BaseRecord:
+        """The untouched base LM through the same measurements, and an untrained VLM's visual accuracy."""
+        self.log("base model")
+        config = self.config
+        started = time.perf_counter()
+        sink = self.screen(self.inputs.base_dir)
+        screened = time.perf_counter()
+        model, tokenizer = load_base(self.inputs.base_dir, config.eval_dtype, config.device)
+        self.reference, generated = reference_answers(
+            model,
+            tokenizer,
+            self.inputs.docs,
+            max_new_tokens=config.max_new_tokens,
+            batch_size=config.eval_batch,
+            generate_dtype=_dtype(config),
+        )
+        del model
+        text = self.measure_text_of(self.inputs.base_dir, generated)
+        measured = time.perf_counter()
+        lm, tokenizer = load_base(self.inputs.base_dir, device=config.device)
+        vlm = build_vlm(lm, tokenizer, config.vision, seed=0).to(config.device)
+        visual = visual_accuracy(vlm, tokenizer, self.items, config.vision.image_tokens, dtype=_dtype(config))
+        return BaseRecord(
+            sink=sink,
+            text=text,
+            reference_token_ids=[list(ids) for ids in self.reference.token_ids],
+            visual_untrained=visual,
+            seconds={"screen": round(screened - started, 1), "text": round(measured - screened, 1)},
+        )
+
+    def visual_of(self, vlm_dir: Path) -> VisualRecord:
+        """The held-out visual accuracy of a saved VLM folder (a LLaVA checkpoint)."""
+        from transformers import AutoTokenizer, LlavaForConditionalGeneration
+
+        vlm = LlavaForConditionalGeneration.from_pretrained(vlm_dir, dtype=torch.float32).to(
+            self.config.device
+        )
+        tokenizer = AutoTokenizer.from_pretrained(vlm_dir)
+        return VisualRecord.model_validate(
+            visual_accuracy(
+                vlm, tokenizer, self.items, self.config.vision.image_tokens, dtype=_dtype(self.config)
+            )
+        )
+
+    def run_dir(self, key: RunKey) -> Path:
+        """Where a run's VLM (``vlm/``) and VLM-LM (``lm/``) are saved (kept for the runs in ``config.keep``)."""
+        return self.workdir / f"seed{key.seed}" / f"{key.data}-{key.dose}-{key.arm}"
+
+    def _stage1_path(self, seed: int) -> Path:
+        return self.workdir / f"seed{seed}" / "stage1.pt"
+
+    def prepare_seed(self, seed: int) -> None:
+        """Make the seed's stage-0/1 vision weights (and record them) unless they are on file and on disk."""
+        if self.state.seed_record(seed) is not None and self._stage1_path(seed).is_file():
+            return
+        self.log(f"seed {seed}: stages 0 and 1")
+        config = self.config
+        lm, tokenizer = load_base(self.inputs.base_dir, device=config.device)
+        vlm = build_vlm(lm, tokenizer, config.vision, seed=seed).to(config.device)
+        stage0 = pretrain_encoder(vlm, config.vision, seed, config.stage0_steps, config.stage0_batch)
+        count = config.stage1.steps * config.stage1.batch_size
+        data = stage_data("stage1", seed, count, tokenizer, config.vision)
+        result = train_stage(vlm, tokenizer, data, config.stage1, seed, device=config.device)
+        self._stage1_path(seed).parent.mkdir(parents=True, exist_ok=True)
+        torch.save(vision_state(vlm), self._stage1_path(seed))
+        record = SeedRecord(
+            seed=seed,
+            stage0=stage0,
+            stage1={**result.to_dict(), "supervised_tokens": data.supervised_tokens},
+            visual_after_stage1=visual_accuracy(
+                vlm, tokenizer, self.items, config.vision.image_tokens, dtype=_dtype(config)
+            ),
+        )
+        others = [r for r in self.state.seeds if r.seed != seed]
+        self._update(seeds=sorted([*others, record], key=lambda r: r.seed))
+
+    def run_one(self, key: RunKey) -> RunRecord:
+        """Stage 2 of one run, then the VLM saved, its LM extracted and verified, screened and measured."""
+        from sinkbench.extract.pipeline import extract_lm
+        from sinkbench.monitor import SinkStrengthCallback
+        from sinkbench.protect import protect_sink_heads
+
+        config, inputs = self.config, self.inputs
+        started = time.perf_counter()
+        lm, tokenizer = load_base(inputs.base_dir, device=config.device)
+        vlm = build_vlm(lm, tokenizer, config.vision, seed=key.seed).to(config.device)
+        vlm.load_state_dict(torch.load(self._stage1_path(key.seed)), strict=False)
+        heads = arm_heads(key.arm, key.seed, inputs.sink_heads, inputs.shape, config.bands)
+        handle = protect_sink_heads(vlm, heads, mode="freeze") if heads else None
+        spec = dataclasses.replace(config.doses[key.dose], train_lm=ARMS[key.arm].lm_trains)
+        count = spec.steps * spec.batch_size
+        stage = "stage2" if key.data == "vl" else "stage2_text"
+        data = stage_data(
+            stage,
+            key.seed,
+            count,
+            tokenizer,
+            config.vision,
+            replies=config.replies,
+            problems=inputs.problems,
+            text_share=config.text_share,
+        )
+        monitor: list[Any] = []
+
+        def make_monitor(trainer: Any) -> Any:
+            monitor.append(
+                SinkStrengthCallback(trainer, every_n_steps=config.monitor_every, tokenizer=tokenizer)
+            )
+            return monitor[0]
+
+        result = train_stage(
+            vlm, tokenizer, data, spec, key.seed, callbacks=[make_monitor], device=config.device
+        )
+        unchanged = handle is None or all(
+            torch.equal(entry.parameter.detach()[entry.rows], entry.initial) for entry in handle.rows
+        )
+        if handle is not None:
+            handle.remove()
+        visual_started = time.perf_counter()
+        visual = visual_accuracy(vlm, tokenizer, self.items, config.vision.image_tokens, dtype=_dtype(config))
+        run_dir = self.run_dir(key)
+        shutil.rmtree(run_dir, ignore_errors=True)
+        extract_started = time.perf_counter()
+        save_vlm(vlm, tokenizer, config.vision, run_dir / "vlm")
+        extraction = extract_lm(str(run_dir / "vlm"), run_dir / "lm", verify=True).provenance["verification"]
+        del vlm, lm
+        screen_started = time.perf_counter()
+        sink = self.screen(run_dir / "lm")
+        text_started = time.perf_counter()
+        text = self.measure_text_of(run_dir / "lm")
+        finished = time.perf_counter()
+        if key not in config.keep:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        trace = [trace_point(m.trace_record()) for m in monitor[0].monitor.history]
+        return RunRecord(
+            key=key,
+            heads=heads,
+            frozen={
+                **frozen_units(heads, inputs.shape["num_heads"], inputs.shape["num_kv_heads"]),
+                "weights": handle.num_protected if handle else 0,
+                "rows_unchanged": unchanged,
+                "lm_trained": spec.train_lm,
+            },
+            stage2={**result.to_dict(), "supervised_tokens": data.supervised_tokens},
+            trace=trace,
+            visual=visual,
+            extraction=extraction,
+            sink=sink,
+            text=text,
+            seconds={
+                "stage2": round(result.seconds, 1),
+                "monitor": round(sum(point.seconds for point in trace), 1),
+                "visual": round(extract_started - visual_started, 1),
+                "extract": round(screen_started - extract_started, 1),
+                "screen": round(text_started - screen_started, 1),
+                "text": round(finished - text_started, 1),
+                "total": round(finished - started, 1),
+            },
+        )
+
+
+def ifeval_subset_record(
+    docs: Sequence[dict[str, Any]], indices: Sequence[int], non_trivial: Sequence[int], source: dict[str, Any]
+) -> dict[str, Any]:
+    """What the results file records of the IFEval prompts: the file, the rule, the indices and keys, which of
+    them a trivial answer fails, and what the trivial answers score."""
+    from experiments.vl_testbed.outcomes import trivial_scores
+
+    chosen = [docs[i] for i in indices]
+    return {
+        **source,
+        "indices": list(indices),
+        "keys": [doc["key"] for doc in chosen],
+        "non_trivial": list(non_trivial),
+        "trivial_scores": trivial_scores(chosen),
+    }

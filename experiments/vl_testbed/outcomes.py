@@ -1,0 +1,249 @@
+"""The testbed's text outcomes of one causal LM, chosen so that a loss of any length shows.
+
+A strict IFEval score alone cannot tell a model that lost its instruction following from one that learned to
+answer every prompt in one word: an almost empty answer passes the negative constraints ("no commas", "fewer
+than N sentences"). :func:`measure_text` therefore reports, for the testbed's IFEval prompts:
+
+* **strict and loose accuracy** (prompt and instruction level, lm-eval's checkers), on all the prompts and on
+  the **non-trivial** ones, those that both :data:`TRIVIAL_ANSWERS` fail (:func:`non_trivial_prompts`), where
+  a collapsed answer scores 0 by construction;
+* **answer length** in tokens and whether each answer **stopped** before the token cap;
+* the **teacher-forced NLL** of the base model's own greedy answers (:class:`ReferenceAnswers`), per prompt:
+  ``nll`` is the mean negative log-likelihood per answer token (with its end-of-turn token when the answer
+  ended); ``nll_continue`` leaves the decision to stop out, scoring each non-final token against the model's
+  distribution over the tokens that do not end the turn (``-log p(t) + log(1 - p(stop))``), so a model that
+  only learned to stop early is not penalised by it. Both are continuous and paired per prompt.
+
+Answers are greedy; generation runs in ``generate_dtype`` (bfloat16 by default), the NLL in float32.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from experiments.vl_testbed.ifeval_short import IfevalScores, grade
+
+#: The trivial answers of the non-trivial subset: an empty reply and the testbed's typical collapsed reply.
+TRIVIAL_ANSWERS = ("", "Red.")
+
+
+def non_trivial_prompts(docs: Sequence[dict[str, Any]]) -> list[int]:
+    """Indices of the ``docs`` that every one of :data:`TRIVIAL_ANSWERS` fails (prompt-level strict)."""
+    from sinkbench.tasks.ifeval_strict.utils import process_results
+
+    return [
+        index
+        for index, doc in enumerate(docs)
+        if not any(process_results(doc, [answer])["prompt_level_strict_acc"] for answer in TRIVIAL_ANSWERS)
+    ]
+
+
+def trivial_scores(docs: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """What each trivial answer, given to every prompt, scores on the strict outcomes (prompt-level strict on all
+    prompts, and instruction-level strict)."""
+    scores = {}
+    for answer in TRIVIAL_ANSWERS:
+        graded = grade(docs, [answer] * len(docs), [0] * len(docs))
+        scores[answer] = {"prompt_strict": graded.prompt_strict, "inst_strict": graded.inst_strict}
+    return scores
+
+
+def stop_token_ids(model: Any, tokenizer: Any) -> list[int]:
+    """The token ids that end an answer: the tokenizer's end of sequence and the generation config's."""
+    ids = {tokenizer.eos_token_id}
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids |= set(configured) if isinstance(configured, (list, tuple)) else {configured}
+    return sorted(i for i in ids if i is not None)
+
+
+def chat_prompt_ids(tokenizer: Any, prompt: str) -> list[int]:
+    """The chat-templated user turn and the assistant header, as token ids."""
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+    )
+    return tokenizer(text, add_special_tokens=False).input_ids
+
+
+@dataclass(frozen=True)
+class Generated:
+    """Greedy answers: their text, token ids (with the stop token when they stopped) and whether they stopped."""
+
+    texts: tuple[str, ...]
+    token_ids: tuple[tuple[int, ...], ...]
+    stopped: tuple[bool, ...]
+
+    @property
+    def lengths(self) -> list[int]:
+        """Answer lengths in tokens (the stop token counted)."""
+        return [len(ids) for ids in self.token_ids]
+
+
+def generate(
+    model: Any, tokenizer: Any, prompts: Sequence[str], max_new_tokens: int, batch_size: int
+) -> Generated:
+    """Greedy chat-template answers to ``prompts``, left-padded in batches of similar length."""
+    stops = set(stop_token_ids(model, tokenizer))
+    tokenizer.padding_side = "left"
+    model.eval()
+    encoded_prompts = [chat_prompt_ids(tokenizer, p) for p in prompts]
+    order = sorted(range(len(prompts)), key=lambda i: len(encoded_prompts[i]))
+    texts, ids_out, stopped = [""] * len(prompts), [()] * len(prompts), [False] * len(prompts)
+    device = next(model.parameters()).device
+    for start in range(0, len(order), batch_size):
+        batch = order[start : start + batch_size]
+        width = max(len(encoded_prompts[i]) for i in batch)
+        pad = tokenizer.pad_token_id
+        ids = torch.tensor([[pad] * (width - len(encoded_prompts[i])) + encoded_prompts[i] for i in batch])
+        mask = torch.tensor(
+            [[0] * (width - len(encoded_prompts[i])) + [1] * len(encoded_prompts[i]) for i in batch]
+        )
+        with torch.inference_mode():
+            output = model.generate(
+                input_ids=ids.to(device),
+                attention_mask=mask.to(device),
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                pad_token_id=pad,
+                eos_token_id=sorted(stops),
+            )
+        for row, index in enumerate(batch):
+            new = output[row, width:].tolist()
+            end = next((k for k, token in enumerate(new) if token in stops), None)
+            kept = new if end is None else new[: end + 1]
+            ids_out[index] = tuple(kept)
+            stopped[index] = end is not None
+            texts[index] = tokenizer.decode(kept, skip_special_tokens=True)
+    return Generated(tuple(texts), tuple(ids_out), tuple(stopped))
+
+
+@dataclass(frozen=True)
+class ReferenceAnswers:
+    """The base model's greedy answers, which every other model is scored on (teacher-forced)."""
+
+    prompts: tuple[str, ...]
+    token_ids: tuple[tuple[int, ...], ...]
+    stopped: tuple[bool, ...]
+
+
+def answer_nll(
+    model: Any, tokenizer: Any, reference: ReferenceAnswers, batch_size: int = 16
+) -> tuple[list[float], list[float]]:
+    """Per prompt, ``nll`` and ``nll_continue`` of the reference answer under ``model`` (see the module docstring).
+
+    An answer of no non-final tokens gives NaN for ``nll_continue``.
+    """
+    stops = stop_token_ids(model, tokenizer)
+    device = next(model.parameters()).device
+    rows = [chat_prompt_ids(tokenizer, p) for p in reference.prompts]
+    nll, nll_continue = [], []
+    model.eval()
+    for start in range(0, len(rows), batch_size):
+        batch = range(start, min(start + batch_size, len(rows)))
+        sequences = [rows[i] + list(reference.token_ids[i]) for i in batch]
+        width = max(map(len, sequences))
+        pad = tokenizer.pad_token_id
+        ids = torch.tensor([s + [pad] * (width - len(s)) for s in sequences], device=device)
+        mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in sequences], device=device)
+        with torch.inference_mode():
+            logits = model(input_ids=ids, attention_mask=mask).logits
+        for row, i in enumerate(batch):
+            answer = list(reference.token_ids[i])
+            first = len(rows[i]) - 1  # the logit row that predicts the answer's first token
+            scored = torch.log_softmax(logits[row, first : first + len(answer)].float(), dim=-1)
+            token_lp = scored[torch.arange(len(answer)), torch.tensor(answer, device=device)]
+            nll.append(float(-token_lp.mean()))
+            final_is_stop = bool(reference.stopped[i])
+            body = slice(0, len(answer) - 1 if final_is_stop else len(answer))
+            stop_mass = scored[body][:, stops].exp().sum(-1).clamp(max=1 - 1e-7)
+            kept = token_lp[body]
+            nll_continue.append(
+                float(-(kept - torch.log1p(-stop_mass)).mean()) if len(kept) else float("nan")
+            )
+    return nll, nll_continue
+
+
+@dataclass(frozen=True)
+class TextOutcomes:
+    """Every text outcome of one model on the testbed's prompts (per prompt where paired analyses need it)."""
+
+    ifeval: IfevalScores
+    non_trivial_strict: float
+    non_trivial_prompts: int
+    nll: tuple[float, ...]
+    nll_continue: tuple[float, ...]
+    answer_tokens: tuple[int, ...]
+    stopped: tuple[bool, ...]
+    answers: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {
+            "ifeval": self.ifeval.to_dict(),
+            "non_trivial_strict": self.non_trivial_strict,
+            "non_trivial_prompts": self.non_trivial_prompts,
+            "nll_mean": float(np.nanmean(self.nll)),
+            "nll_continue_mean": float(np.nanmean(self.nll_continue)),
+            "nll": list(self.nll),
+            "nll_continue": list(self.nll_continue),
+            "answer_tokens_median": float(np.median(self.answer_tokens)),
+            "stopped_share": float(np.mean(self.stopped)),
+            "stopped": [int(s) for s in self.stopped],
+            "answers": list(self.answers),
+        }
+
+
+def measure_text(
+    model: Any,
+    tokenizer: Any,
+    docs: Sequence[dict[str, Any]],
+    non_trivial: Sequence[int],
+    reference: ReferenceAnswers,
+    *,
+    max_new_tokens: int,
+    batch_size: int,
+    generate_dtype: torch.dtype = torch.bfloat16,
+    generated: Generated | None = None,
+) -> TextOutcomes:
+    """Every text outcome of ``model``, given in float32 (the NLL's precision) and then cast to ``generate_dtype``
+    for generation, and left so; ``generated`` reuses answers already generated the same way (the base model's)."""
+    nll, nll_continue = answer_nll(model, tokenizer, reference)
+    if generated is None:
+        prompts = [d["prompt"] for d in docs]
+        generated = generate(model.to(generate_dtype), tokenizer, prompts, max_new_tokens, batch_size)
+    scores = grade(docs, generated.texts, generated.lengths)
+    strict = np.array(scores.strict_by_prompt, dtype=float)
+    return TextOutcomes(
+        ifeval=scores,
+        non_trivial_strict=float(strict[list(non_trivial)].mean()) if len(non_trivial) else float("nan"),
+        non_trivial_prompts=len(non_trivial),
+        nll=tuple(nll),
+        nll_continue=tuple(nll_continue),
+        answer_tokens=tuple(generated.lengths),
+        stopped=generated.stopped,
+        answers=generated.texts,
+    )
+
+
+def reference_answers(
+    model: Any,
+    tokenizer: Any,
+    docs: Sequence[dict[str, Any]],
+    *,
+    max_new_tokens: int,
+    batch_size: int,
+    generate_dtype: torch.dtype = torch.bfloat16,
+) -> tuple[ReferenceAnswers, Generated]:
+    """The base model's greedy answers to ``docs``, generated as :func:`measure_text` generates (from a copy cast
+    to ``generate_dtype``; ``model`` is left as it was)."""
+    import copy
+
+    prompts = [d["prompt"] for d in docs]
+    generated = generate(
+        copy.deepcopy(model).to(generate_dtype), tokenizer, prompts, max_new_tokens, batch_size
+    )
+    return ReferenceAnswers(tuple(prompts), generated.token_ids, generated.stopped), generated

@@ -1,0 +1,351 @@
+"""The site's Training dynamics page, rendered from the testbed's results file (``results/vl_testbed.json``) through
+its schema (:class:`experiments.vl_testbed.schema.Results`) into ``page/`` (``python -m
+experiments.vl_testbed.page``): one sentence per question, tables of every run group and every paired comparison,
+and charts that show every run.
+
+A file that does not fit the schema is one :class:`~experiments.page_fragment.SourceInvalid` line naming the
+file, the field and the fix. Every number on the page is in the file (its ``analysis`` block holds the
+statistics) or read from it in one line here; nothing is recomputed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from experiments.page_fragment import (
+    ROOT,
+    SourceInvalid,
+    fragment,
+    read_results,
+    render,
+    shown_path,
+    write_fragment,
+)
+from experiments.vl_testbed.analysis import OUTCOMES, PRIMARY
+from experiments.vl_testbed.charts import LengthChart, PairedChart, TrajectoryChart
+from experiments.vl_testbed.controls import ARMS
+from experiments.vl_testbed.schema import Comparison, Effect, Results
+from experiments.vl_testbed.verdicts import RULES
+from sinkbench.errors import UserError
+from sinkbench.leaderboard.consistency import fact_key, model_ref
+from sinkbench.leaderboard.content import PlotRef
+from sinkbench.leaderboard.history import board_history
+from sinkbench.leaderboard.pages import pages_of
+from sinkbench.leaderboard.views import build_views
+from sinkbench.submissions import load_valid_entries
+from sinkbench.tables.build import build_tables
+
+#: The results file of ``python -m experiments.vl_testbed.run``; other backbones' runs sit beside it as
+#: ``vl_testbed_<name>.json``.
+TESTBED_FILE = "vl_testbed.json"
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+#: The board whose pages the base model's row links.
+SUBMISSIONS = ROOT / "submissions"
+#: Where the page's charts go, site-relative.
+PLOT_PATHS = {
+    "primary": "plots/testbed-nll-per-seed.svg",
+    "non_trivial": "plots/testbed-nontrivial-strict-per-seed.svg",
+    "damage": "plots/testbed-damage-by-training.svg",
+    "lengths": "plots/testbed-answer-lengths.svg",
+    "trace": "plots/testbed-s-trace.svg",
+}
+#: The largest results file read, in bytes.
+TESTBED_SIZE_LIMIT = 40_000_000
+#: Why an effect has no smallest detectable difference, by its ``undetectable`` value.
+UNDETECTABLE = {
+    "too_few_seeds": "with this few seeds no difference is detectable",
+    "no_spread": "the no-protection arm has no spread to simulate from",
+}
+#: How a verdict reads at the start of a sentence.
+VERDICT_WORDS = {
+    "yes": "Yes",
+    "no": "No",
+    "reverse": "No, the reverse",
+    "cannot tell": "This design cannot tell",
+    "descriptive": "Descriptive",
+}
+#: The base model's outcomes that other pages show too, as the consistency check's fact kinds and task
+#: (:mod:`sinkbench.leaderboard.consistency`): its IFEval prompt-level strict score and its S.
+BASE_FACTS = {"prompt_strict": ("score", "ifeval_strict"), "sink_strength": ("s",)}
+#: The outcomes each question's sentence gives: the primary one, and the strict score a trivial answer cannot pass.
+SENTENCE_OUTCOMES = (PRIMARY, "non_trivial_strict")
+_FIX = "rerun `python -m experiments.vl_testbed.run` to rewrite it"
+
+
+@dataclass(frozen=True)
+class TestbedResults:
+    """What the Training dynamics page shows of one testbed results file."""
+
+    source: str
+    data: Results
+
+    @property
+    def compare(self) -> str:
+        """The dose the arms are compared at."""
+        return self.data.config.compare_dose
+
+    @property
+    def arms(self) -> list[str]:
+        """The arms run on VL chats at the compared dose, in :data:`ARMS` order."""
+        groups = self.data.analysis.groups
+        return [arm for arm in ARMS if f"vl/{self.compare}/{arm}" in groups]
+
+    def group_label(self, name: str) -> str:
+        """How the page names a run group ``data/dose/arm``."""
+        data, dose, arm = name.split("/")
+        label = ARMS[arm].label
+        if data == "text":
+            return f"text-only training, {label}"
+        return label if dose == self.compare else f"{label}, {dose} dose"
+
+    @property
+    def group_names(self) -> list[str]:
+        """Every run group on file: the compared arms first, then the other doses and the text-only control."""
+        groups = self.data.analysis.groups
+        first = [f"vl/{self.compare}/{arm}" for arm in self.arms]
+        return first + sorted(name for name in groups if name not in first)
+
+    @property
+    def compared_seeds(self) -> int:
+        """How many seeds the compared no-protection arm has (the spread behind every detectable difference)."""
+        return len(self.data.analysis.groups[f"vl/{self.compare}/none"].seeds)
+
+    @property
+    def seeds_text(self) -> str:
+        """How many seeds the run groups have, to start a sentence: one count when they agree, else each group's."""
+        groups = self.data.analysis.groups
+        counts = {name: len(groups[name].seeds) for name in self.group_names}
+        if len(set(counts.values())) == 1:
+            return f"{next(iter(counts.values()))} seeds"
+        each = "; ".join(f"{self.group_label(name)} {count}" for name, count in counts.items())
+        return f"Seeds per run group: {each} (of the {len(self.data.config.seeds)} planned; the others were not run)"
+
+    def effect(self, question: str, outcome: str) -> Effect | None:
+        """The paired effect of ``question`` on ``outcome``, if on file."""
+        comparison = self.data.analysis.comparisons.get(question)
+        return None if comparison is None else comparison.effects.get(outcome)
+
+    @property
+    def comparisons(self) -> dict[str, Comparison]:
+        """The questions the file answers, in order."""
+        return self.data.analysis.comparisons
+
+    def sentence(self, question: str) -> str:
+        """The question answered in one sentence with its numbers, on :data:`SENTENCE_OUTCOMES`."""
+        comparison = self.comparisons[question]
+        parts = []
+        for key in SENTENCE_OUTCOMES:
+            effect = comparison.effects[key]
+            outcome = OUTCOMES[key]
+            parts.append(
+                f"{VERDICT_WORDS[effect.verdict].lower()} on the {outcome.label} ({_signed(effect.mean, key)} "
+                f"{outcome.unit}, 95% CI {_ci(effect, key)}; exact sign-flip p = {_p(effect.p_sign_flip)}, "
+                f"{effect.positive} up, {effect.negative} down, {effect.zero} equal of {len(effect.differences)} seeds"
+                + (
+                    f"; smallest detectable {_number(effect.minimum_detectable, key)}"
+                    if effect.minimum_detectable is not None
+                    else ""
+                )
+                + ")"
+            )
+        against = "the base model" if comparison.control == "base" else self.group_label(comparison.control)
+        return (
+            f"{comparison.question} {parts[0][0].upper()}{parts[0][1:]}, and {parts[1]}: "
+            f"{self.group_label(comparison.treated)} against {against}."
+        )
+
+    def charts(self) -> dict[str, PlotRef]:
+        """Every chart of the page by its :data:`PLOT_PATHS` key."""
+        base = self.data.base
+        arms = self.arms
+        labels = tuple(ARMS[arm].label for arm in arms)
+
+        def per_seed(outcome: str, names: list[str]) -> tuple[tuple[int, tuple[float | None, ...]], ...]:
+            runs = {(run.key.data, run.key.dose, run.key.arm, run.key.seed): run for run in self.data.runs}
+            rows = []
+            for seed in self.data.config.seeds:
+                values = []
+                for name in names:
+                    run = runs.get((*name.split("/"), seed))
+                    values.append(None if run is None else OUTCOMES[outcome].read(run))
+                rows.append((seed, tuple(values)))
+            return tuple(row for row in rows if any(v is not None for v in row[1]))
+
+        compared = [f"vl/{self.compare}/{arm}" for arm in arms]
+        training = [name for name in self.group_names if name.endswith("/none")]
+        primary, strict = OUTCOMES[PRIMARY], OUTCOMES["non_trivial_strict"]
+        charts = {
+            "primary": PairedChart(
+                f"{primary.label} ({primary.unit})",
+                labels,
+                per_seed(PRIMARY, compared),
+                primary.read(base),
+                "base LM",
+            ),
+            "non_trivial": PairedChart(
+                f"{strict.label} (%)",
+                labels,
+                per_seed("non_trivial_strict", compared),
+                strict.read(base),
+                "base LM",
+            ),
+            "damage": PairedChart(
+                f"{primary.label} ({primary.unit})",
+                tuple(self.group_label(name) for name in training),
+                per_seed(PRIMARY, training),
+                primary.read(base),
+                "base LM",
+            ),
+            "lengths": LengthChart(
+                (
+                    ("base LM", tuple(base.text.ifeval.answer_tokens), base.text.stopped_share),
+                    *(
+                        (
+                            self.group_label(name),
+                            tuple(n for run in self._runs(name) for n in run.text.ifeval.answer_tokens),
+                            sum(run.text.stopped_share for run in self._runs(name)) / len(self._runs(name)),
+                        )
+                        for name in self.group_names
+                    ),
+                ),
+                self.data.config.max_new_tokens,
+            ),
+            "trace": TrajectoryChart(
+                tuple(
+                    (
+                        self.group_label(name),
+                        tuple(
+                            tuple((p.step, p.sink_strength) for p in run.trace) for run in self._runs(name)
+                        ),
+                    )
+                    for name in compared
+                ),
+                model_label=f"testbed LLaVA on {self.data.model.get('id', 'the base LM')} (stage 2)",
+            ),
+        }
+        return {key: PlotRef(path, charts[key]) for key, path in PLOT_PATHS.items()}
+
+    def _runs(self, name: str) -> list:
+        data, dose, arm = name.split("/")
+        return [
+            run for run in self.data.runs if (run.key.data, run.key.dose, run.key.arm) == (data, dose, arm)
+        ]
+
+    @property
+    def base_model(self) -> str:
+        """The base model as the board's fact keys name it (:func:`model_ref`): its Hub id at the sha256 of its
+        weights, as the testbed pair's metadata records the same model."""
+        model = self.data.model
+        sha256 = model.get("sha256")
+        return model_ref(
+            str(model.get("upstream") or model.get("id", "")),
+            f"sha256:{sha256}" if sha256 else model.get("revision"),
+        )
+
+    @property
+    def base_bases(self) -> dict[str, str]:
+        """What each of :data:`BASE_FACTS` was measured on, as the page states it beside the figure: the testbed's
+        own run, not lm-eval's (the testbed pair's page and the backbone page show lm-eval's)."""
+        config, subset = self.data.config, self.data.ifeval_subset
+        weights = self.data.model.get("weights")
+        return {
+            "prompt_strict": (
+                f"the VL testbed's short-answer prompts: {len(subset.indices)} of {subset.documents} documents · "
+                f"up to {config.max_new_tokens} new tokens · {config.eval_dtype} · answered and scored by the "
+                "testbed itself, not by lm-eval"
+            ),
+            "sink_strength": "the VL testbed's own screen of the base model"
+            + (f" ({weights} weights)" if weights else ""),
+        }
+
+    def base_fact(self, outcome: str) -> tuple[str, str] | None:
+        """The fact key and basis of the base model's figure of ``outcome``, or None when it is no board fact."""
+        kind = BASE_FACTS.get(outcome)
+        if kind is None:
+            return None
+        return fact_key(kind[0], self.base_model, *kind[1:]), self.base_bases[outcome]
+
+    @property
+    def largest_extraction_error(self) -> float:
+        """The largest text-only logit difference between a VLM and its extracted LM, over every run."""
+        return max(run.extraction.max_abs_logit_diff for run in self.data.runs)
+
+    @property
+    def recorded_minutes(self) -> float:
+        """The wall times the file records (base model, stages 0 and 1 per seed, every run), in minutes."""
+        base = self.data.base.seconds
+        seeds = sum(record.stage0.seconds + record.stage1.seconds for record in self.data.seeds)
+        return (base.screen + base.text + seeds + sum(run.seconds.total for run in self.data.runs)) / 60
+
+
+def _digits(outcome: str) -> int:
+    return 3 if OUTCOMES[outcome].unit in ("nats/token", "nats", "share") else 1
+
+
+def _number(value: float | None, outcome: str) -> str:
+    return "n/a" if value is None else f"{value:.{_digits(outcome)}f}"
+
+
+def _signed(value: float | None, outcome: str) -> str:
+    return "n/a" if value is None else f"{value:+.{_digits(outcome)}f}"
+
+
+def _p(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _ci(effect: Effect, outcome: str) -> str:
+    low, high = effect.ci95
+    return f"[{_signed(low, outcome)}, {_signed(high, outcome)}]"
+
+
+def read_testbed(path: Path, shown: str) -> TestbedResults:
+    """Read a testbed results file (``shown`` is how messages name it).
+
+    Raises:
+        SourceInvalid: the file is unsafe to read (a link, too large), not strict JSON, lacks a field the page
+            shows, or has no analysis (an unfinished run's state file).
+    """
+    data = read_results(Results, path, shown, TESTBED_SIZE_LIMIT, _FIX)
+    if data.analysis is None or data.base is None or not data.runs:
+        raise SourceInvalid(
+            f"{shown}: analysis: missing (an unfinished run's state, not its results). Fix: {_FIX}"
+        )
+    return TestbedResults(shown, data)
+
+
+def page_files(results: Path = RESULTS / TESTBED_FILE, submissions: Path = SUBMISSIONS) -> dict[str, str]:
+    """The page folder's files (``training.md`` and its charts) from ``results``; the base model's row links the
+    board's pages of ``submissions`` that show the same model."""
+    run = read_testbed(results, shown_path(results))
+    tables = build_tables(load_valid_entries(submissions))
+    same_model = pages_of(build_views(tables, board_history(submissions)), run.base_model)
+    charts = run.charts()
+    context = {
+        "run": run,
+        "same_model": same_model,
+        "plots": charts,
+        "outcomes": OUTCOMES,
+        "primary": PRIMARY,
+        "arms": ARMS,
+        "rules": RULES,
+        "verdict_words": VERDICT_WORDS,
+        "undetectable": UNDETECTABLE,
+    }
+    markdown = render(HERE, "training.md.j2", context)
+    return fragment("training.md", markdown, list(charts.values()))
+
+
+def main() -> None:
+    """``python -m experiments.vl_testbed.page``: render the page into ``experiments/vl_testbed/page/``."""
+    try:
+        folder = write_fragment(HERE, page_files())
+    except UserError as error:
+        raise SystemExit(f"vl_testbed page: {error}") from None
+    print(f"wrote {shown_path(folder)}")
+
+
+if __name__ == "__main__":
+    main()

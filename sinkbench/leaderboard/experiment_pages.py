@@ -1,0 +1,65 @@
+"""The experiments' pages on the site, published as they are: each experiment renders its own page into
+``<experiments>/<name>/page/`` (Markdown made with the site's templates, and the files it links to, e.g. its
+charts), and every file there goes into the site at the same relative path. The Markdown passes through the build
+like any page (raw blocks, search, the consistency check of its marked figures).
+
+sinkbench knows nothing of the experiments: they import sinkbench, never the reverse, and nothing here reads their
+results. A page the site expects from them (the plugin's ``experiment_pages``) that no folder provides says that
+this build has no experiment results, so a build outside a clone still has every page of its navigation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sinkbench.errors import UserError
+
+#: The folder of an experiment holding its page.
+PAGE_FOLDER = "page"
+#: An expected page that no experiment provides.
+NO_RESULTS = """# {title}
+
+!!! note "No results"
+    This build found no experiment page `{path}` in {where}. The repository's `experiments/` folder holds
+    them: build the site from a clone (`sinkbench site build`, or `--experiments DIR`).
+"""
+
+
+@dataclass(frozen=True)
+class ExperimentPages:
+    """What the experiments publish: Markdown pages by site path, and every other file as ``(site path, source)``."""
+
+    pages: dict[str, str]
+    files: list[tuple[str, Path]]
+
+
+def experiment_pages(folder: Path | None, expected: Sequence[str] = ()) -> ExperimentPages:
+    """Every file under ``folder/*/page/`` (None: none), and a short note for each ``expected`` page none gives.
+
+    Raises:
+        UserError: a file there is a link, or two experiments publish the same path.
+    """
+    pages: dict[str, str] = {}
+    files: dict[str, Path] = {}
+    for page_dir in sorted(folder.glob(f"*/{PAGE_FOLDER}")) if folder else []:
+        for source in sorted(page_dir.rglob("*")):
+            path = source.relative_to(page_dir).as_posix()
+            if source.is_symlink():
+                raise UserError(
+                    f"{source}: a link; an experiment's page folder holds plain files only. Fix: copy it"
+                )
+            if not source.is_file():
+                continue
+            if path in pages or path in files:
+                raise UserError(f"{source}: {path} is published by two experiments. Fix: rename one of them")
+            if source.suffix == ".md":
+                pages[path] = source.read_text(encoding="utf-8")
+            else:
+                files[path] = source
+    where = f"`{folder.as_posix()}`" if folder else "this build (no experiments folder given)"
+    for path in expected:
+        title = Path(path).stem.replace("_", " ").capitalize()
+        pages.setdefault(path, NO_RESULTS.format(title=title, path=path, where=where))
+    return ExperimentPages(pages, list(files.items()))
