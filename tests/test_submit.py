@@ -219,6 +219,28 @@ def test_a_hub_cache_snapshot_names_its_model_and_commit(runs, tmp_path) -> None
     assert model == {"id": "tiny-org/tiny-llm", "revision": "c" * 40}
 
 
+def test_a_hub_run_without_a_pinned_revision_asks_for_one(runs, tmp_path, capsys) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(runs["reference"], run)
+
+    def unpinned(data: dict) -> None:
+        data["config"]["model_args"] = {
+            **_model_args(data),
+            "pretrained": "tiny-org/tiny-llm",
+            "revision": "main",
+        }
+        data["config"].pop("model_sha", None)
+        data["config"].pop("model_revision", None)
+
+    edit_results(run, unpinned)
+    argv = ["submit", "backbone", str(run), "--name", "t", "--submitter", "me", "--qk-norm", "none"]
+    assert main([*argv, "--out", str(tmp_path / "s")]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"sinkbench submit backbone: missing --model-revision: --model-revision REV (the run in {run} ran "
+        "tiny-org/tiny-llm with no pinned revision: pass the commit of the weights on the Hub"
+    )
+
+
 def _printed(text: str) -> tuple[str, str]:
     """The ``git add`` path and the checklist's ``sinkbench validate`` path of submit's report."""
     (added,) = re.findall(r"^  git add (\S+)$", text, flags=re.MULTILINE)

@@ -232,10 +232,11 @@ def model_of(
             or run.config.get("model_sha")
             or None
         )
-        unpinned = f"the run in {run.folder} ran {pretrained} and records no pinned revision: pass {_WHERE_REVISIONS_ARE}"
-        return Model(model_id or pretrained, pinned, None), [] if pinned else [
-            Missing(f"--{option}-revision REV", unpinned)
-        ]
+        unpinned = (
+            f"the run in {run.folder} ran {pretrained} with no pinned revision: pass {_WHERE_REVISIONS_ARE}"
+        )
+        needed = [] if pinned else [Missing(f"--{option}-revision REV", unpinned)]
+        return Model(model_id or pretrained, pinned, None), needed
     found_id, found_revision = _extracted_from(local) if local else (None, None)
     if local and not (found_id and found_revision):
         snapshot_id, commit = _hub_snapshot(local)
