@@ -84,8 +84,8 @@ def cli_reference() -> str:
     return "\n".join(["- [`sinkbench`](#sinkbench)", *contents]) + "\n\n" + "\n\n".join(sections)
 
 
-def schema_models() -> list[tuple[str, list[type]]]:
-    """The documented files, each as a title and the pydantic models at its root."""
+def schema_models() -> list[tuple[str, type]]:
+    """The documented files, each as a title and the pydantic model at its root."""
     from sinkbench.submissions.schema import (
         BackboneMetadata,
         IfevalSample,
@@ -95,11 +95,11 @@ def schema_models() -> list[tuple[str, list[type]]]:
     )
 
     return [
-        ("`metadata.json` of a pair", [PairMetadata]),
-        ("`metadata.json` of a backbone", [BackboneMetadata]),
-        ("The screen report (`sinkbench screen --output`)", [SinkProfile]),
-        ("lm-eval's results file (`results_<date>.json`)", [LmEvalResults]),
-        ("A line of an `ifeval_strict` samples file", [IfevalSample]),
+        ("`metadata.json` of a pair", PairMetadata),
+        ("`metadata.json` of a backbone", BackboneMetadata),
+        ("The screen report (`sinkbench screen --output`)", SinkProfile),
+        ("lm-eval's results file (`results_<date>.json`)", LmEvalResults),
+        ("A line of an `ifeval_strict` samples file", IfevalSample),
     ]
 
 
@@ -177,17 +177,17 @@ def _model_table(name: str, schema: dict[str, Any], link: Callable[[str], str]) 
 
 
 def schema_reference() -> str:
-    """Markdown: for each documented file, the tables of its root models and then of the models they contain."""
+    """Markdown: for each documented file, the table of its root model, then those of the models it contains that
+    no earlier file showed."""
     sections, shown = [], set()
-    for title, roots in schema_models():
+    for title, root in schema_models():
         parts = [f"## {title}"]
-        for root in roots:
-            schema = root.model_json_schema(by_alias=True)
-            definitions = schema.pop("$defs", {})
-            for name, model_schema in [(root.__name__, schema), *definitions.items()]:
-                if name not in shown:
-                    shown.add(name)
-                    parts.append(_model_table(name, model_schema, lambda ref: f"[`{ref}`](#{ref.lower()})"))
+        schema = root.model_json_schema(by_alias=True)
+        definitions = schema.pop("$defs", {})
+        for name, model_schema in [(root.__name__, schema), *definitions.items()]:
+            if name not in shown:
+                shown.add(name)
+                parts.append(_model_table(name, model_schema, lambda ref: f"[`{ref}`](#{ref.lower()})"))
         sections.append("\n\n".join(parts))
     return "\n\n".join(sections)
 
