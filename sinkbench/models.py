@@ -39,6 +39,10 @@ DTYPES = ("float32", "bfloat16", "float16", "auto")
 _CACHE_MARKER = "sinkbench-cache-complete"
 #: The first four bytes of every GGUF file.
 GGUF_MAGIC = b"GGUF"
+#: Load models as transformers 5.24 does (the release the architecture table was swept on): from 5.25 on,
+#: ``from_pretrained`` replaces layers with kernels fetched from the Hub unless told not to (and fails without the
+#: ``kernels`` package); the probe measures the model's own layers, offline.
+NO_HUB_KERNELS = {"use_kernels": False}
 #: Seconds a hub model waits for the Hugging Face Hub to answer before it is said to be unreachable.
 HUB_TIMEOUT = 3.0
 
@@ -143,7 +147,7 @@ def dequantized_dir(gguf: Path, cache_dir: Path | None = None, progress: bool = 
     try:
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         quantized = AutoModelForCausalLM.from_pretrained(
-            gguf.parent, gguf_file=gguf.name, dtype=torch.float32
+            gguf.parent, gguf_file=gguf.name, dtype=torch.float32, **NO_HUB_KERNELS
         )
     except (OSError, ValueError, KeyError) as error:  # a truncated file, an architecture the loader lacks
         raise UserError(f"MODEL {gguf}: cannot be read as a GGUF model ({one_line(error)})") from error
@@ -385,6 +389,7 @@ def load_model(
         "dtype": dtype if dtype == "auto" else getattr(torch, dtype),
         "revision": revision,
         **access,
+        **NO_HUB_KERNELS,
     }
     if device_map:
         kwargs["device_map"] = device_map

@@ -83,6 +83,23 @@ def test_remote_code_models_are_refused_with_the_converted_checkpoint(tmp_path, 
         models.load_model("org/name")
 
 
+def test_models_load_with_their_own_layers_not_hub_kernels(tmp_path, monkeypatch):
+    """transformers 5.25 swaps layers for kernels fetched from the Hub unless ``use_kernels=False`` (5.24: off)."""
+    import transformers
+
+    (tmp_path / "config.json").write_text('{"model_type": "llama"}')
+    seen: dict = {}
+
+    def record(location, **kwargs):
+        seen.update(kwargs)
+        raise OSError("stop here")
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", record)
+    with pytest.raises(UserError, match="stop here"):
+        load_model(str(tmp_path))
+    assert seen["use_kernels"] is False
+
+
 def test_the_known_remote_code_types_are_none_that_transformers_runs_natively_and_need_no_transformers():
     """native_refusal answers them without transformers' name table; that is right only while the installed
     transformers runs none of them with its own classes."""
