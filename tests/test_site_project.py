@@ -22,7 +22,7 @@ import pytest
 from sinkbench.cli import main
 from sinkbench.leaderboard import background, plugin, shared_partials
 from sinkbench.leaderboard.plots import ScatterChart, ScatterPoint
-from sinkbench.leaderboard.project import build_site
+from sinkbench.leaderboard.project import SiteBuildFailed, build_site
 from sinkbench.leaderboard.sources import SOURCES_DIR, SiteSources
 from sinkbench.publish import MARKER
 
@@ -181,4 +181,19 @@ def test_a_bad_source_date_epoch_is_one_line(
     assert printed.startswith(
         f"sinkbench site build: SOURCE_DATE_EPOCH is {epoch!r}; set it to a whole number"
     )
+    assert not (tmp_path / "site").exists()
+
+
+def test_a_strict_build_failure_shows_the_warning_that_stopped_it(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "site" / "docs" / "broken.md").write_text(
+        "See [the missing page](missing.md).\n", encoding="utf-8"
+    )
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    with pytest.raises(SiteBuildFailed, match="strict"):
+        build_site(Path("submissions"), tmp_path / "site", sources=SiteSources(project))
+    shown = capsys.readouterr().err
+    assert "broken.md" in shown and "missing.md" in shown
     assert not (tmp_path / "site").exists()

@@ -86,7 +86,7 @@ def build_site(
         plugin.raise_user_errors = True
         started = time.perf_counter()
         try:
-            with fewer_collections():
+            with fewer_collections(), mkdocs_log(logging.WARNING):
                 build(config)
         except Abort as error:
             raise SiteBuildFailed(f"MkDocs stopped the build: {error.message}") from None
@@ -140,19 +140,30 @@ def serve_site(
 
     sources = sources or SiteSources()
     sources.check()
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(levelname)-7s -  %(message)s"))
-    logger = logging.getLogger("mkdocs")
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    try:
+    with mkdocs_log(logging.INFO):
         serve(
             config_file=str(sources.config),
             dev_addr=f"{host}:{port}",
             plugins=_plugins(sources, submissions_dir, experiments_dir, seed=0),
         )
+
+
+@contextlib.contextmanager
+def mkdocs_log(level: int) -> Iterator[None]:
+    """Print MkDocs' log records from ``level`` up on stderr for the ``with`` body (a strict build's warnings
+    would otherwise only be counted, never shown)."""
+    handler = logging.StreamHandler()
+    handler.setLevel(level)
+    handler.setFormatter(logging.Formatter("%(levelname)-7s -  %(message)s"))
+    logger = logging.getLogger("mkdocs")
+    previous = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(min(level, previous or level))
+    try:
+        yield
     finally:
         logger.removeHandler(handler)
+        logger.setLevel(previous)
 
 
 def load_project(
