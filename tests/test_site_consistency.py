@@ -141,7 +141,9 @@ def test_the_training_page_quotes_the_testbed_models_figures_as_facts_of_the_pai
     assert [f.text for f in pair] == ["14.06"] and pair[0].basis != training[score].basis
     page = (site / "training.html").read_text(encoding="utf-8")
     assert training[score].basis.replace("'", "&#39;") in page  # the basis is on the page, not only in markup
-    assert 'href="pairs/vl-testbed-smollm2-135m-seed0.html"' in page
+    assert 'href="leaderboard.html#board-testbed-pairs"' in page and 'id="board-testbed-pairs"' in (
+        site / "leaderboard.html"
+    ).read_text(encoding="utf-8")
 
 
 def test_a_training_page_figure_that_contradicts_another_page_silently_stops_the_build(

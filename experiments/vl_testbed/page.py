@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from experiments.page_fragment import (
-    ROOT,
     SourceInvalid,
     fragment,
     read_results,
@@ -30,19 +29,12 @@ from experiments.vl_testbed.verdicts import RULES
 from sinkbench.errors import UserError
 from sinkbench.leaderboard.consistency import fact_key, model_ref
 from sinkbench.leaderboard.content import PlotRef
-from sinkbench.leaderboard.history import board_history
-from sinkbench.leaderboard.pages import pages_of
-from sinkbench.leaderboard.views import build_views
-from sinkbench.submissions import load_valid_entries
-from sinkbench.tables.build import build_tables
 
 #: The results file of ``python -m experiments.vl_testbed.run``; other backbones' runs sit beside it as
 #: ``vl_testbed_<name>.json``.
 TESTBED_FILE = "vl_testbed.json"
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-#: The board whose pages the base model's row links.
-SUBMISSIONS = ROOT / "submissions"
 #: Where the page's charts go, site-relative.
 PLOT_PATHS = {
     "primary": "plots/testbed-nll-per-seed.svg",
@@ -316,16 +308,12 @@ def read_testbed(path: Path, shown: str) -> TestbedResults:
     return TestbedResults(shown, data)
 
 
-def page_files(results: Path = RESULTS / TESTBED_FILE, submissions: Path = SUBMISSIONS) -> dict[str, str]:
-    """The page folder's files (``training.md`` and its charts) from ``results``; the base model's row links the
-    board's pages of ``submissions`` that show the same model."""
+def page_files(results: Path = RESULTS / TESTBED_FILE) -> dict[str, str]:
+    """The page folder's files (``training.md`` and its charts) from ``results``."""
     run = read_testbed(results, shown_path(results))
-    tables = build_tables(load_valid_entries(submissions))
-    same_model = pages_of(build_views(tables, board_history(submissions)), run.base_model)
     charts = run.charts()
     context = {
         "run": run,
-        "same_model": same_model,
         "plots": charts,
         "outcomes": OUTCOMES,
         "primary": PRIMARY,

@@ -259,22 +259,6 @@ def _entry_links(views: SiteViews) -> dict[str, str]:
     return links
 
 
-def pages_of(views: SiteViews, model: str) -> list[tuple[str, str]]:
-    """``(title, link)`` of every entry page that shows ``model`` (``id@revision``): the pairs it is the reference
-    LLM of, then its backbone page."""
-    pages = [
-        (f"{pair.vlm.label} vs {pair.reference.label}", f"pairs/{pair.slug}.html")
-        for pair in views.pairs
-        if model_ref(pair.reference.model_id, pair.reference.revision) == model
-    ]
-    pages += [
-        (backbone.label, f"backbones/{backbone.slug}.html")
-        for backbone in views.backbones
-        if model_ref(backbone.model.model_id, backbone.model.revision) == model
-    ]
-    return pages
-
-
 def _downloads(tables: AggregateTables) -> list[dict[str, object]]:
     """Every table of the Downloads page with its row count and columns."""
     return [

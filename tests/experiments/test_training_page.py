@@ -53,7 +53,7 @@ def test_the_committed_runs_are_matched_and_the_compared_arms_have_six_seeds() -
 
 def test_the_committed_page_is_what_the_committed_results_render() -> None:
     """The page the site publishes (``page/``: the Markdown and every chart) is, file for file, what
-    ``python -m experiments.vl_testbed.page`` renders from the committed results and the board: it cannot rot."""
+    ``python -m experiments.vl_testbed.page`` renders from the committed results: it cannot rot."""
     rendered = page_files()
     assert set(rendered) == {"training.md", *PLOT_PATHS.values()}
     committed = committed_fragment(HERE)
@@ -63,7 +63,7 @@ def test_the_committed_page_is_what_the_committed_results_render() -> None:
 
 
 def _render(folder: Path) -> str:
-    return page_files(folder / TESTBED_FILE, FIXTURES)["training.md"]
+    return page_files(folder / TESTBED_FILE)["training.md"]
 
 
 @pytest.fixture
@@ -225,7 +225,7 @@ def test_site_build_publishes_the_rendered_page(tiny_results: Path, tmp_path: Pa
     """The page rendered into an experiment's ``page/`` folder is published as the site's Training dynamics page,
     with its charts, by a build given that experiments folder."""
     experiments = tmp_path / "experiments"
-    write_fragment(experiments / "vl_testbed", page_files(tiny_results / TESTBED_FILE, FIXTURES))
+    write_fragment(experiments / "vl_testbed", page_files(tiny_results / TESTBED_FILE))
     out = tmp_path / "site"
     argv = [
         "site",
@@ -252,7 +252,7 @@ def test_a_broken_results_file_is_one_line_and_renders_nothing(
     tiny_results: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tiny_results / TESTBED_FILE).write_text("{not json", encoding="utf-8")
-    monkeypatch.setattr(page, "page_files", lambda: page_files(tiny_results / TESTBED_FILE, FIXTURES))
+    monkeypatch.setattr(page, "page_files", lambda: page_files(tiny_results / TESTBED_FILE))
     monkeypatch.setattr(page, "HERE", tiny_results)
     with pytest.raises(SystemExit) as raised:
         page.main()
