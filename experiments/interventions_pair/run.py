@@ -129,7 +129,9 @@ def main() -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {__spec__.name}", description=" ".join(__doc__.split("\n\n")[0].split())
+    )
     parser.add_argument(
         "--testbed",
         type=Path,

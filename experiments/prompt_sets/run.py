@@ -50,7 +50,7 @@ def measure_sets(model_name: str) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["smollm2-135m-instruct", "gemma3-270m"])
     parser.add_argument(
         "--out", type=Path, default=None, help="also write the rows as JSON (default: print only)"

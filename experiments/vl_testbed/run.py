@@ -280,7 +280,7 @@ def _log(started: float):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--quick", action="store_true", help="a smoke run of a few minutes (the 'quick' preset)"
     )
