@@ -5,8 +5,8 @@ with all six tasks, derived IFEval scores and published regression counts (their
 and backbones from lm-eval results files (``bench_aggregate.py``'s), reported backbones, one testbed pair (the
 repository's), model facts on every model (display name, family, model type from the architecture table, size:
 declared or counted from the weights) and, on ``--profiles`` of the measured entries, a ``sink_profile.json`` (10
-layers x 32 heads, so their pages carry a heatmap). The Training dynamics page is built from the committed testbed
-results (``benchmarks/results``). The board is flushed to disk before its build is timed. Prints the wall time of
+layers x 32 heads, so their pages carry a heatmap). The experiments' committed pages are published as they are
+(``experiments/*/page/``). The board is flushed to disk before its build is timed. Prints the wall time of
 each build stage (validation and aggregation, the generated pages, then what is left of the charts and downloads
 made alongside them in a second process, MkDocs itself on every page, then publishing: flushing the site to disk and
 moving it into place), and the CPU time of the whole build (the second process's included), which varies less on a
@@ -37,7 +37,7 @@ from sinkbench.submissions.schema import SCHEMA_VERSION
 
 STAGES = ("aggregate", "pages", "plots", "mkdocs", "publish")
 REPOSITORY = Path(__file__).resolve().parents[1]
-EXPERIMENTS = REPOSITORY / "benchmarks" / "results"
+EXPERIMENTS = REPOSITORY / "experiments"
 TESTBED_PAIR = REPOSITORY / "submissions" / "pairs" / "vl-testbed-smollm2-135m-seed0"
 #: Model facts of the synthetic models: (family, model type of the LLM, model type of its VLM, QK-norm class).
 FAMILIES = (
