@@ -26,7 +26,7 @@ from lm_eval.api.task import ConfigurableTask
 
 from sinkbench import __version__
 from sinkbench.errors import UserError, described, one_line
-from sinkbench.harness.plugin import install_error_hook
+from sinkbench.harness.plugin import install_error_hook, name_gguf_cache_runs
 from sinkbench.safe_io import UnsafeFileError, file_sha256, read_jsonl
 
 #: Environment variable that switches every strict task to local files.
@@ -140,6 +140,7 @@ class DataTask(ConfigurableTask):
 
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         install_error_hook()  # before super().__init__, which loads the documents
+        name_gguf_cache_runs()  # a run on the embedded model writes into a readable folder
         super().__init__(config={key: value for key, value in (config or {}).items() if key != "class"})
 
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:

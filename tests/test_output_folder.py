@@ -12,6 +12,7 @@ from lm_eval.loggers import EvaluationTracker
 from tiny_models import save_tiny_model
 
 from sinkbench.harness.plugin import install_task_patches
+from sinkbench.harness.run import tasks_path
 from sinkbench.models import _CACHE_MARKER, cached_gguf
 
 
@@ -49,3 +50,17 @@ def test_every_other_model_keeps_lm_evals_name(tmp_path: Path) -> None:
     expected = str(plain).replace("/", "__")
     assert _results_folder(plain, tmp_path / "runs") == [expected]
     assert cached_gguf(plain) is None
+
+
+def test_a_strict_suite_run_on_the_cache_is_named_after_its_gguf_file(
+    cache_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lm_eval.loggers.evaluation_tracker import GeneralConfigTracker
+    from lm_eval.tasks import TaskManager
+
+    logged = GeneralConfigTracker.log_experiment_args
+    monkeypatch.setattr(GeneralConfigTracker, "log_experiment_args", getattr(logged, "__wrapped__", logged))
+    monkeypatch.setenv("SINKBENCH_DATA_DIR", str(Path(__file__).parent / "fixtures" / "strict"))
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    TaskManager(include_path=str(tasks_path()), include_defaults=False).load(["gsm8k_cot_strict"])
+    assert _results_folder(cache_folder, tmp_path / "runs") == ["SmolLM2-135M-Instruct.Q4_1"]

@@ -243,12 +243,13 @@ def install_task_patches() -> None:
     _check_backend_first(REQUEST_TYPE, probed_model)
     _stderr_from_aggregation()
     install_error_hook()
-    _name_gguf_cache_runs()
+    name_gguf_cache_runs()
 
 
-def _name_gguf_cache_runs() -> None:
+def name_gguf_cache_runs() -> None:
     """Patch 6: a run whose ``pretrained=`` is a folder of sinkbench's GGUF cache writes its results into a folder
-    named after the GGUF file (:func:`sinkbench.models.cached_gguf`), not after the cache folder's absolute path."""
+    named after the GGUF file (:func:`sinkbench.models.cached_gguf`), not after the cache folder's absolute path.
+    Installed by every sinkbench task (the strict suite's too, ``harness_tasks/_data.py``). Idempotent."""
     from lm_eval.loggers.evaluation_tracker import GeneralConfigTracker
     from lm_eval.utils import sanitize_model_name
 
