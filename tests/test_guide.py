@@ -15,6 +15,7 @@ needs in an HTML comment, ``<!-- guide-test: OPTION ... -->``:
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import shutil
@@ -217,3 +218,26 @@ def test_an_expected_output_is_compared_line_by_line() -> None:
     assert _matches("a\n...\nc", "a\nb\nb\nc\n") and not _matches("a\nc", "a\nb\nc\n")
     assert _matches("S = +1.456", "x\nS = +1.456   \n") and not _matches("S = +1.4", "S = +1.456\n")
     assert not _matches("S = +1.456", "xS = +1.456\n")
+
+
+def _resolve(name: str) -> object:
+    """The object a dotted name names: the longest importable module prefix, then attributes."""
+    parts = name.split(".")
+    for index in range(len(parts), 0, -1):
+        try:
+            value = importlib.import_module(".".join(parts[:index]))
+        except ModuleNotFoundError:
+            continue
+        for attribute in parts[index:]:
+            value = getattr(value, attribute)
+        return value
+    raise ModuleNotFoundError(name)
+
+
+def test_every_library_name_the_guide_gives_exists() -> None:
+    names = {
+        name for page in PAGES for name in re.findall(r"`(sinkbench(?:\.\w+)+)", page.read_text("utf-8"))
+    }
+    assert len(names) >= 10
+    for name in sorted(names):
+        assert _resolve(name) is not None, name
