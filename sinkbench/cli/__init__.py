@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from sinkbench import __version__
+from sinkbench.cli.parser import CommandParser
 
 #: Modules under ``sinkbench.cli`` that contribute subcommands, in help order.
 COMMAND_MODULES = (
@@ -35,7 +36,7 @@ COMMAND_MODULES = (
 
 def build_parser() -> argparse.ArgumentParser:
     """Build the top-level parser with every registered subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="sinkbench",
         description="Sink Strength screening, strict-format evaluation and the sinkbench leaderboard.",
     )
@@ -58,10 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = (
             "1"  # transformers' and the Hub's bars too (read on import)
         )
-    if getattr(args, "passthrough", False):
-        args.passthrough_args = extra
-    elif extra:
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.passthrough_args = extra  # only a passthrough command (eval) leaves any: CommandParser refuses them
     from sinkbench.cli.extras import run_needing_extras
     from sinkbench.cli.failures import run_command
 

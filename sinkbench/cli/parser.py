@@ -1,0 +1,73 @@
+"""The parser class of every ``sinkbench`` command: a mistyped option or choice is refused under the usage of the
+command it was given to, naming the nearest one (``did you mean --output?``), exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+#: What argparse reads as a number, not an option (none of sinkbench's options looks like one).
+_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
+def nearest(word: str, candidates: Iterable[str]) -> str:
+    """``; did you mean X?`` for the candidate closest to ``word`` (:func:`difflib.get_close_matches`), or ''."""
+    close = difflib.get_close_matches(word, list(candidates), n=1)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An :class:`argparse.ArgumentParser` whose subcommands are parsers of this class too (argparse's default).
+
+    A command checks its own arguments before argparse does, so that an unknown option is reported with the
+    command's usage (not the top-level one) and before a missing required argument; a command that passes
+    unknown arguments on (``set_defaults(passthrough=True)``, ``sinkbench eval``) is not checked.
+    """
+
+    def parse_known_args(
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """argparse's, after refusing an unknown option (and, for a command without subcommands, surplus words)."""
+        args = list(sys.argv[1:] if args is None else args)
+        passthrough = self.get_default("passthrough")
+        if not passthrough:
+            self._refuse_unknown_option(args)
+        namespace, extra = super().parse_known_args(args, namespace)
+        if extra and not passthrough and not self._has_subcommands():
+            self.error(f"unrecognized arguments: {' '.join(extra)}")
+        return namespace, extra
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        # argparse's check of a choice (a subcommand's name included), with the nearest choice named
+        if action.choices is not None and value not in action.choices:
+            choices = ", ".join(map(str, action.choices))
+            hint = nearest(str(value), map(str, action.choices))
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint} (choose from {choices})")
+
+    def _has_subcommands(self) -> bool:
+        return any(isinstance(action, argparse._SubParsersAction) for action in self._actions)
+
+    def _refuse_unknown_option(self, args: list[str]) -> None:
+        """Error on the first word that argparse would read as an option this parser does not have; a parser with
+        subcommands reads only the words before its subcommand (the rest is the subcommand's)."""
+        options = self._option_string_actions
+        words = iter(args)
+        for word in words:
+            if word == "--":
+                return
+            if not word.startswith("-") or len(word) == 1 or _NUMBER.match(word) or " " in word:
+                if self._has_subcommands():
+                    return
+                continue
+            name = word.partition("=")[0]
+            known = [option for option in options if option == name or option.startswith(name)]
+            if not word.startswith("--") and word[:2] in options:
+                known = [word[:2]]  # a short option with its value attached (-ofile.json)
+            if not known:
+                self.error(f"unknown option {name}{nearest(name, options)}")
+            if "=" not in word and len(known) == 1 and options[known[0]].nargs != 0:
+                next(words, None)  # its value
