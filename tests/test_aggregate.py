@@ -11,10 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sinkbench import stats
 from sinkbench.cli import main
 from sinkbench.publish import MARKER, PublishError
 from sinkbench.submissions import SubmissionsInvalid, load_submissions, load_valid_entries
-from sinkbench.tables import intervals, stats
+from sinkbench.tables import intervals
 from sinkbench.tables.aggregate import aggregate_submissions
 from sinkbench.tables.build import build_tables
 from sinkbench.tables.correlations import CORRELATION_COLUMNS

@@ -1,4 +1,4 @@
-"""Tests of sinkbench.tables.stats against values computed by hand."""
+"""Tests of sinkbench.stats against values computed by hand."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
-from sinkbench.tables import stats
+from sinkbench import stats
 
 # The paper's six pairs: S of the reference LLM and the IFEval delta (the paper's Table 10).
 PAPER_S = [2.36, 2.36, 1.18, 1.18, 1.44, 0.24]

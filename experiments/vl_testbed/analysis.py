@@ -41,7 +41,7 @@ from experiments.vl_testbed.schema import (
     Spread,
 )
 from experiments.vl_testbed.verdicts import ALPHA, verdict
-from sinkbench.tables import stats as table_stats
+from sinkbench import stats as table_stats
 
 POWER = 0.8
 SEED = 0

@@ -10,8 +10,9 @@ import math
 import numpy as np
 import pandas as pd
 
+from sinkbench import stats
 from sinkbench.submissions.catalogue import TASKS
-from sinkbench.tables import intervals, stats
+from sinkbench.tables import intervals
 from sinkbench.tables.pairs import usable_pairs
 
 #: Per interval method (``t_loo_*``, ``jackknife_plus_loo_*``): the level and distribution-free guarantee of the

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from sinkbench.tables import stats
+from sinkbench import stats
 
 #: The level asked for; jackknife+ states the level it can attain (see :func:`jackknife_plus_rank`).
 CONFIDENCE = 0.95

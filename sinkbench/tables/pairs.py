@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from sinkbench import stats
 from sinkbench.sink.prompts import DEFAULT_SET
 from sinkbench.submissions.catalogue import IFEVAL_TASK, TASKS
 from sinkbench.submissions.entry import Entry, TaskScore
@@ -26,7 +27,7 @@ from sinkbench.submissions.facts import (
     score_basis,
     vlm_size,
 )
-from sinkbench.tables import intervals, stats
+from sinkbench.tables import intervals
 
 PAIRS_COLUMNS = [
     "entry",

@@ -18,10 +18,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from sinkbench import stats
 from sinkbench.submissions.catalogue import TASKS
 from sinkbench.submissions.entry import Entry
 from sinkbench.submissions.facts import llm_size, s_protocol
-from sinkbench.tables import intervals, stats
+from sinkbench.tables import intervals
 from sinkbench.tables.pairs import informative, llm_keys, usable_pairs
 
 _LLM_COLUMNS = [
