@@ -10,7 +10,7 @@ the field and the fix.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -86,3 +86,13 @@ def committed_fragment(folder: Path) -> dict[str, str]:
         for path in sorted(target.rglob("*"))
         if path.is_file()
     }
+
+
+def page_command(name: str, folder: Path, page_files: Callable[[], dict[str, str]]) -> None:
+    """``python -m experiments.<name>.page``: render the experiment's page into ``folder/page/``; a bad results
+    file ends the command with its one-line message, which starts with ``name``."""
+    try:
+        target = write_fragment(folder, page_files())
+    except UserError as error:
+        raise SystemExit(f"{name} page: {error}") from None
+    print(f"wrote {shown_path(target)}")

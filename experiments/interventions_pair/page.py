@@ -26,10 +26,10 @@ from experiments.interventions_pair.study_schema import (
 from experiments.page_fragment import (
     SourceInvalid,
     fragment,
+    page_command,
     read_results,
     render,
     shown_path,
-    write_fragment,
 )
 from sinkbench.leaderboard.content import PlotRef
 
@@ -431,11 +431,7 @@ def page_files(folder: Path = RESULTS) -> dict[str, str]:
 
 def main() -> None:
     """``python -m experiments.interventions_pair.page``: render the page into ``experiments/interventions_pair/page/``."""
-    try:
-        folder = write_fragment(HERE, page_files())
-    except SourceInvalid as error:
-        raise SystemExit(f"interventions_pair page: {error}") from None
-    print(f"wrote {shown_path(folder)}")
+    page_command("interventions_pair", HERE, page_files)
 
 
 if __name__ == "__main__":

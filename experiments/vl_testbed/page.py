@@ -16,17 +16,16 @@ from pathlib import Path
 from experiments.page_fragment import (
     SourceInvalid,
     fragment,
+    page_command,
     read_results,
     render,
     shown_path,
-    write_fragment,
 )
 from experiments.vl_testbed.analysis import OUTCOMES, PRIMARY
 from experiments.vl_testbed.charts import LengthChart, PairedChart, TrajectoryChart
 from experiments.vl_testbed.controls import ARMS
 from experiments.vl_testbed.schema import Comparison, Effect, Results
 from experiments.vl_testbed.verdicts import RULES
-from sinkbench.errors import UserError
 from sinkbench.leaderboard.consistency import fact_key, model_ref
 from sinkbench.leaderboard.content import PlotRef
 
@@ -328,11 +327,7 @@ def page_files(results: Path = RESULTS / TESTBED_FILE) -> dict[str, str]:
 
 def main() -> None:
     """``python -m experiments.vl_testbed.page``: render the page into ``experiments/vl_testbed/page/``."""
-    try:
-        folder = write_fragment(HERE, page_files())
-    except UserError as error:
-        raise SystemExit(f"vl_testbed page: {error}") from None
-    print(f"wrote {shown_path(folder)}")
+    page_command("vl_testbed", HERE, page_files)
 
 
 if __name__ == "__main__":
