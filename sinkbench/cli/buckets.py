@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sinkbench.cli.options import add_model_options, add_probe_options, add_quiet, load_options, probe_options
-from sinkbench.sink.options import BucketRule, IntervalOptions
+from sinkbench.cli import options
+from sinkbench.sink.options import BucketRule
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -55,25 +55,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help="draw N prompts per bucket without replacement, seeded (the paper: 100) (default: all)",
     )
-    parser.add_argument(
-        "--output", "-o", metavar="FILE.json", help="also write the full report as JSON (default: print only)"
-    )
-    parser.add_argument(
-        "--bootstrap-resamples",
-        type=int,
-        default=IntervalOptions.resamples,
-        metavar="N",
-        help="resamples of the bootstraps over prompts; 0: no intervals (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--seed",
-        type=int,
-        default=IntervalOptions.seed,
-        help="seed of the draws and bootstraps (default: %(default)s)",
-    )
-    add_probe_options(parser)
-    add_model_options(parser)
-    add_quiet(parser)
+    options.add_output(parser)
+    options.add_interval_options(parser, seed="of the per-bucket draws and the bootstraps")
+    options.add_measure_options(parser)
     parser.set_defaults(handler=run)
 
 
@@ -85,14 +69,11 @@ def run(args: argparse.Namespace) -> int:
         args.model,
         args.samples,
         BucketRule(args.metric, args.threshold, args.prompt_field, args.filter),
-        probe_options(args),
-        interval=IntervalOptions(resamples=args.bootstrap_resamples, seed=args.seed),
+        options.probe_options(args),
+        interval=options.interval_options(args),
         per_bucket=args.per_bucket,
-        output=Path(args.output) if args.output else None,
+        output=options.output_path(args),
         progress=not args.quiet,
-        **load_options(args),
+        **options.load_options(args),
     )
-    print(format_buckets(report))
-    if args.output:
-        print(f"Report written to {args.output}")
-    return 0
+    return options.print_report(format_buckets(report), args)

@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from sinkbench.cli.options import (
-    add_model_options,
-    add_probe_options,
-    add_quiet,
-    check_model_arguments,
-    probe_options,
-)
+from sinkbench.cli import options
 from sinkbench.sink.heads import ALL_LAYERS, DEFAULT_TOP_FRAC
 
 
@@ -24,16 +18,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the threshold, then select the sink heads: the top fraction by median G (--top-frac) or every head "
         "at or above a median G (--min-g). MODEL is resolved as for `sinkbench screen`.",
     )
-    parser.add_argument(
-        "model",
-        nargs="?",
-        default=None,
-        metavar="MODEL",
-        help="model to map (default: smollm2-135m-instruct, embedded)",
-    )
-    parser.add_argument(
-        "--output", "-o", metavar="FILE.json", required=True, help="write the head map as JSON (required)"
-    )
+    options.add_model_argument(parser, "model to map")
+    options.add_output(parser, "the head map", required=True)
     rule = parser.add_mutually_exclusive_group()
     rule.add_argument(
         "--top-frac",
@@ -52,9 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--plot", metavar="FILE.svg", default=None, help="also draw a layer x head heatmap (default: none)"
     )
-    add_probe_options(parser, all_layers=ALL_LAYERS)
-    add_model_options(parser)
-    add_quiet(parser)
+    options.add_measure_options(parser, all_layers=ALL_LAYERS)
     parser.set_defaults(handler=run)
 
 
@@ -64,20 +48,17 @@ def run(args: argparse.Namespace) -> int:
 
     from sinkbench.sink.heads import map_heads
 
-    check_model_arguments([args.model], args.prompts)
+    options.check_model_arguments([args.model], args.prompts)
     report = map_heads(
         args.model,
-        probe_options(args),
+        options.probe_options(args),
         prompts=args.prompts,
         top_frac=args.top_frac,
         min_g=args.min_g,
-        dtype=args.dtype,
-        device=args.device,
-        device_map=args.device_map,
-        revision=args.revision,
         output=Path(args.output),
         plot=Path(args.plot) if args.plot else None,
         progress=not args.quiet,
+        **options.load_options(args),
     )
     selection = report["selection"]
     print(

@@ -7,14 +7,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from sinkbench.cli.options import add_model_options, add_probe_options, add_quiet, load_options, probe_options
+from sinkbench.cli import options
 from sinkbench.interventions.settings import (
     ABLATION_SETTINGS,
     DEFAULT_TOP_K,
     MERGE_SETTING_NAMES,
     PAPER_NORMS,
 )
-from sinkbench.sink.options import IntervalOptions, ProbeOptions
+from sinkbench.sink.options import ProbeOptions
 
 _MODEL = "hub id, local folder, .gguf file or embedded name (as for `sinkbench screen`)"
 
@@ -34,21 +34,15 @@ def _out(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
-def _strength_options(parser: argparse.ArgumentParser) -> None:
-    """``--skip-strength`` and the probe options S is measured with."""
+def _strength_options(parser: argparse.ArgumentParser, model: str | None) -> None:
+    """``--skip-strength``, how S is measured and how the models (``model``'s revision) are loaded."""
     parser.add_argument(
         "--skip-strength",
         action="store_true",
         help="do not measure S of the input and output models (default: measured, as `sinkbench screen` does)",
     )
-    parser.add_argument(
-        "--bootstrap-resamples",
-        type=int,
-        default=IntervalOptions.resamples,
-        metavar="N",
-        help="resamples of the bootstrap over prompts behind each S's interval; 0: none (default: %(default)s)",
-    )
-    add_probe_options(parser)
+    options.add_interval_options(parser, seed=None)
+    options.add_measure_options(parser, model=model)
 
 
 def _probe(args: argparse.Namespace) -> Any:
@@ -56,12 +50,11 @@ def _probe(args: argparse.Namespace) -> Any:
 
     if args.skip_strength:
         return None
-    interval = IntervalOptions(resamples=args.bootstrap_resamples)
-    return StrengthProbe(probe_options(args), args.prompts, interval)
+    return StrengthProbe(options.probe_options(args), args.prompts, options.interval_options(args))
 
 
 def _common(args: argparse.Namespace) -> dict[str, Any]:
-    return {"progress": not args.quiet, **load_options(args)}
+    return {"progress": not args.quiet, **options.load_options(args)}
 
 
 def _strength(found: dict | None) -> str:
@@ -117,14 +110,12 @@ def _displacement(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="summarise a band instead: first-third, middle-third, last-third or START-END (default: none)",
     )
-    parser.add_argument(
-        "--output", "-o", metavar="FILE.json", help="write the full report as JSON (default: print only)"
-    )
+    options.add_output(parser)
     parser.add_argument(
         "--plot", metavar="FILE.svg", help="draw ||dW||_2 per layer, one panel per projection (default: none)"
     )
-    add_model_options(parser, model=None)
-    add_quiet(parser)
+    options.add_model_options(parser, model=None)
+    options.add_quiet(parser)
     parser.set_defaults(handler=_run_displacement)
 
 
@@ -139,7 +130,7 @@ def _run_displacement(args: argparse.Namespace) -> int:
         versus=args.versus,
         window=args.window,
         band=args.layer_band,
-        output=Path(args.output) if args.output else None,
+        output=options.output_path(args),
         **_common(args),
     )
     print(format_displacement(report))
@@ -168,9 +159,7 @@ def _random_control(subparsers: argparse._SubParsersAction) -> None:
     )
     _out(parser, "the control checkpoint folder")
     parser.add_argument("--seed", type=int, default=0, help="seed of the noise (default: %(default)s)")
-    _strength_options(parser)
-    add_model_options(parser, model=None)
-    add_quiet(parser)
+    _strength_options(parser, model=None)
     parser.set_defaults(handler=_run_random_control)
 
 
@@ -227,9 +216,7 @@ def _ablate(subparsers: argparse._SubParsersAction) -> None:
         metavar="S",
         help="single (each norm alone) and/or joint (all at once), comma-separated (default: %(default)s)",
     )
-    _strength_options(parser)
-    add_model_options(parser)
-    add_quiet(parser)
+    _strength_options(parser, model="the model")
     parser.set_defaults(handler=_run_ablate)
 
 
@@ -273,9 +260,7 @@ def _inject(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("model", metavar="MODEL", help=f"the model: {_MODEL}")
     _out(parser, "the injected checkpoint folder")
-    _strength_options(parser)
-    add_model_options(parser)
-    add_quiet(parser)
+    _strength_options(parser, model="the model")
     parser.set_defaults(handler=_run_inject)
 
 
@@ -329,9 +314,7 @@ def _merge(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of DARE's random mask (default: %(default)s)"
     )
-    _strength_options(parser)
-    add_model_options(parser, model=None)
-    add_quiet(parser)
+    _strength_options(parser, model=None)
     parser.set_defaults(handler=_run_merge)
 
 

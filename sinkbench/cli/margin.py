@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from sinkbench.cli.options import (
-    add_model_options,
-    add_probe_options,
-    add_quiet,
-    check_model_arguments,
-    probe_options,
-)
+from sinkbench.cli import options
 from sinkbench.sink.options import PER_HEAD_SINK_MODES
 
 
@@ -28,36 +22,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "vlm_lm", metavar="VLM_LM", help="the extracted VLM-LM (see extract-lm): hub id or dir"
     )
-    parser.add_argument(
-        "--output", "-o", metavar="FILE.json", help="also write the full result as JSON (default: print only)"
-    )
+    options.add_output(parser, "the full result")
     parser.add_argument("--vlm-lm-revision", default=None, help="Hub revision of VLM_LM (default: main)")
-    add_probe_options(parser, sink_modes=PER_HEAD_SINK_MODES)
-    add_model_options(parser, model="REFERENCE")
-    add_quiet(parser)
+    options.add_measure_options(parser, model="REFERENCE", sink_modes=PER_HEAD_SINK_MODES)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Handle ``sinkbench margin``: the arguments are checked first, before the probe's heavy imports."""
-    from pathlib import Path
-
-    check_model_arguments([args.reference, args.vlm_lm], args.prompts)
+    options.check_model_arguments([args.reference, args.vlm_lm], args.prompts)
     from sinkbench.sink.margin import format_margin, pair_margin
 
+    loading = options.load_options(args)
     result = pair_margin(
         args.reference,
         args.vlm_lm,
         prompts=args.prompts,
-        options=probe_options(args),
-        dtype=args.dtype,
-        device=args.device,
-        device_map=args.device_map,
-        revisions=(args.revision, args.vlm_lm_revision),
-        output=Path(args.output) if args.output else None,
+        options=options.probe_options(args),
+        revisions=(loading.pop("revision", None), args.vlm_lm_revision),
+        output=options.output_path(args),
         progress=not args.quiet,
+        **loading,
     )
-    print(format_margin(result))
-    if args.output:
-        print(f"Report written to {args.output}")
-    return 0
+    return options.print_report(format_margin(result), args)

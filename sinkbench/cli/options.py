@@ -1,7 +1,9 @@
-"""Options shared by several commands: how to load a model, how to probe it, and where the submissions are.
+"""Options shared by several commands: the model, how to load and probe it, S's interval, where a report goes,
+and the folders of submissions.
 
-Defaults come from their one home (:class:`sinkbench.sink.options.ProbeOptions`); every help line ends with
-the default, so ``--help`` says what happens when an option is left out.
+Defaults come from their one home (:class:`~sinkbench.sink.options.ProbeOptions`,
+:class:`~sinkbench.sink.options.IntervalOptions`); every help line ends with the default, so ``--help`` says what
+happens when an option is left out.
 """
 
 from __future__ import annotations
@@ -12,24 +14,44 @@ import sys
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
-from sinkbench.models import DTYPES
+from sinkbench.models import DEFAULT_MODEL, DTYPES
 from sinkbench.sink.options import (
     CHAT_TEMPLATE_MODES,
     LAYER_THIRDS,
     PADDING_SIDES,
     SINK_MODES,
+    IntervalOptions,
     ProbeOptions,
 )
 from sinkbench.sink.prompts import DEFAULT_SET, PACKAGED_SETS
 
 _DEFAULTS = {field.name: field.default for field in fields(ProbeOptions)}
+_INTERVAL = IntervalOptions()
 #: What each sink-position mode means, for the help of the commands that offer it.
 _SINK_MODE_HELP = {
     "head": "the key each head attends to most",
     "query": "each query's own argmax",
     "first": "the first token",
 }
+
+
+def add_model_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """``MODEL``, optional: ``what`` the command does with it, e.g. "model to screen"."""
+    parser.add_argument(
+        "model", nargs="?", default=None, metavar="MODEL", help=f"{what} (default: {DEFAULT_MODEL}, embedded)"
+    )
+
+
+def add_measure_options(
+    parser: argparse.ArgumentParser, *, model: str | None = "the model", **probe: Any
+) -> None:
+    """What every command that measures S takes: :func:`add_probe_options` (``probe``: its keywords),
+    :func:`add_model_options` (of ``model``) and ``--quiet``."""
+    add_probe_options(parser, **probe)
+    add_model_options(parser, model=model)
+    add_quiet(parser)
 
 
 def add_model_options(parser: argparse.ArgumentParser, *, model: str | None = "the model") -> None:
@@ -148,6 +170,62 @@ def probe_options(args: argparse.Namespace) -> ProbeOptions:
     )
 
 
+def add_interval_options(parser: argparse.ArgumentParser, *, seed: str | None = "of the bootstrap") -> None:
+    """``--bootstrap-resamples`` and, unless ``seed`` is None, ``--seed`` (``seed`` says of what) of
+    :class:`~sinkbench.sink.options.IntervalOptions`."""
+    parser.add_argument(
+        "--bootstrap-resamples",
+        type=int,
+        default=_INTERVAL.resamples,
+        metavar="N",
+        help="resamples of the bootstrap over prompts behind each interval; 0: no intervals (default: %(default)s)",
+    )
+    if seed is not None:
+        parser.add_argument(
+            "--seed",
+            dest="interval_seed",
+            type=int,
+            default=_INTERVAL.seed,
+            metavar="SEED",
+            help=f"seed {seed} (default: %(default)s)",
+        )
+
+
+def interval_options(args: argparse.Namespace) -> IntervalOptions:
+    """The :class:`~sinkbench.sink.options.IntervalOptions` of parsed command-line arguments."""
+    return IntervalOptions(
+        resamples=args.bootstrap_resamples, seed=getattr(args, "interval_seed", _INTERVAL.seed)
+    )
+
+
+def add_output(
+    parser: argparse.ArgumentParser, what: str = "the full report", *, required: bool = False
+) -> None:
+    """``--output/-o FILE.json``: where the command writes ``what`` as JSON; printed only when left out."""
+    parser.add_argument(
+        "--output",
+        "-o",
+        metavar="FILE.json",
+        required=required,
+        help=f"write {what} as JSON (required)"
+        if required
+        else f"also write {what} as JSON (default: print only)",
+    )
+
+
+def output_path(args: argparse.Namespace) -> Path | None:
+    """``--output`` as a path, None when left out."""
+    return Path(args.output) if args.output else None
+
+
+def print_report(text: str, args: argparse.Namespace) -> int:
+    """Print a command's report, then where ``--output`` wrote it; exit status 0."""
+    print(text)
+    if args.output:
+        print(f"Report written to {args.output}")
+    return 0
+
+
 def check_model_arguments(models: Sequence[str | None], prompts: str) -> None:
     """Refuse what the arguments alone show to be wrong, before a command's heavy imports (torch, transformers):
     the calibration prompts, then each model spec (:func:`sinkbench.models.locate_model`: a missing path, a file
@@ -186,12 +264,27 @@ def missing_paths(command: str, paths: Sequence[Path], fix: str) -> bool:
     return bool(missing)
 
 
+def add_folder(
+    parser: argparse.ArgumentParser, option: str, help: str, default: str | Path | None = None
+) -> None:
+    """A folder option, ``option DIR``; required when ``default`` is None (``help`` then says so, else ends with it)."""
+    where = {"required": True} if default is None else {"default": Path(default)}
+    parser.add_argument(option, type=Path, metavar="DIR", help=help, **where)
+
+
 def add_submissions_option(parser: argparse.ArgumentParser) -> None:
     """``--submissions DIR``: the submissions folder a command reads."""
-    parser.add_argument(
+    add_folder(
+        parser,
         "--submissions",
-        type=Path,
-        default=Path("submissions"),
-        metavar="DIR",
-        help="submissions root holding pairs/ and backbones/ (default: %(default)s)",
+        "submissions root holding pairs/ and backbones/ (default: %(default)s)",
+        "submissions",
+    )
+
+
+def add_entry_output(parser: argparse.ArgumentParser) -> None:
+    """``--out DIR`` and ``--force``: the submissions folder a command writes entries into."""
+    add_folder(parser, "--out", "submissions folder to write into (default: %(default)s)", "submissions")
+    parser.add_argument(
+        "--force", action="store_true", help="replace an entry that already exists (default: refuse)"
     )

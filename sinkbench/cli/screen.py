@@ -6,14 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from sinkbench.cli.options import (
-    add_model_options,
-    add_probe_options,
-    add_quiet,
-    check_model_arguments,
-    probe_options,
-)
-from sinkbench.sink.options import IntervalOptions
+from sinkbench.cli import options
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,16 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "embedded name (smollm2-135m-instruct, gemma3-270m). With --print-model-dir it prints the folder that "
         "lm-eval's --model_args pretrained= takes for MODEL instead.",
     )
-    parser.add_argument(
-        "model",
-        nargs="?",
-        default=None,
-        metavar="MODEL",
-        help="model to screen (default: smollm2-135m-instruct, embedded)",
-    )
-    parser.add_argument(
-        "--output", "-o", metavar="FILE.json", help="also write the full report as JSON (default: print only)"
-    )
+    options.add_model_argument(parser, "model to screen")
+    options.add_output(parser)
     parser.add_argument(
         "--print-model-dir",
         action="store_true",
@@ -43,17 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "screening: for an embedded or .gguf model its dequantized copy, built on first use, e.g. "
         'lm_eval --model hf --model_args pretrained="$(sinkbench screen --print-model-dir)" (default: screen)',
     )
-    add_probe_options(parser)
-    parser.add_argument(
-        "--bootstrap-resamples",
-        type=int,
-        default=IntervalOptions.resamples,
-        metavar="N",
-        help="resamples of the bootstrap over prompts behind S's interval; 0 turns it off (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--seed", type=int, default=IntervalOptions.seed, help="seed of that bootstrap (default: %(default)s)"
-    )
+    options.add_interval_options(parser)
     parser.add_argument(
         "--against",
         default=None,
@@ -62,8 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "pairs' fits predict for it (default: ./submissions when it exists, else the packaged snapshot of the "
         "seeded tables; none: skip)",
     )
-    add_model_options(parser)
-    add_quiet(parser)
+    options.add_measure_options(parser)
     parser.set_defaults(handler=run)
 
 
@@ -83,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
         print(model_dir(args.model, progress=not args.quiet))
         return 0
-    check_model_arguments([args.model], args.prompts)
+    options.check_model_arguments([args.model], args.prompts)
     wanted, against = _against(args.against)
     if wanted and against is not None and not against.is_dir():
         print(
@@ -93,19 +67,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from sinkbench.screen import screen
 
-    options = {
-        "options": probe_options(args),
-        "prompts": args.prompts,
-        "interval": IntervalOptions(resamples=args.bootstrap_resamples, seed=args.seed),
-        "dtype": args.dtype,
-        "device": args.device,
-        "device_map": args.device_map,
-        "revision": args.revision,
-        "output": Path(args.output) if args.output else None,
-        "progress": not args.quiet,
-    }
-    _, text = screen(args.model, place_among=wanted, against=against, **options)
-    print(text)
-    if args.output:
-        print(f"Report written to {args.output}")
-    return 0
+    _, text = screen(
+        args.model,
+        place_among=wanted,
+        against=against,
+        options=options.probe_options(args),
+        prompts=args.prompts,
+        interval=options.interval_options(args),
+        output=options.output_path(args),
+        progress=not args.quiet,
+        **options.load_options(args),
+    )
+    return options.print_report(text, args)

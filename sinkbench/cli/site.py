@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from sinkbench.cli.extras import require_extra
-from sinkbench.cli.options import FROM_THE_ROOT, add_submissions_option, missing_paths
+from sinkbench.cli.options import FROM_THE_ROOT, add_folder, add_submissions_option, missing_paths
 from sinkbench.leaderboard.sources import EXPERIMENTS_DIR
 
 
@@ -26,12 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "`mkdocs build` does at the repository's root; the site replaces --out only if every step succeeds.",
     )
     _add_common(build)
-    build.add_argument(
-        "--out",
-        type=Path,
-        default=Path("_site"),
-        metavar="DIR",
-        help="where the built site goes, replaced as a whole (default: %(default)s)",
+    add_folder(
+        build, "--out", "where the built site goes, replaced as a whole (default: %(default)s)", "_site"
     )
     build.set_defaults(handler=_build, command_label="site build")
     serve = actions.add_parser(
@@ -48,13 +43,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
     add_submissions_option(parser)
-    parser.add_argument(
+    add_folder(
+        parser,
         "--experiments",
-        type=Path,
-        default=EXPERIMENTS_DIR,
-        metavar="DIR",
-        help="folder of the committed experiment results that the Training dynamics page shows "
+        "folder of the committed experiment results that the Training dynamics page shows "
         "(default: %(default)s; without them the page says so)",
+        EXPERIMENTS_DIR,
     )
 
 

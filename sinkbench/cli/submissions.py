@@ -6,7 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from sinkbench.cli.options import FROM_THE_ROOT, add_submissions_option, missing_paths
+from sinkbench.cli.options import (
+    FROM_THE_ROOT,
+    add_entry_output,
+    add_folder,
+    add_submissions_option,
+    missing_paths,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -43,12 +49,8 @@ def _add_aggregate(subparsers: argparse._SubParsersAction) -> None:
         "screening.csv and regressions.csv into --out (atomically; deterministic for a seed).",
     )
     add_submissions_option(parser)
-    parser.add_argument(
-        "--out",
-        type=Path,
-        required=True,
-        metavar="DIR",
-        help="output folder, replaced as a whole (a folder sinkbench did not write is refused)",
+    add_folder(
+        parser, "--out", "output folder, replaced as a whole (a folder sinkbench did not write is refused)"
     )
     parser.add_argument(
         "--seed",
@@ -75,16 +77,7 @@ def _add_import_reported(subparsers: argparse._SubParsersAction) -> None:
         default="sinkbench import-reported",
         help="who transcribed the numbers (default: %(default)s)",
     )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=Path("submissions"),
-        metavar="DIR",
-        help="submissions folder to write into (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--force", action="store_true", help="replace entries that already exist (default: refuse)"
-    )
+    add_entry_output(parser)
     parser.set_defaults(handler=_import_reported)
 
 

@@ -8,6 +8,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from sinkbench.cli.options import add_entry_output
+
 QK_CLASSES = ("per-head", "layerwise", "none")
 #: The pull-request checklist of each kind of entry ({folder}: the entry folder, as the user can paste it).
 CHECKLISTS = {
@@ -99,13 +101,6 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "--name", default=None, help="entry folder name, e.g. qwen3-vl-8b-instruct (default: none; required)"
     )
     parser.add_argument(
-        "--out",
-        type=Path,
-        default=Path("submissions"),
-        metavar="DIR",
-        help="submissions folder (default: %(default)s)",
-    )
-    parser.add_argument(
         "--submitter", default=None, help="who submits the entry, a name or handle (default: none; required)"
     )
     parser.add_argument(
@@ -116,9 +111,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "--qk-norm", choices=QK_CLASSES, default=None,
         help="QK-norm class, when the run's files cannot tell it (default: read from config.json or the GGUF file)",
     )  # fmt: skip
-    parser.add_argument(
-        "--force", action="store_true", help="replace an existing entry of that name (default: refuse)"
-    )
+    add_entry_output(parser)
 
 
 def pasteable(path: Path) -> str:
