@@ -1,10 +1,13 @@
 """The intervention commands (``sinkbench.interventions``): ``displacement``, ``random-control``,
-``ablate-norms``, ``inject-qk-norm`` and ``merge``. Each is one library call; heavy imports happen in the handlers."""
+``ablate-norms``, ``inject-qk-norm`` and ``merge``, each one entry of :data:`INTERVENTIONS` (its name, help,
+models, parameters and library call), which :func:`register` turns into subcommands. Heavy imports happen in the
+calls."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from sinkbench.cli import options
@@ -19,30 +22,60 @@ from sinkbench.sink.options import ProbeOptions
 _MODEL = "hub id, local folder, .gguf file or embedded name (as for `sinkbench screen`)"
 
 
+@dataclass(frozen=True)
+class Intervention:
+    """One intervention command.
+
+    Attributes:
+        name: the subcommand.
+        help: its one line in ``sinkbench --help``.
+        description: its ``--help`` text.
+        models: its model arguments, ``(name, help)`` each; a command of one model loads it with ``--revision``.
+        out: what OUT holds (written atomically), or None for a command that only reports.
+        call: the library call on the parsed arguments; prints what it did (its handler, exit status 0).
+        parameters: adds the intervention's own options, if it has any.
+        strength: whether S of the input and output models is measured (``--skip-strength``, the probe options).
+    """
+
+    name: str
+    help: str
+    description: str
+    models: tuple[tuple[str, str], ...]
+    out: str | None
+    call: Callable[[argparse.Namespace], None]
+    parameters: Callable[[argparse.ArgumentParser], None] | None = None
+    strength: bool = True
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the intervention subcommands."""
-    for add in (_displacement, _random_control, _ablate, _inject, _merge):
-        add(subparsers)
-
-
-def _out(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument("out", metavar="OUT", help=f"{what} (written atomically, as a whole)")
-    parser.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="replace OUT when it is an earlier output of sinkbench (default: refuse an existing OUT)",
-    )
-
-
-def _strength_options(parser: argparse.ArgumentParser, model: str | None) -> None:
-    """``--skip-strength``, how S is measured and how the models (``model``'s revision) are loaded."""
-    parser.add_argument(
-        "--skip-strength",
-        action="store_true",
-        help="do not measure S of the input and output models (default: measured, as `sinkbench screen` does)",
-    )
-    options.add_interval_options(parser, seed=None)
-    options.add_measure_options(parser, model=model)
+    """Add one subcommand per entry of :data:`INTERVENTIONS`."""
+    for spec in INTERVENTIONS:
+        parser = subparsers.add_parser(spec.name, help=spec.help, description=spec.description)
+        for name, help in spec.models:
+            parser.add_argument(name, metavar=name.upper(), help=help)
+        if spec.out is not None:
+            parser.add_argument("out", metavar="OUT", help=f"{spec.out} (written atomically, as a whole)")
+            parser.add_argument(
+                "--overwrite",
+                action="store_true",
+                help="replace OUT when it is an earlier output of sinkbench (default: refuse an existing OUT)",
+            )
+        if spec.parameters is not None:
+            spec.parameters(parser)
+        model = "the model" if len(spec.models) == 1 else None
+        if spec.strength:
+            parser.add_argument(
+                "--skip-strength",
+                action="store_true",
+                help="do not measure S of the input and output models (default: measured, as `sinkbench screen` "
+                "does)",
+            )
+            options.add_interval_options(parser, seed=None)
+            options.add_measure_options(parser, model=model)
+        else:
+            options.add_model_options(parser, model=model)
+            options.add_quiet(parser)
+        parser.set_defaults(handler=spec.call)
 
 
 def _probe(args: argparse.Namespace) -> Any:
@@ -54,7 +87,9 @@ def _probe(args: argparse.Namespace) -> Any:
 
 
 def _common(args: argparse.Namespace) -> dict[str, Any]:
-    return {"progress": not args.quiet, **options.load_options(args)}
+    """The keywords every intervention call takes: progress bars, how models load, and S's probe."""
+    probe = {"probe": _probe(args)} if "skip_strength" in args else {}
+    return {"progress": not args.quiet, **probe, **options.load_options(args)}
 
 
 def _strength(found: dict | None) -> str:
@@ -76,20 +111,7 @@ def _with_strength(text: str, found: dict | None) -> str:
     return f"{text}; {_strength(found)}" if found is not None else text
 
 
-def _displacement(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "displacement",
-        help="Where a VLM-LM's weights moved from its reference: per layer and projection, ||dW||_2 and "
-        "||dW||_F / ||W||_F (paper F.1).",
-        description="Compare ENDPOINT (e.g. a VLM-LM from `sinkbench extract-lm`) with REFERENCE, tensor by tensor: "
-        "operator norm and relative Frobenius norm of each projection's change, relative change of each norm "
-        "scale. With --versus (a second endpoint of the same reference, e.g. the text-only one) it also gives each "
-        "layer's ratio of the two operator norms and, per projection, the median over the window of layers.",
-    )
-    parser.add_argument("reference", metavar="REFERENCE", help=f"the reference LLM: {_MODEL}")
-    parser.add_argument(
-        "endpoint", metavar="ENDPOINT", help="the model fine-tuned from it (same architecture)"
-    )
+def _displacement_parameters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--versus",
         metavar="OTHER",
@@ -114,12 +136,11 @@ def _displacement(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--plot", metavar="FILE.svg", help="draw ||dW||_2 per layer, one panel per projection (default: none)"
     )
-    options.add_model_options(parser, model=None)
-    options.add_quiet(parser)
-    parser.set_defaults(handler=_run_displacement)
 
 
-def _run_displacement(args: argparse.Namespace) -> int:
+def _displacement(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
     from sinkbench.interventions.displacement import format_displacement, weight_displacement
     from sinkbench.interventions.plots import displacement_svg
     from sinkbench.safe_io import write_text_atomic
@@ -141,39 +162,17 @@ def _run_displacement(args: argparse.Namespace) -> int:
     for what, where in (("report", args.output), ("plot", args.plot)):
         if where:
             print(f"{what} written to {where}")
-    return 0
 
 
-def _random_control(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "random-control",
-        help="The random-dW control: REFERENCE plus Gaussian noise matched per projection to VLM_LM's relative "
-        "change (paper D.4).",
-        description="Add seeded Gaussian noise to every attention and MLP projection of REFERENCE, scaled so that "
-        "each one's ||dW||_F / ||W||_F equals VLM_LM's; norm scales, biases, embeddings and the LM head are left "
-        "untouched. OUT is a transformers checkpoint with intervention.json (targets and realised norms, S).",
-    )
-    parser.add_argument("reference", metavar="REFERENCE", help=f"the reference LLM: {_MODEL}")
-    parser.add_argument(
-        "vlm_lm", metavar="VLM_LM", help="its VLM-LM, whose relative changes the noise matches"
-    )
-    _out(parser, "the control checkpoint folder")
+def _random_control_parameters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the noise (default: %(default)s)")
-    _strength_options(parser, model=None)
-    parser.set_defaults(handler=_run_random_control)
 
 
-def _run_random_control(args: argparse.Namespace) -> int:
+def _random_control(args: argparse.Namespace) -> None:
     from sinkbench.interventions.random_control import write_random_control
 
     report = write_random_control(
-        args.reference,
-        args.vlm_lm,
-        args.out,
-        seed=args.seed,
-        probe=_probe(args),
-        overwrite=args.overwrite,
-        **_common(args),
+        args.reference, args.vlm_lm, args.out, seed=args.seed, overwrite=args.overwrite, **_common(args)
     )
     strengths = report["sink_strength"] or {}
     print(
@@ -182,20 +181,9 @@ def _run_random_control(args: argparse.Namespace) -> int:
         + "".join(_strength_line(role, strengths.get(role)) for role in ("reference", "vlm_lm", "control"))
         + f"written to {args.out}"
     )
-    return 0
 
 
-def _ablate(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "ablate-norms",
-        help="Channel ablation: the top-K |gamma| channels of norm scales set to the layer's channel mean (paper D.3).",
-        description="In every decoder layer, set the top-K channels by |gamma| of each chosen norm to that norm's "
-        "channel mean (gamma is the effective scale: 1 + weight for Gemma's norms), each norm alone (single) and "
-        "all together (joint). OUT holds one checkpoint per setting (OUT/<norm>/, OUT/joint/) and "
-        "intervention.json with the channels changed and S of each.",
-    )
-    parser.add_argument("model", metavar="MODEL", help=f"the model: {_MODEL}")
-    _out(parser, "the folder of ablated checkpoints")
+def _ablate_parameters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--norms",
         default=None,
@@ -216,11 +204,9 @@ def _ablate(subparsers: argparse._SubParsersAction) -> None:
         metavar="S",
         help="single (each norm alone) and/or joint (all at once), comma-separated (default: %(default)s)",
     )
-    _strength_options(parser, model="the model")
-    parser.set_defaults(handler=_run_ablate)
 
 
-def _run_ablate(args: argparse.Namespace) -> int:
+def _ablate(args: argparse.Namespace) -> None:
     from sinkbench.interventions.ablation import write_channel_ablation
 
     report = write_channel_ablation(
@@ -229,7 +215,6 @@ def _run_ablate(args: argparse.Namespace) -> int:
         kinds=_names(args.norms),
         top_k=args.top_k,
         settings=_names(args.settings),
-        probe=_probe(args),
         overwrite=args.overwrite,
         **_common(args),
     )
@@ -242,34 +227,16 @@ def _run_ablate(args: argparse.Namespace) -> int:
             _with_strength(f"  {name}: {result['norms_changed']} norms changed", result["sink_strength"])
         )
     print("\n".join(line for line in lines if line) + f"\nwritten to {args.out}")
-    return 0
 
 
 def _names(text: str | None) -> list[str] | None:
     return None if text is None else [name.strip() for name in text.split(",") if name.strip()]
 
 
-def _inject(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "inject-qk-norm",
-        help="Add per-head QK-RMSNorm with unit scales to a backbone without it (paper F.3), as a native checkpoint.",
-        description="Write MODEL with an RMSNorm over each head's queries and keys (gamma = 1, before RoPE) as a "
-        "checkpoint of the native transformers architecture that has these norms and otherwise computes MODEL's "
-        "function (Qwen3, for Llama, Mistral and Qwen2 sources), loadable without remote code. The sameness is "
-        "checked before writing: with the new norms taken out, the logits must equal MODEL's. No training.",
-    )
-    parser.add_argument("model", metavar="MODEL", help=f"the model: {_MODEL}")
-    _out(parser, "the injected checkpoint folder")
-    _strength_options(parser, model="the model")
-    parser.set_defaults(handler=_run_inject)
-
-
-def _run_inject(args: argparse.Namespace) -> int:
+def _inject(args: argparse.Namespace) -> None:
     from sinkbench.interventions.qk_norm import write_qk_norm_injection
 
-    report = write_qk_norm_injection(
-        args.model, args.out, probe=_probe(args), overwrite=args.overwrite, **_common(args)
-    )
+    report = write_qk_norm_injection(args.model, args.out, overwrite=args.overwrite, **_common(args))
     strengths = report["sink_strength"] or {}
     check = report["equivalence"]["max_abs_logit_diff_without_new_norms"]
     print(
@@ -278,23 +245,9 @@ def _run_inject(args: argparse.Namespace) -> int:
         + "".join(_strength_line(role, strengths.get(role)) for role in ("source", "injected"))
         + f"written to {args.out}"
     )
-    return 0
 
 
-def _merge(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "merge",
-        help="Merge a VLM-LM with its reference LLM: the paper's seven settings (F.4) on mergekit (sinkbench[merge]).",
-        description="Merge VLM_LM with REFERENCE by one setting (--setting) or all seven (--sweep: OUT/<setting>/ "
-        "each). Settings: mix_95_5 (95% VLM + 5% LLM), uniform, task_arithmetic (lambda=1), tsv (alpha=1), star "
-        "(eta=40%), ties (density 0.2, lambda=1), dare (mask rate 0.9, lambda=1). Without --base the task-vector "
-        "settings read the reference as the base and VLM_LM - REFERENCE as the one task vector, so "
-        "task_arithmetic and tsv return VLM_LM unchanged; with --base both models are task vectors over it. "
-        "Needs mergekit (LGPL-3.0): pip install 'sinkbench[merge]'.",
-    )
-    parser.add_argument("reference", metavar="REFERENCE", help=f"the reference LLM: {_MODEL}")
-    parser.add_argument("vlm_lm", metavar="VLM_LM", help="its VLM-LM (same architecture and size)")
-    _out(parser, "the merged checkpoint folder (with --sweep: a folder of them)")
+def _merge_parameters(parser: argparse.ArgumentParser) -> None:
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument(
         "--setting",
@@ -314,11 +267,9 @@ def _merge(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of DARE's random mask (default: %(default)s)"
     )
-    _strength_options(parser, model=None)
-    parser.set_defaults(handler=_run_merge)
 
 
-def _run_merge(args: argparse.Namespace) -> int:
+def _merge(args: argparse.Namespace) -> None:
     from sinkbench.interventions.merging import write_merges
 
     report = write_merges(
@@ -329,7 +280,6 @@ def _run_merge(args: argparse.Namespace) -> int:
         sweep=args.sweep,
         base=args.base,
         seed=args.seed,
-        probe=_probe(args),
         overwrite=args.overwrite,
         **_common(args),
     )
@@ -340,4 +290,72 @@ def _run_merge(args: argparse.Namespace) -> int:
         moved = "" if distance is None else f" (distance to VLM-LM {distance:.3g} of the pair's)"
         lines.append(_with_strength(f"{name}: {record['title']}{moved}", record["sink_strength"]))
     print("\n".join(line for line in lines if line) + f"\nwritten to {args.out}")
-    return 0
+
+
+_REFERENCE = ("reference", f"the reference LLM: {_MODEL}")
+#: Every intervention command, in help order.
+INTERVENTIONS = (
+    Intervention(
+        "displacement",
+        help="Where a VLM-LM's weights moved from its reference: per layer and projection, ||dW||_2 and "
+        "||dW||_F / ||W||_F (paper F.1).",
+        description="Compare ENDPOINT (e.g. a VLM-LM from `sinkbench extract-lm`) with REFERENCE, tensor by tensor: "
+        "operator norm and relative Frobenius norm of each projection's change, relative change of each norm "
+        "scale. With --versus (a second endpoint of the same reference, e.g. the text-only one) it also gives each "
+        "layer's ratio of the two operator norms and, per projection, the median over the window of layers.",
+        models=(_REFERENCE, ("endpoint", "the model fine-tuned from it (same architecture)")),
+        out=None,
+        call=_displacement,
+        parameters=_displacement_parameters,
+        strength=False,
+    ),
+    Intervention(
+        "random-control",
+        help="The random-dW control: REFERENCE plus Gaussian noise matched per projection to VLM_LM's relative "
+        "change (paper D.4).",
+        description="Add seeded Gaussian noise to every attention and MLP projection of REFERENCE, scaled so that "
+        "each one's ||dW||_F / ||W||_F equals VLM_LM's; norm scales, biases, embeddings and the LM head are left "
+        "untouched. OUT is a transformers checkpoint with intervention.json (targets and realised norms, S).",
+        models=(_REFERENCE, ("vlm_lm", "its VLM-LM, whose relative changes the noise matches")),
+        out="the control checkpoint folder",
+        call=_random_control,
+        parameters=_random_control_parameters,
+    ),
+    Intervention(
+        "ablate-norms",
+        help="Channel ablation: the top-K |gamma| channels of norm scales set to the layer's channel mean (paper D.3).",
+        description="In every decoder layer, set the top-K channels by |gamma| of each chosen norm to that norm's "
+        "channel mean (gamma is the effective scale: 1 + weight for Gemma's norms), each norm alone (single) and "
+        "all together (joint). OUT holds one checkpoint per setting (OUT/<norm>/, OUT/joint/) and "
+        "intervention.json with the channels changed and S of each.",
+        models=(("model", f"the model: {_MODEL}"),),
+        out="the folder of ablated checkpoints",
+        call=_ablate,
+        parameters=_ablate_parameters,
+    ),
+    Intervention(
+        "inject-qk-norm",
+        help="Add per-head QK-RMSNorm with unit scales to a backbone without it (paper F.3), as a native checkpoint.",
+        description="Write MODEL with an RMSNorm over each head's queries and keys (gamma = 1, before RoPE) as a "
+        "checkpoint of the native transformers architecture that has these norms and otherwise computes MODEL's "
+        "function (Qwen3, for Llama, Mistral and Qwen2 sources), loadable without remote code. The sameness is "
+        "checked before writing: with the new norms taken out, the logits must equal MODEL's. No training.",
+        models=(("model", f"the model: {_MODEL}"),),
+        out="the injected checkpoint folder",
+        call=_inject,
+    ),
+    Intervention(
+        "merge",
+        help="Merge a VLM-LM with its reference LLM: the paper's seven settings (F.4) on mergekit (sinkbench[merge]).",
+        description="Merge VLM_LM with REFERENCE by one setting (--setting) or all seven (--sweep: OUT/<setting>/ "
+        "each). Settings: mix_95_5 (95% VLM + 5% LLM), uniform, task_arithmetic (lambda=1), tsv (alpha=1), star "
+        "(eta=40%), ties (density 0.2, lambda=1), dare (mask rate 0.9, lambda=1). Without --base the task-vector "
+        "settings read the reference as the base and VLM_LM - REFERENCE as the one task vector, so "
+        "task_arithmetic and tsv return VLM_LM unchanged; with --base both models are task vectors over it. "
+        "Needs mergekit (LGPL-3.0): pip install 'sinkbench[merge]'.",
+        models=(_REFERENCE, ("vlm_lm", "its VLM-LM (same architecture and size)")),
+        out="the merged checkpoint folder (with --sweep: a folder of them)",
+        call=_merge,
+        parameters=_merge_parameters,
+    ),
+)
