@@ -9,7 +9,8 @@ needs in an HTML comment, ``<!-- guide-test: OPTION ... -->``:
 
 * ``slow``: real weights or an lm_eval generation run (``@pytest.mark.slow``);
 * ``data``: ``../shared/data`` holds the real evaluation files (skipped, with the reason, where they are absent);
-* ``after=PAGE#SLUG``: that section's blocks run first, in the same folder (it makes what this one reads);
+* ``after=PAGE#SLUG``: the section starts from a copy of what that section made (run once per session, after
+  what it needs in turn);
 * ``install``: install commands, not run here: each line must be one of the README's, whose set-up line CI runs.
 """
 
@@ -21,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,6 +132,7 @@ def _params() -> list:
 def _sandbox(tmp_path: Path, data: bool) -> Path:
     """A folder laid out like a clone's root, beside ``../shared/data`` when the example reads the real data."""
     clone = tmp_path / "clone"
+    clone.mkdir(parents=True)
     shutil.copytree(ROOT / "submissions", clone / "submissions")
     (clone / "tests").mkdir()
     (clone / "tests" / "fixtures").symlink_to(ROOT / "tests" / "fixtures", target_is_directory=True)
@@ -169,9 +172,41 @@ def _run(block: Block, cwd: Path, where: str) -> None:
         )
 
 
+def _run_section(example: Example, root: Path) -> None:
+    for number, block in enumerate(example.blocks, 1):
+        _run(block, root / "clone", f"{example.id}, block {number}")
+
+
+@pytest.fixture(scope="session")
+def made(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Example, bool], Path]:
+    """Runs a section (after what it needs) once per session; returns the folder holding what it made."""
+    folders: dict[tuple[str, bool], Path] = {}
+
+    def make(example: Example, data: bool) -> Path:
+        if (example.id, data) not in folders:
+            root = tmp_path_factory.mktemp("guide")
+            _prepare(root, example, data, make)
+            _run_section(example, root)
+            folders[example.id, data] = root
+        return folders[example.id, data]
+
+    return make
+
+
+def _prepare(root: Path, example: Example, data: bool, make: Callable[[Example, bool], Path]) -> None:
+    """A sandbox in ``root``: fresh, or a copy of what the section named by ``after=`` made."""
+    if example.after is None:
+        _sandbox(root, data)
+    else:
+        assert example.after in EXAMPLES, f"{example.id}: after={example.after} names no section with code"
+        shutil.copytree(make(EXAMPLES[example.after], data), root, symlinks=True, dirs_exist_ok=True)
+
+
 @pytest.mark.timeout(3 * BLOCK_TIMEOUT)
 @pytest.mark.parametrize("example", _params())
-def test_a_guide_example_runs_as_written(example: Example, tmp_path: Path) -> None:
+def test_a_guide_example_runs_as_written(
+    example: Example, tmp_path: Path, made: Callable[[Example, bool], Path]
+) -> None:
     if "install" in example.options:
         readme = {line for block in FENCE.findall((ROOT / "README.md").read_text(encoding="utf-8")) for line in
                   block[1].splitlines() if block[0] == "bash"}  # fmt: skip
@@ -182,10 +217,8 @@ def test_a_guide_example_runs_as_written(example: Example, tmp_path: Path) -> No
     data = "data" in _needs(example)
     if data and not (SHARED_DATA / "ifeval_input_data.jsonl").is_file():
         pytest.skip(f"needs the real evaluation files in {SHARED_DATA} (absent here)")
-    cwd = _sandbox(tmp_path, data)
-    for step in _chain(example):
-        for number, block in enumerate(step.blocks, 1):
-            _run(block, cwd, f"{step.id}, block {number}")
+    _prepare(tmp_path, example, data, made)
+    _run_section(example, tmp_path)
 
 
 def test_every_guide_page_is_in_the_site_navigation_and_none_is_excluded() -> None:
