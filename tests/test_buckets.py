@@ -120,7 +120,7 @@ def test_draws_are_seeded_subsets_in_file_order() -> None:
 
 
 def test_uncertainty_helpers() -> None:
-    from sinkbench.sink.uncertainty import bootstrap_mean, percentile_interval
+    from sinkbench.stats import bootstrap_mean, percentile_interval
 
     values = np.array([0.1, 0.2, 0.9, 0.4])
     replicates = bootstrap_mean(values, resamples=2000, seed=0)

@@ -177,3 +177,73 @@ def test_fit_line_needs_two_distinct_s_values() -> None:
 def test_inputs_must_be_paired() -> None:
     with pytest.raises(ValueError, match="1-D arrays of one length"):
         stats.spearman([1, 2, 3], [1, 2])
+
+
+def test_sign_flip_p_value_and_detectable_difference() -> None:
+    assert stats.sign_flip_p([1, 2, 3, 4, 5, 6, 7, 8]) == pytest.approx(2 / 256)
+    assert stats.sign_flip_p([1, -1, 1, -1, 1, -1]) == pytest.approx(1.0)
+    assert stats.sign_flip_p([0, 0, 0]) == 1.0 and math.isnan(stats.sign_flip_p([1.0]))
+    low, high = stats.mean_interval([3, 4, 5, 6, 5, 4])
+    assert 3.5 < low < 4.5 < high < 5.5
+    assert stats.mean_interval([2.0, 2.0, 2.0]) == (2.0, 2.0) and all(
+        map(math.isnan, stats.mean_interval([]))
+    )
+    continuous = stats.minimum_detectable_difference(1.0, 8)
+    assert 0.8 < continuous < 2.0
+    assert stats.minimum_detectable_difference(2.0, 8) == pytest.approx(2 * continuous, rel=0.05)
+    assert stats.minimum_detectable_difference(1.0, 4) == math.inf  # 2 / 16 > 0.05: never significant
+    assert math.isnan(stats.minimum_detectable_difference(0.0, 8))
+    # whole prompts: differences rounded to one step have zeros, which the sign-flip test cannot use
+    quantised = stats.minimum_detectable_difference(1.0, 8, resolution=1.0)
+    assert quantised > continuous and quantised >= 1.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(-5, 5), st.integers(-5, 5)), min_size=2, max_size=12),
+    st.integers(0, 2**32 - 1),
+)
+def test_bootstrap_draws_are_scipys(pairs: list[tuple[int, int]], seed: int) -> None:
+    # The same replicates as scipy.stats.bootstrap, paired, to the last bit (the board's numbers rest on it).
+    x, y = (np.array(side, dtype=float) for side in zip(*pairs, strict=True))
+
+    def difference(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+        return b.mean(axis=axis) - a.mean(axis=axis)
+
+    ours = stats.bootstrap(difference, x, y, resamples=50, seed=seed)
+    theirs = scipy_stats.bootstrap(
+        (x, y),
+        difference,
+        paired=True,
+        n_resamples=50,
+        method="percentile",
+        confidence_level=0.9,
+        rng=np.random.default_rng(seed),
+    )
+    assert np.array_equal(ours, theirs.bootstrap_distribution)
+    interval = stats.bootstrap_interval(difference, x, y, resamples=50, seed=seed, confidence=0.9)
+    assert interval == tuple(theirs.confidence_interval)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(-20, 20), max_size=6), min_size=1, max_size=6),
+    st.integers(0, 2**32 - 1),
+)
+def test_pooled_median_replicates_are_medians_of_the_drawn_groups(groups: list[list[int]], seed: int) -> None:
+    arrays = [np.array(group, dtype=float) for group in groups]
+    replicates = stats.bootstrap_pooled_median(arrays, resamples=30, seed=seed)
+    draws = np.random.default_rng(seed).multinomial(
+        len(arrays), np.full(len(arrays), 1 / len(arrays)), size=30
+    )
+    for replicate, row in zip(replicates, draws, strict=True):
+        pooled = np.concatenate([np.tile(array, count) for array, count in zip(arrays, row, strict=True)])
+        assert (math.isnan(replicate) and pooled.size == 0) or replicate == np.median(pooled)
+
+
+def test_percentile_interval_leaves_out_undefined_replicates() -> None:
+    replicates = np.array([np.nan, 4.0, 1.0, np.nan, 3.0, 2.0, 5.0])
+    assert stats.percentile_interval(replicates, 0.5) == (2.0, 4.0)  # the 25th and 75th percentiles of 1..5
+    assert stats.percentile_interval(replicates, 0.9) == pytest.approx((1.2, 4.8))
+    assert all(map(math.isnan, stats.percentile_interval(np.full(3, np.nan), 0.95)))
+    assert stats.bootstrap_mean([], resamples=4, seed=0).shape == (4,)

@@ -38,11 +38,11 @@ from experiments.interventions_pair.study_schema import (
     contrasts,
     run_measured,
 )
-from experiments.vl_testbed.analysis import bootstrap_mean_ci, sign_flip_p
 from experiments.vl_testbed.experiment import STATE_FILE, Inputs, Testbed
 from experiments.vl_testbed.precision import with_precision
 from experiments.vl_testbed.schema import BaseRecord, Results, RunKey, RunRecord
 from sinkbench.safe_io import write_json_atomic
+from sinkbench.stats import mean_interval, sign_flip_p
 
 #: The running state of the study under its work folder.
 STUDY_FILE = "study.json"
@@ -97,7 +97,7 @@ def over_seeds(treated: list[RunRecord], control: dict[int, RunRecord]) -> dict[
         found[name] = {
             "differences": differences,
             "mean": float(np.mean(differences)),
-            "ci": list(bootstrap_mean_ci(differences)),
+            "ci": list(mean_interval(differences)),
             "p_sign_flip": sign_flip_p(differences),
         }
     return found

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 from pydantic import ConfigDict, Field
 
-from experiments.vl_testbed.analysis import bootstrap_mean_ci
 from experiments.vl_testbed.schema import Machine, Record, RunRecord, SinkRecord, TextRecord, VisualRecord
+from sinkbench.stats import mean_interval
 
 #: The study's steps, in the order it runs them (the results file's ``seconds`` has one per step run).
 STEPS = (
@@ -145,7 +145,7 @@ def contrasts(treated: TextRecord, comparator: TextRecord, non_trivial: list[int
             if a is not None and b is not None and np.isfinite(a) and np.isfinite(b)
         ]
         differences = [a - b for a, b in pairs]
-        low, high = bootstrap_mean_ci(differences)
+        low, high = mean_interval(differences)
         found.append(
             Contrast(
                 outcome=outcome,

@@ -3,16 +3,17 @@
 The unit of analysis is the seed. A comparison pairs two run groups seed by seed (same stage 1, same data order)
 or a group with the base model (one deterministic value). For each outcome of :data:`OUTCOMES`:
 
-* the **exact sign-flip test** (``scipy.stats.permutation_test``, ``permutation_type="samples"``, all 2^n sign
-  patterns) gives a two-sided p-value of "no effect"; with 8 seeds its smallest value is 2/256 = 0.0078;
-* the **percentile bootstrap** over seeds (``scipy.stats.bootstrap``) gives a 95% interval of the mean
+* the **exact sign-flip test** (:func:`sinkbench.stats.sign_flip_p`, all 2^n sign patterns) gives a two-sided
+  p-value of "no effect"; with 8 seeds its smallest value is 2/256 = 0.0078;
+* the **percentile bootstrap** over seeds (:func:`sinkbench.stats.mean_interval`) gives a 95% interval of the mean
   difference; with this few seeds its coverage is only approximate, and differences without spread give a
   zero-width interval;
-* the **smallest detectable difference** is the smallest true mean difference the exact sign-flip test at
-  alpha 0.05 detects with 80% power, simulated with normal differences whose spread is **not the judged arm's**:
-  the between-seed standard deviation of the no-protection VL arm at the compared dose (times sqrt 2 for a
-  difference of two runs, which ignores the pairing and so errs large), each simulated difference rounded to the
-  outcome's resolution (one prompt, one question), and that spread never below one resolution step;
+* the **smallest detectable difference** (:func:`sinkbench.stats.minimum_detectable_difference`) is the smallest
+  true mean difference the exact sign-flip test at alpha 0.05 detects with 80% power, simulated with normal
+  differences whose spread is **not the judged arm's**: the between-seed standard deviation of the no-protection
+  VL arm at the compared dose (times sqrt 2 for a difference of two runs, which ignores the pairing and so errs
+  large), each simulated difference rounded to the outcome's resolution (one prompt, one question), and that
+  spread never below one resolution step;
 * the verdict follows the rules of :mod:`experiments.vl_testbed.verdicts`.
 
 A run's visual accuracy is tested against chance with a one-sided exact binomial test (``scipy.stats.binomtest``).
@@ -41,10 +42,9 @@ from experiments.vl_testbed.schema import (
     Spread,
 )
 from experiments.vl_testbed.verdicts import ALPHA, verdict
-from sinkbench import stats as table_stats
+from sinkbench.stats import mean_interval, minimum_detectable_difference, sign_flip_p
 
 POWER = 0.8
-SEED = 0
 
 
 @dataclass(frozen=True)
@@ -209,76 +209,6 @@ def questions(compare: str, doses: Sequence[str]) -> dict[str, Question]:
     return asked
 
 
-def _mean_difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.mean(x - y, axis=axis)
-
-
-def sign_flip_p(differences: Sequence[float]) -> float:
-    """Exact two-sided sign-flip permutation p-value of mean(differences) = 0 (NaN below 2 differences)."""
-    d = np.asarray(differences, dtype=float)
-    if len(d) < 2:
-        return math.nan
-    if not np.any(d):
-        return 1.0
-    result = stats.permutation_test(
-        (d, np.zeros_like(d)),
-        _mean_difference,
-        permutation_type="samples",
-        vectorized=True,
-        n_resamples=np.inf,
-        alternative="two-sided",
-    )
-    return float(result.pvalue)
-
-
-def bootstrap_mean_ci(differences: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean difference, resampling seeds (seeded)."""
-    d = np.asarray(differences, dtype=float)
-    if len(d) < 2 or np.ptp(d) == 0:
-        return (float(d.mean()), float(d.mean())) if len(d) else (math.nan, math.nan)
-    result = stats.bootstrap(
-        (d,),
-        np.mean,
-        n_resamples=table_stats.N_RESAMPLES,
-        method="percentile",
-        confidence_level=confidence,
-        rng=np.random.default_rng(SEED),
-    )
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
-
-
-def _sign_flip_p_rows(samples: np.ndarray) -> np.ndarray:
-    """Exact two-sided sign-flip p-values of each row of ``samples`` (vectorised over rows)."""
-    n = samples.shape[1]
-    signs = np.array(np.meshgrid(*[[1.0, -1.0]] * n)).reshape(n, -1)  # (n, 2^n)
-    null = np.abs(samples @ signs) / n
-    observed = np.abs(samples.mean(axis=1, keepdims=True))
-    return (null >= observed - 1e-12).mean(axis=1)
-
-
-def minimum_detectable_difference(sd: float, n: int, resolution: float = 0.0, *, draws: int = 4000) -> float:
-    """Smallest mean difference the exact sign-flip test (alpha 0.05, two-sided) detects with 80% power.
-
-    Simulated with ``n`` normal differences of standard deviation ``sd``, each rounded to a multiple of
-    ``resolution`` when it is positive (a run's score moves in whole prompts), on a grid of 0.05 sd (or of
-    ``resolution`` / 20 when finer). Infinity when 2^(1-n) > alpha (too few seeds: nothing is detectable); NaN
-    when ``sd`` is not positive (no spread to simulate from).
-    """
-    if 2.0 ** (1 - n) > ALPHA:
-        return math.inf
-    if not sd > 0:
-        return math.nan
-    noise = np.random.default_rng(SEED).standard_normal((draws, n)) * sd
-    step = min(0.05 * sd, resolution / 20) if resolution > 0 else 0.05 * sd
-    for mean in np.arange(step, 10 * sd + 10 * resolution, step):
-        samples = mean + noise
-        if resolution > 0:
-            samples = resolution * np.round(samples / resolution)
-        if (_sign_flip_p_rows(samples) <= ALPHA).mean() >= POWER:
-            return float(mean)
-    return math.inf
-
-
 def spread(values: Sequence[float]) -> Spread:
     """Median and range."""
     return Spread(median=float(np.median(values)), min=float(np.min(values)), max=float(np.max(values)))
@@ -324,7 +254,7 @@ def _summary(name: str, by_seed: dict[int, RunRecord]) -> GroupSummary:
 def _effect(
     d: np.ndarray, detectable: float, *, yes_sign: int, protection: bool, separated: bool | None
 ) -> Effect:
-    low, high = bootstrap_mean_ci(d)
+    low, high = mean_interval(d)
     p = sign_flip_p(d)
     finite = math.isfinite(detectable)
     return Effect(
@@ -386,7 +316,7 @@ def summarize(results: Results) -> Analysis:
                 sd = max(sd, resolution)
             effects[key] = _effect(
                 treated_values - control_values,
-                minimum_detectable_difference(sd, len(seeds), resolution),
+                minimum_detectable_difference(sd, len(seeds), resolution, alpha=ALPHA, power=POWER),
                 yes_sign=_yes_sign(outcome, question.yes),
                 protection=question.protection,
                 separated=separated.get(key),

@@ -36,7 +36,8 @@ from sinkbench.sink.metrics import POSITION0_MASS, SINK_STRENGTH
 from sinkbench.sink.observe import observe
 from sinkbench.sink.options import BucketRule, IntervalOptions, ProbeOptions
 from sinkbench.sink.strength import PromptObservations, pooled_g, position0_per_prompt, sink_strength
-from sinkbench.sink.uncertainty import bootstrap_mean, bootstrap_sink_strength, percentile_interval
+from sinkbench.sink.uncertainty import bootstrap_sink_strength
+from sinkbench.stats import bootstrap_mean, percentile_interval
 
 #: Largest samples file read (lm-eval writes one line per document and filter).
 SAMPLES_LIMIT = 1 << 30

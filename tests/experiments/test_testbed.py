@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gc
 import json
-import math
 import re
 import weakref
 from pathlib import Path
@@ -324,22 +323,6 @@ def test_trivial_answers_fail_every_non_trivial_prompt() -> None:
     assert chosen == [0, 2]  # "Red." has no comma, so it passes the second prompt
     scores = trivial_scores(TINY_DOCS)
     assert scores["Red."]["prompt_strict"] == pytest.approx(1 / 3) and scores[""]["prompt_strict"] == 0.0
-
-
-def test_sign_flip_p_value_and_detectable_difference() -> None:
-    assert analysis.sign_flip_p([1, 2, 3, 4, 5, 6, 7, 8]) == pytest.approx(2 / 256)
-    assert analysis.sign_flip_p([1, -1, 1, -1, 1, -1]) == pytest.approx(1.0)
-    assert analysis.sign_flip_p([0, 0, 0]) == 1.0 and math.isnan(analysis.sign_flip_p([1.0]))
-    low, high = analysis.bootstrap_mean_ci([3, 4, 5, 6, 5, 4])
-    assert 3.5 < low < 4.5 < high < 5.5
-    continuous = analysis.minimum_detectable_difference(1.0, 8)
-    assert 0.8 < continuous < 2.0
-    assert analysis.minimum_detectable_difference(2.0, 8) == pytest.approx(2 * continuous, rel=0.05)
-    assert analysis.minimum_detectable_difference(1.0, 4) == math.inf  # 2 / 16 > 0.05: never significant
-    assert math.isnan(analysis.minimum_detectable_difference(0.0, 8))
-    # whole prompts: differences rounded to one step have zeros, which the sign-flip test cannot use
-    quantised = analysis.minimum_detectable_difference(1.0, 8, resolution=1.0)
-    assert quantised > continuous and quantised >= 1.0
 
 
 @pytest.mark.parametrize(
