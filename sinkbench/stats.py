@@ -341,9 +341,18 @@ def permutation_p_value(x: ArrayLike, y: ArrayLike, *, seed: int, n_resamples: i
     return float(result.pvalue)
 
 
-def t_quantile(confidence: float, dof: int) -> float:
-    """The two-sided ``confidence`` quantile of Student's t with ``dof`` degrees of freedom."""
-    return float(stats.t.ppf(0.5 + confidence / 2, dof))
+def t_half_width(
+    x: np.ndarray,
+    n: int,
+    residual_sd: ArrayLike,
+    x_mean: ArrayLike,
+    x_sum_squares: ArrayLike,
+    confidence: float,
+) -> np.ndarray:
+    """Half-width of the t interval for a new observation at ``x`` of a least-squares line through ``n`` points:
+    t(n-2) * s * sqrt(1 + 1/n + (x - mean)^2 / Sxx), t the two-sided ``confidence`` quantile of Student's t."""
+    t = float(stats.t.ppf(0.5 + confidence / 2, n - 2))
+    return t * residual_sd * np.sqrt(1 + 1 / n + (x - x_mean) ** 2 / x_sum_squares)
 
 
 @dataclass(frozen=True)
@@ -371,11 +380,7 @@ class LinearFit:
         if self.n < MIN_PAIRS:
             nan = np.full_like(x, np.nan)
             return nan, nan
-        half = (
-            t_quantile(confidence, self.n - 2)
-            * self.residual_sd
-            * np.sqrt(1 + 1 / self.n + (x - self.x_mean) ** 2 / self.x_sum_squares)
-        )
+        half = t_half_width(x, self.n, self.residual_sd, self.x_mean, self.x_sum_squares, confidence)
         centre = self.predict(x)
         return centre - half, centre + half
 

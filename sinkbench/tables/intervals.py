@@ -74,13 +74,8 @@ def t_held_out(x: ArrayLike, y: ArrayLike, confidence: float = CONFIDENCE) -> Bo
         sse = float(residuals @ residuals) - residuals**2 / (1 - (1 / n + deviation**2 / sxx))
         others_mean = (n * x_mean - x) / (n - 1)
         others_sxx = sxx - n / (n - 1) * deviation**2
-        m = n - 1
-        sd = np.sqrt(np.maximum(sse, 0.0) / (m - 2))
-        half = (
-            stats.t_quantile(confidence, m - 2)
-            * sd
-            * np.sqrt(1 + 1 / m + (x - others_mean) ** 2 / others_sxx)
-        )
+        sd = np.sqrt(np.maximum(sse, 0.0) / (n - 3))
+        half = stats.t_half_width(x, n - 1, sd, others_mean, others_sxx, confidence)
     centre = intercept + slope * x
     return centre - half, centre + half
 
