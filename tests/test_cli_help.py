@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 
 import pytest
 
@@ -61,3 +62,33 @@ def test_eval_without_arguments_is_a_one_line_usage_error(capsys) -> None:
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err + captured.out
     assert captured.err.strip().startswith("sinkbench eval: ") and "\n" not in captured.err.strip()
+
+
+def test_a_commands_help_is_its_handlers_docstring() -> None:
+    """add_command: the first paragraph of the handler's docstring is the command's line in its parent's help, the
+    rest its description."""
+    parents = {path: parser for path, parser in COMMANDS}
+    for path, parser in COMMANDS:
+        handler = parser.get_default("handler")
+        if handler is None:  # a group of subcommands (site, submit)
+            continue
+        summary, _, description = inspect.cleandoc(handler.__doc__).partition("\n\n")
+        assert parser.description == description, path
+        listing = parents[path[:-1]] if len(path) > 1 else build_parser()
+        line = next(a for a in listing._subparsers._group_actions[0]._choices_actions if a.dest == path[-1])
+        assert line.help == summary, path
+
+
+def test_each_intervention_command_comes_from_its_spec() -> None:
+    from sinkbench.cli.interventions import INTERVENTIONS
+
+    parsers = dict(COMMANDS)
+    for spec in INTERVENTIONS:
+        parser = parsers[(spec.name,)]
+        positionals = [action.dest for action in parser._actions if not action.option_strings]
+        assert positionals == [name for name, _ in spec.models] + (["out"] if spec.out else []), spec.name
+        options = {option for action in parser._actions for option in action.option_strings}
+        assert ("--skip-strength" in options) == ("--prompts" in options) == spec.strength, spec.name
+        assert ("--revision" in options) == (len(spec.models) == 1), spec.name
+        assert ("--overwrite" in options) == (spec.out is not None), spec.name
+        assert parser.get_default("handler") is spec.call

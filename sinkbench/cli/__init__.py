@@ -1,8 +1,9 @@
 """The ``sinkbench`` command line: argument parsing only.
 
 Each subcommand lives in its own module under ``sinkbench.cli`` and exposes
-``register(subparsers)``; the handler it installs is one call into the library.
-Heavy imports happen inside handlers so that ``--help`` stays instant. Every handler runs through
+``register(subparsers)``; the handler it installs (:func:`sinkbench.cli.parser.add_command`, whose docstring is the
+command's help) is one call into the library, its options the shared ones of :mod:`sinkbench.cli.options` where
+commands share them. Heavy imports happen inside handlers so that ``--help`` stays instant. Every handler runs through
 :func:`sinkbench.cli.failures.run_command`, the one place that turns a user's failure into one line, and
 :func:`sinkbench.cli.extras.run_needing_extras`, which names the optional extra a command needs when it is missing.
 Exit codes: 0 ok, 1 a check failed, 2 usage error (an extra missing included).

@@ -6,21 +6,14 @@ import argparse
 from pathlib import Path
 
 from sinkbench.cli import options
+from sinkbench.cli.parser import add_command
 from sinkbench.sink.options import BucketRule
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``buckets`` subcommand."""
     rule = BucketRule()
-    parser = subparsers.add_parser(
-        "buckets",
-        help="S and position-0 mass on the prompts a model passed vs failed in an lm-eval run (paper C.3).",
-        description="Split the prompts of an lm-eval --log_samples file into a pass bucket (the per-prompt metric "
-        "at least the threshold) and a fail bucket, probe MODEL on each as `sinkbench screen` probes its "
-        "calibration prompts, and print per bucket S and the position-0 mass (first-token attention over the "
-        "probed layers x heads x last 8 queries) with percentile bootstrap intervals over prompts, and the "
-        "pass - fail differences with theirs.",
-    )
+    parser = add_command(subparsers, "buckets", run)
     parser.add_argument(
         "model", metavar="MODEL", help="the model to probe (as for `sinkbench screen`), e.g. the VLM-LM"
     )
@@ -58,11 +51,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     options.add_output(parser)
     options.add_interval_options(parser, seed="of the per-bucket draws and the bootstraps")
     options.add_measure_options(parser)
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Handle ``sinkbench buckets``."""
+    """S and position-0 mass on the prompts a model passed vs failed in an lm-eval run (paper C.3).
+
+    Split the prompts of an lm-eval --log_samples file into a pass bucket (the per-prompt metric at least the
+    threshold) and a fail bucket, probe MODEL on each as `sinkbench screen` probes its calibration prompts,
+    and print per bucket S and the position-0 mass (first-token attention over the probed layers x heads x
+    last 8 queries) with percentile bootstrap intervals over prompts, and the pass - fail differences with
+    theirs.
+    """
     from sinkbench.sink.buckets import bucket_strength, format_buckets
 
     report = bucket_strength(

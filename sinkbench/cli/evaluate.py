@@ -4,29 +4,21 @@ from __future__ import annotations
 
 import argparse
 
+from sinkbench.cli.parser import add_command
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``eval`` and ``tasks-path`` subcommands."""
-    run = subparsers.add_parser(
-        "eval",
-        help="Run lm_eval with sinkbench's tasks included (same arguments as lm_eval).",
-        description="Every argument goes to lm_eval, which runs with `--include_path` set to sinkbench's task "
-        "folder, e.g. `sinkbench eval --model hf --model_args pretrained=DIR --tasks sink_strength "
-        "--output_path OUT`. `lm_eval --help` lists the arguments. With sinkbench installed, plain `lm_eval` finds "
-        "the same tasks too.",
-    )
-    run.set_defaults(handler=run_eval, passthrough=True)
-    path = subparsers.add_parser(
-        "tasks-path",
-        help="Print the folder of the installed tasks (sinkbench.tasks, the repository's harness_tasks/).",
-        description='Print the folder of sinkbench\'s lm-eval tasks, for `lm_eval --include_path "$(sinkbench tasks-path)"` '
-        "where the start-up hook is off (SINKBENCH_LM_EVAL_AUTOLOAD=0).",
-    )
-    path.set_defaults(handler=print_tasks_path)
+    add_command(subparsers, "eval", run_eval, passthrough=True)
+    add_command(subparsers, "tasks-path", print_tasks_path)
 
 
 def print_tasks_path(args: argparse.Namespace) -> int:
-    """Handle ``sinkbench tasks-path``."""
+    """Print the folder of the installed tasks (sinkbench.tasks, the repository's harness_tasks/).
+
+    Print the folder of sinkbench's lm-eval tasks, for `lm_eval --include_path "$(sinkbench tasks-path)"`
+    where the start-up hook is off (SINKBENCH_LM_EVAL_AUTOLOAD=0).
+    """
     from sinkbench.harness.run import tasks_path
 
     print(tasks_path())
@@ -34,7 +26,12 @@ def print_tasks_path(args: argparse.Namespace) -> int:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    """Handle ``sinkbench eval``."""
+    """Run lm_eval with sinkbench's tasks included (same arguments as lm_eval).
+
+    Every argument goes to lm_eval, which runs with `--include_path` set to sinkbench's task folder, e.g.
+    `sinkbench eval --model hf --model_args pretrained=DIR --tasks sink_strength --output_path OUT`. `lm_eval
+    --help` lists the arguments. With sinkbench installed, plain `lm_eval` finds the same tasks too.
+    """
     import sys
 
     if not args.passthrough_args:

@@ -4,20 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from sinkbench.cli.options import keywords
+from sinkbench.cli.parser import add_command
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``extract-lm`` subcommand."""
     from sinkbench.extract.families import DEFAULT_MAX_SHARD_SIZE
 
-    parser = subparsers.add_parser(
-        "extract-lm",
-        help="Extract a VLM's language backbone as a standalone causal LM (the paper's VLM-LM).",
-        description="Stream the language backbone of SOURCE (hub id or local VLM dir) into OUT, a normal "
-        "transformers causal-LM directory that AutoModelForCausalLM and `lm_eval --model hf` load, with "
-        "provenance.json. SOURCE is any VLM of transformers' image-text-to-text registry whose language model "
-        "runs as a transformers causal LM; the architecture table on the leaderboard's Methodology pages lists "
-        "each model type's verdict.",
-    )
+    parser = add_command(subparsers, "extract-lm", run_extract)
     parser.add_argument("source", metavar="SOURCE", help="hub id or local directory of the VLM")
     parser.add_argument("out", metavar="OUT", help="output directory (written atomically)")
     parser.add_argument(
@@ -40,19 +35,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--overwrite", action="store_true", help="replace OUT if it exists (default: refuse to overwrite)"
     )
-    parser.set_defaults(handler=run_extract)
     _register_implant(subparsers)
 
 
 def _register_implant(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "implant-lm",
-        help="The inverse of extract-lm: put a causal LM (e.g. a merged VLM-LM) back into its VLM.",
-        description="Write VLM with its language model and LM head replaced by LM's tensors, file by file with "
-        "the VLM's own names; the vision tower, projector, config, processor and tokenizer stay the VLM's. LM must "
-        "have exactly the tensors extract-lm takes from VLM (an extraction of it, merged, ablated or perturbed). "
-        "The result's text-only logits are checked against LM's (float32) before OUT is written.",
-    )
+    parser = add_command(subparsers, "implant-lm", run_implant)
     parser.add_argument("vlm", metavar="VLM", help="hub id or local directory of the VLM")
     parser.add_argument("lm", metavar="LM", help="the causal-LM folder to put into it")
     parser.add_argument("out", metavar="OUT", help="output VLM directory (written atomically)")
@@ -66,16 +53,19 @@ def _register_implant(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--overwrite", action="store_true", help="replace OUT if it exists (default: refuse to overwrite)"
     )
-    parser.set_defaults(handler=run_implant)
 
 
 def run_implant(args: argparse.Namespace) -> int:
-    """Handle ``sinkbench implant-lm``."""
+    """The inverse of extract-lm: put a causal LM (e.g. a merged VLM-LM) back into its VLM.
+
+    Write VLM with its language model and LM head replaced by LM's tensors, file by file with the VLM's own
+    names; the vision tower, projector, config, processor and tokenizer stay the VLM's. LM must have exactly
+    the tensors extract-lm takes from VLM (an extraction of it, merged, ablated or perturbed). The result's
+    text-only logits are checked against LM's (float32) before OUT is written.
+    """
     from sinkbench.extract import implant_lm
 
-    result = implant_lm(
-        args.vlm, args.lm, args.out, verify=args.verify, overwrite=args.overwrite, revision=args.revision
-    )
+    result = implant_lm(args.vlm, args.lm, args.out, **keywords(args, "verify", "overwrite", "revision"))
     print(f"{result.record['family']}: {result.record['tensors_replaced']} tensors from {args.lm}")
     verification = result.record["verification"]
     if verification is not None:
@@ -85,18 +75,17 @@ def run_implant(args: argparse.Namespace) -> int:
 
 
 def run_extract(args: argparse.Namespace) -> int:
-    """Handle ``sinkbench extract-lm``."""
+    """Extract a VLM's language backbone as a standalone causal LM (the paper's VLM-LM).
+
+    Stream the language backbone of SOURCE (hub id or local VLM dir) into OUT, a normal transformers causal-LM
+    directory that AutoModelForCausalLM and `lm_eval --model hf` load, with provenance.json. SOURCE is any VLM
+    of transformers' image-text-to-text registry whose language model runs as a transformers causal LM; the
+    architecture table on the leaderboard's Methodology pages lists each model type's verdict.
+    """
     from sinkbench.extract import extract_lm
 
-    result = extract_lm(
-        args.source,
-        args.out,
-        verify=args.verify,
-        tokenizer_from=args.tokenizer_from,
-        overwrite=args.overwrite,
-        revision=args.revision,
-        max_shard_size=args.max_shard_size,
-    )
+    names = ("verify", "tokenizer_from", "overwrite", "revision", "max_shard_size")
+    result = extract_lm(args.source, args.out, **keywords(args, *names))
     lm = result.provenance["causal_lm"]
     print(
         f"{result.provenance['family']} -> {lm['architecture']}: {lm['tensors']} tensors, {lm['bytes']:,} bytes"

@@ -5,19 +5,13 @@ from __future__ import annotations
 import argparse
 
 from sinkbench.cli import options
+from sinkbench.cli.parser import add_command
 from sinkbench.sink.heads import ALL_LAYERS, DEFAULT_TOP_FRAC
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``heads`` subcommand."""
-    parser = subparsers.add_parser(
-        "heads",
-        help="Map sink heads: median G, dominant sink position and share of G > 2 per layer and head.",
-        description="Probe every decoder layer (unless --num-layers says otherwise) on the calibration prompts "
-        "and report, per (layer, head), the median G, the dominant sink position and the share of G above "
-        "the threshold, then select the sink heads: the top fraction by median G (--top-frac) or every head "
-        "at or above a median G (--min-g). MODEL is resolved as for `sinkbench screen`.",
-    )
+    parser = add_command(subparsers, "heads", run)
     options.add_model_argument(parser, "model to map")
     options.add_output(parser, "the head map", required=True)
     rule = parser.add_mutually_exclusive_group()
@@ -39,11 +33,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--plot", metavar="FILE.svg", default=None, help="also draw a layer x head heatmap (default: none)"
     )
     options.add_measure_options(parser, all_layers=ALL_LAYERS)
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Handle ``sinkbench heads``: the arguments are checked first, before the probe's heavy imports."""
+    """Map sink heads: median G, dominant sink position and share of G > 2 per layer and head.
+
+    Probe every decoder layer (unless --num-layers says otherwise) on the calibration prompts and report, per
+    (layer, head), the median G, the dominant sink position and the share of G above the threshold, then
+    select the sink heads: the top fraction by median G (--top-frac) or every head at or above a median G
+    (--min-g). MODEL is resolved as for `sinkbench screen`.
+    """
+    # the arguments are checked first, before the probe's heavy imports
     from pathlib import Path
 
     from sinkbench.sink.heads import map_heads

@@ -1,7 +1,7 @@
 """The intervention commands (``sinkbench.interventions``): ``displacement``, ``random-control``,
-``ablate-norms``, ``inject-qk-norm`` and ``merge``, each one entry of :data:`INTERVENTIONS` (its name, help,
-models, parameters and library call), which :func:`register` turns into subcommands. Heavy imports happen in the
-calls."""
+``ablate-norms``, ``inject-qk-norm`` and ``merge``, each one entry of :data:`INTERVENTIONS` (its name, models,
+parameters and library call, whose docstring is its help), which :func:`register` turns into subcommands. Heavy
+imports happen in the calls."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sinkbench.cli import options
+from sinkbench.cli.parser import add_command
 from sinkbench.interventions.settings import (
     ABLATION_SETTINGS,
     DEFAULT_TOP_K,
@@ -28,18 +29,15 @@ class Intervention:
 
     Attributes:
         name: the subcommand.
-        help: its one line in ``sinkbench --help``.
-        description: its ``--help`` text.
         models: its model arguments, ``(name, help)`` each; a command of one model loads it with ``--revision``.
         out: what OUT holds (written atomically), or None for a command that only reports.
-        call: the library call on the parsed arguments; prints what it did (its handler, exit status 0).
+        call: the library call on the parsed arguments, which prints what it did: the command's handler, its
+            docstring the command's help (:func:`~sinkbench.cli.parser.add_command`).
         parameters: adds the intervention's own options, if it has any.
         strength: whether S of the input and output models is measured (``--skip-strength``, the probe options).
     """
 
     name: str
-    help: str
-    description: str
     models: tuple[tuple[str, str], ...]
     out: str | None
     call: Callable[[argparse.Namespace], None]
@@ -50,7 +48,7 @@ class Intervention:
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add one subcommand per entry of :data:`INTERVENTIONS`."""
     for spec in INTERVENTIONS:
-        parser = subparsers.add_parser(spec.name, help=spec.help, description=spec.description)
+        parser = add_command(subparsers, spec.name, spec.call)
         for name, help in spec.models:
             parser.add_argument(name, metavar=name.upper(), help=help)
         if spec.out is not None:
@@ -75,7 +73,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         else:
             options.add_model_options(parser, model=model)
             options.add_quiet(parser)
-        parser.set_defaults(handler=spec.call)
 
 
 def _probe(args: argparse.Namespace) -> Any:
@@ -139,6 +136,14 @@ def _displacement_parameters(parser: argparse.ArgumentParser) -> None:
 
 
 def _displacement(args: argparse.Namespace) -> None:
+    """Where a VLM-LM's weights moved from its reference: per layer and projection, ||dW||_2 and ||dW||_F /
+    ||W||_F (paper F.1).
+
+    Compare ENDPOINT (e.g. a VLM-LM from `sinkbench extract-lm`) with REFERENCE, tensor by tensor: operator
+    norm and relative Frobenius norm of each projection's change, relative change of each norm scale. With
+    --versus (a second endpoint of the same reference, e.g. the text-only one) it also gives each layer's
+    ratio of the two operator norms and, per projection, the median over the window of layers.
+    """
     from pathlib import Path
 
     from sinkbench.interventions.displacement import format_displacement, weight_displacement
@@ -148,10 +153,9 @@ def _displacement(args: argparse.Namespace) -> None:
     report = weight_displacement(
         args.reference,
         args.endpoint,
-        versus=args.versus,
-        window=args.window,
         band=args.layer_band,
         output=options.output_path(args),
+        **options.keywords(args, "versus", "window"),
         **_common(args),
     )
     print(format_displacement(report))
@@ -169,6 +173,13 @@ def _random_control_parameters(parser: argparse.ArgumentParser) -> None:
 
 
 def _random_control(args: argparse.Namespace) -> None:
+    """The random-dW control: REFERENCE plus Gaussian noise matched per projection to VLM_LM's relative change
+    (paper D.4).
+
+    Add seeded Gaussian noise to every attention and MLP projection of REFERENCE, scaled so that each one's
+    ||dW||_F / ||W||_F equals VLM_LM's; norm scales, biases, embeddings and the LM head are left untouched.
+    OUT is a transformers checkpoint with intervention.json (targets and realised norms, S).
+    """
     from sinkbench.interventions.random_control import write_random_control
 
     report = write_random_control(
@@ -207,6 +218,13 @@ def _ablate_parameters(parser: argparse.ArgumentParser) -> None:
 
 
 def _ablate(args: argparse.Namespace) -> None:
+    """Channel ablation: the top-K |gamma| channels of norm scales set to the layer's channel mean (paper D.3).
+
+    In every decoder layer, set the top-K channels by |gamma| of each chosen norm to that norm's channel mean
+    (gamma is the effective scale: 1 + weight for Gemma's norms), each norm alone (single) and all together
+    (joint). OUT holds one checkpoint per setting (OUT/<norm>/, OUT/joint/) and intervention.json with the
+    channels changed and S of each.
+    """
     from sinkbench.interventions.ablation import write_channel_ablation
 
     report = write_channel_ablation(
@@ -234,6 +252,13 @@ def _names(text: str | None) -> list[str] | None:
 
 
 def _inject(args: argparse.Namespace) -> None:
+    """Add per-head QK-RMSNorm with unit scales to a backbone without it (paper F.3), as a native checkpoint.
+
+    Write MODEL with an RMSNorm over each head's queries and keys (gamma = 1, before RoPE) as a checkpoint of
+    the native transformers architecture that has these norms and otherwise computes MODEL's function (Qwen3,
+    for Llama, Mistral and Qwen2 sources), loadable without remote code. The sameness is checked before
+    writing: with the new norms taken out, the logits must equal MODEL's. No training.
+    """
     from sinkbench.interventions.qk_norm import write_qk_norm_injection
 
     report = write_qk_norm_injection(args.model, args.out, overwrite=args.overwrite, **_common(args))
@@ -270,6 +295,15 @@ def _merge_parameters(parser: argparse.ArgumentParser) -> None:
 
 
 def _merge(args: argparse.Namespace) -> None:
+    """Merge a VLM-LM with its reference LLM: the paper's seven settings (F.4) on mergekit (sinkbench[merge]).
+
+    Merge VLM_LM with REFERENCE by one setting (--setting) or all seven (--sweep: OUT/<setting>/ each).
+    Settings: mix_95_5 (95% VLM + 5% LLM), uniform, task_arithmetic (lambda=1), tsv (alpha=1), star (eta=40%),
+    ties (density 0.2, lambda=1), dare (mask rate 0.9, lambda=1). Without --base the task-vector settings read
+    the reference as the base and VLM_LM - REFERENCE as the one task vector, so task_arithmetic and tsv return
+    VLM_LM unchanged; with --base both models are task vectors over it. Needs mergekit (LGPL-3.0): pip install
+    'sinkbench[merge]'.
+    """
     from sinkbench.interventions.merging import write_merges
 
     report = write_merges(
@@ -297,12 +331,6 @@ _REFERENCE = ("reference", f"the reference LLM: {_MODEL}")
 INTERVENTIONS = (
     Intervention(
         "displacement",
-        help="Where a VLM-LM's weights moved from its reference: per layer and projection, ||dW||_2 and "
-        "||dW||_F / ||W||_F (paper F.1).",
-        description="Compare ENDPOINT (e.g. a VLM-LM from `sinkbench extract-lm`) with REFERENCE, tensor by tensor: "
-        "operator norm and relative Frobenius norm of each projection's change, relative change of each norm "
-        "scale. With --versus (a second endpoint of the same reference, e.g. the text-only one) it also gives each "
-        "layer's ratio of the two operator norms and, per projection, the median over the window of layers.",
         models=(_REFERENCE, ("endpoint", "the model fine-tuned from it (same architecture)")),
         out=None,
         call=_displacement,
@@ -311,11 +339,6 @@ INTERVENTIONS = (
     ),
     Intervention(
         "random-control",
-        help="The random-dW control: REFERENCE plus Gaussian noise matched per projection to VLM_LM's relative "
-        "change (paper D.4).",
-        description="Add seeded Gaussian noise to every attention and MLP projection of REFERENCE, scaled so that "
-        "each one's ||dW||_F / ||W||_F equals VLM_LM's; norm scales, biases, embeddings and the LM head are left "
-        "untouched. OUT is a transformers checkpoint with intervention.json (targets and realised norms, S).",
         models=(_REFERENCE, ("vlm_lm", "its VLM-LM, whose relative changes the noise matches")),
         out="the control checkpoint folder",
         call=_random_control,
@@ -323,11 +346,6 @@ INTERVENTIONS = (
     ),
     Intervention(
         "ablate-norms",
-        help="Channel ablation: the top-K |gamma| channels of norm scales set to the layer's channel mean (paper D.3).",
-        description="In every decoder layer, set the top-K channels by |gamma| of each chosen norm to that norm's "
-        "channel mean (gamma is the effective scale: 1 + weight for Gemma's norms), each norm alone (single) and "
-        "all together (joint). OUT holds one checkpoint per setting (OUT/<norm>/, OUT/joint/) and "
-        "intervention.json with the channels changed and S of each.",
         models=(("model", f"the model: {_MODEL}"),),
         out="the folder of ablated checkpoints",
         call=_ablate,
@@ -335,24 +353,12 @@ INTERVENTIONS = (
     ),
     Intervention(
         "inject-qk-norm",
-        help="Add per-head QK-RMSNorm with unit scales to a backbone without it (paper F.3), as a native checkpoint.",
-        description="Write MODEL with an RMSNorm over each head's queries and keys (gamma = 1, before RoPE) as a "
-        "checkpoint of the native transformers architecture that has these norms and otherwise computes MODEL's "
-        "function (Qwen3, for Llama, Mistral and Qwen2 sources), loadable without remote code. The sameness is "
-        "checked before writing: with the new norms taken out, the logits must equal MODEL's. No training.",
         models=(("model", f"the model: {_MODEL}"),),
         out="the injected checkpoint folder",
         call=_inject,
     ),
     Intervention(
         "merge",
-        help="Merge a VLM-LM with its reference LLM: the paper's seven settings (F.4) on mergekit (sinkbench[merge]).",
-        description="Merge VLM_LM with REFERENCE by one setting (--setting) or all seven (--sweep: OUT/<setting>/ "
-        "each). Settings: mix_95_5 (95% VLM + 5% LLM), uniform, task_arithmetic (lambda=1), tsv (alpha=1), star "
-        "(eta=40%), ties (density 0.2, lambda=1), dare (mask rate 0.9, lambda=1). Without --base the task-vector "
-        "settings read the reference as the base and VLM_LM - REFERENCE as the one task vector, so "
-        "task_arithmetic and tsv return VLM_LM unchanged; with --base both models are task vectors over it. "
-        "Needs mergekit (LGPL-3.0): pip install 'sinkbench[merge]'.",
         models=(_REFERENCE, ("vlm_lm", "its VLM-LM (same architecture and size)")),
         out="the merged checkpoint folder (with --sweep: a folder of them)",
         call=_merge,

@@ -5,17 +5,13 @@ from __future__ import annotations
 import argparse
 
 from sinkbench.cli import options
+from sinkbench.cli.parser import add_command
 from sinkbench.sink.options import PER_HEAD_SINK_MODES
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``margin`` subcommand."""
-    parser = subparsers.add_parser(
-        "margin",
-        help="G_base, B_gap and the margin proxy median(G_base) - median(B_gap) for a reference/VLM-LM pair.",
-        description="Probe REFERENCE and VLM_LM on the calibration prompts with the Sink Strength probe; "
-        "B_gap is measured in VLM_LM at the reference's per-head sink positions. Prints a per-layer table.",
-    )
+    parser = add_command(subparsers, "margin", run)
     parser.add_argument(
         "reference", metavar="REFERENCE", help="reference LLM: hub id, dir, .gguf or embedded name"
     )
@@ -25,11 +21,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     options.add_output(parser, "the full result")
     parser.add_argument("--vlm-lm-revision", default=None, help="Hub revision of VLM_LM (default: main)")
     options.add_measure_options(parser, model="REFERENCE", sink_modes=PER_HEAD_SINK_MODES)
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Handle ``sinkbench margin``: the arguments are checked first, before the probe's heavy imports."""
+    """G_base, B_gap and the margin proxy median(G_base) - median(B_gap) for a reference/VLM-LM pair.
+
+    Probe REFERENCE and VLM_LM on the calibration prompts with the Sink Strength probe; B_gap is measured in
+    VLM_LM at the reference's per-head sink positions. Prints a per-layer table.
+    """
+    # the arguments are checked first, before the probe's heavy imports
     options.check_model_arguments([args.reference, args.vlm_lm], args.prompts)
     from sinkbench.sink.margin import format_margin, pair_margin
 

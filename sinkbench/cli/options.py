@@ -213,6 +213,11 @@ def add_output(
     )
 
 
+def keywords(args: argparse.Namespace, *names: str) -> dict[str, Any]:
+    """The parsed values of the options ``names``: the keywords of a library call whose parameters they share."""
+    return {name: getattr(args, name) for name in names}
+
+
 def output_path(args: argparse.Namespace) -> Path | None:
     """``--output`` as a path, None when left out."""
     return Path(args.output) if args.output else None

@@ -1,13 +1,15 @@
-"""The parser class of every ``sinkbench`` command: a mistyped option or choice is refused under the usage of the
-command it was given to, naming the nearest one (``did you mean --output?``), exit 2."""
+"""How a ``sinkbench`` command is declared (:func:`add_command`: its help is its handler's docstring) and parsed
+(:class:`CommandParser`: a mistyped option or choice is refused under the usage of the command it was given to,
+naming the nearest one, ``did you mean --output?``, exit 2)."""
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import inspect
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 #: What argparse reads as a number, not an option (none of sinkbench's options looks like one).
@@ -71,3 +73,23 @@ class CommandParser(argparse.ArgumentParser):
                 self.error(f"unknown option {name}{nearest(name, options)}")
             if "=" not in word and len(known) == 1 and options[known[0]].nargs != 0:
                 next(words, None)  # its value
+
+
+def add_command(
+    subparsers: argparse._SubParsersAction,
+    name: str,
+    handler: Callable[[argparse.Namespace], int | None] | None = None,
+    *,
+    doc: str | None = None,
+    **defaults: Any,
+) -> argparse.ArgumentParser:
+    """Add the subcommand ``name``, run by ``handler`` (with ``defaults`` set on its arguments).
+
+    Its line in the parent's ``--help`` is the first paragraph of ``doc`` (default: the handler's docstring), its
+    own ``--help`` description the rest, as click and typer read a command's docstring.
+    """
+    summary, _, description = inspect.cleandoc(doc or handler.__doc__).partition("\n\n")
+    parser = subparsers.add_parser(name, help=summary, description=description)
+    if handler is not None:
+        parser.set_defaults(handler=handler, **defaults)
+    return parser

@@ -7,18 +7,12 @@ import sys
 from pathlib import Path
 
 from sinkbench.cli import options
+from sinkbench.cli.parser import add_command
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``screen`` subcommand."""
-    parser = subparsers.add_parser(
-        "screen",
-        help="Measure Sink Strength S of a base LLM (default: embedded SmolLM2-135M-Instruct).",
-        description="Probe the last K decoder layers on the calibration prompts and print S with a "
-        "per-layer profile. MODEL is a hub id, a local transformers dir, a .gguf file, or an "
-        "embedded name (smollm2-135m-instruct, gemma3-270m). With --print-model-dir it prints the folder that "
-        "lm-eval's --model_args pretrained= takes for MODEL instead.",
-    )
+    parser = add_command(subparsers, "screen", run)
     options.add_model_argument(parser, "model to screen")
     options.add_output(parser)
     parser.add_argument(
@@ -38,7 +32,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "seeded tables; none: skip)",
     )
     options.add_measure_options(parser)
-    parser.set_defaults(handler=run)
 
 
 def _against(value: str | None) -> tuple[bool, Path | None]:
@@ -51,7 +44,14 @@ def _against(value: str | None) -> tuple[bool, Path | None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Handle ``sinkbench screen``: the arguments are checked first, before the probe's heavy imports."""
+    """Measure Sink Strength S of a base LLM (default: embedded SmolLM2-135M-Instruct).
+
+    Probe the last K decoder layers on the calibration prompts and print S with a per-layer profile. MODEL is
+    a hub id, a local transformers dir, a .gguf file, or an embedded name (smollm2-135m-instruct,
+    gemma3-270m). With --print-model-dir it prints the folder that lm-eval's --model_args pretrained= takes
+    for MODEL instead.
+    """
+    # the arguments are checked first, before the probe's heavy imports
     if args.print_model_dir:
         from sinkbench.models import model_dir
 

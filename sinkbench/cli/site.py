@@ -6,39 +6,27 @@ import argparse
 
 from sinkbench.cli.extras import require_extra
 from sinkbench.cli.options import FROM_THE_ROOT, add_folder, add_submissions_option, missing_paths
+from sinkbench.cli.parser import add_command
 from sinkbench.leaderboard.sources import EXPERIMENTS_DIR
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``site`` command and its ``build`` / ``serve`` subcommands."""
-    parser = subparsers.add_parser(
-        "site",
-        help="Build or preview the leaderboard site (MkDocs Material).",
-        description="Build the leaderboard site from a submissions folder, or preview it with live reload: "
-        "the repository's MkDocs project (mkdocs.yml) with --submissions as its data.",
-    )
+    """Build or preview the leaderboard site (MkDocs Material).
+
+    Build the leaderboard site from a submissions folder, or preview it with live reload: the repository's MkDocs
+    project (mkdocs.yml) with --submissions as its data.
+    """
+    parser = add_command(subparsers, "site", doc=register.__doc__)
     actions = parser.add_subparsers(dest="site_command", metavar="ACTION", required=True)
-    build = actions.add_parser(
-        "build",
-        help="aggregate the submissions and build the static site with MkDocs",
-        description="Validate and aggregate the submissions and build the site with MkDocs (strict), as "
-        "`mkdocs build` does at the repository's root; the site replaces --out only if every step succeeds.",
-    )
+    build = add_command(actions, "build", _build, command_label="site build")
     _add_common(build)
     add_folder(
         build, "--out", "where the built site goes, replaced as a whole (default: %(default)s)", "_site"
     )
-    build.set_defaults(handler=_build, command_label="site build")
-    serve = actions.add_parser(
-        "serve",
-        help="preview the site with live reload (mkdocs serve)",
-        description="Serve the site with `mkdocs serve` until Ctrl-C: it rebuilds and reloads the page when a "
-        "template, a docs page, mkdocs.yml, a submission or the experiment's results change.",
-    )
+    serve = add_command(actions, "serve", _serve, command_label="site serve")
     _add_common(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: %(default)s)")
-    serve.set_defaults(handler=_serve, command_label="site serve")
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -53,7 +41,11 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    """Build the site and say what was built."""
+    """aggregate the submissions and build the static site with MkDocs
+
+    Validate and aggregate the submissions and build the site with MkDocs (strict), as `mkdocs build` does at
+    the repository's root; the site replaces --out only if every step succeeds.
+    """
     from sinkbench.cli.failures import printable
 
     require_extra("site")
@@ -70,7 +62,11 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    """Serve the site until Ctrl-C."""
+    """preview the site with live reload (mkdocs serve)
+
+    Serve the site with `mkdocs serve` until Ctrl-C: it rebuilds and reloads the page when a template, a docs
+    page, mkdocs.yml, a submission or the experiment's results change.
+    """
     require_extra("site")
     from sinkbench.leaderboard.project import serve_site
 

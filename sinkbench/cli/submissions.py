@@ -11,8 +11,10 @@ from sinkbench.cli.options import (
     add_entry_output,
     add_folder,
     add_submissions_option,
+    keywords,
     missing_paths,
 )
+from sinkbench.cli.parser import add_command
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,13 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _add_validate(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "validate",
-        help="Check submission entries; exit 1 and list every problem found.",
-        description="Validate submission entries (schemas, required tasks, matched settings, duplicates, "
-        "size caps, safe names). Each problem names the file, the field and the fix. Exit 1 when an entry has a "
-        "problem, or when the paths hold no entry at all (a check of nothing has not passed).",
-    )
+    parser = add_command(subparsers, "validate", _validate)
     parser.add_argument(
         "paths",
         nargs="*",
@@ -38,16 +34,10 @@ def _add_validate(subparsers: argparse._SubParsersAction) -> None:
         help="a submissions folder (holding pairs/ and backbones/), a kind folder or an entry folder "
         "(default: submissions)",
     )
-    parser.set_defaults(handler=_validate)
 
 
 def _add_aggregate(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "aggregate",
-        help="Build the pairs, correlations, screening and regressions tables from valid submissions.",
-        description="Validate the submissions, then write pairs.csv, pairs.json, correlations.json, "
-        "screening.csv and regressions.csv into --out (atomically; deterministic for a seed).",
-    )
+    parser = add_command(subparsers, "aggregate", _aggregate)
     add_submissions_option(parser)
     add_folder(
         parser, "--out", "output folder, replaced as a whole (a folder sinkbench did not write is refused)"
@@ -58,17 +48,10 @@ def _add_aggregate(subparsers: argparse._SubParsersAction) -> None:
         default=0,
         help="seed of the bootstrap and permutation tests (default: %(default)s)",
     )
-    parser.set_defaults(handler=_aggregate)
 
 
 def _add_import_reported(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "import-reported",
-        help="Create reported pair entries from a CSV of published numbers.",
-        description="Create one reported pair entry per VLM from a CSV with columns "
-        "vlm,reference_llm,qk_norm,sink_strength,task,delta and optionally reference_score,vlm_score,table,"
-        "sink_strength_table,derived. Nothing is written unless every entry validates.",
-    )
+    parser = add_command(subparsers, "import-reported", _import_reported)
     parser.add_argument("csv", type=Path, metavar="FILE.csv", help="one row per pair and task")
     parser.add_argument("--source", required=True, metavar="CITATION", help="citation of the publication")
     parser.add_argument("--url", default=None, help="link to the publication, http or https (default: none)")
@@ -78,10 +61,15 @@ def _add_import_reported(subparsers: argparse._SubParsersAction) -> None:
         help="who transcribed the numbers (default: %(default)s)",
     )
     add_entry_output(parser)
-    parser.set_defaults(handler=_import_reported)
 
 
 def _validate(args: argparse.Namespace) -> int:
+    """Check submission entries; exit 1 and list every problem found.
+
+    Validate submission entries (schemas, required tasks, matched settings, duplicates, size caps, safe
+    names). Each problem names the file, the field and the fix. Exit 1 when an entry has a problem, or when
+    the paths hold no entry at all (a check of nothing has not passed).
+    """
     from sinkbench.cli.failures import printable
     from sinkbench.submissions import load_submissions
 
@@ -105,6 +93,11 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _aggregate(args: argparse.Namespace) -> int:
+    """Build the pairs, correlations, screening and regressions tables from valid submissions.
+
+    Validate the submissions, then write pairs.csv, pairs.json, correlations.json, screening.csv and
+    regressions.csv into --out (atomically; deterministic for a seed).
+    """
     from sinkbench.cli.failures import printable
     from sinkbench.tables.aggregate import aggregate_submissions
 
@@ -124,18 +117,20 @@ def _aggregate(args: argparse.Namespace) -> int:
 
 
 def _import_reported(args: argparse.Namespace) -> int:
+    """Create reported pair entries from a CSV of published numbers.
+
+    Create one reported pair entry per VLM from a CSV with columns
+    vlm,reference_llm,qk_norm,sink_strength,task,delta and optionally
+    reference_score,vlm_score,table,sink_strength_table,derived. Nothing is written unless every entry
+    validates.
+    """
     from sinkbench.cli.failures import printable
     from sinkbench.submissions.import_reported import import_reported
 
     if missing_paths("import-reported", [args.csv], "check the path of the CSV file"):
         return 2
     written = import_reported(
-        args.csv,
-        source=args.source,
-        out_dir=args.out,
-        url=args.url,
-        submitter=args.submitter,
-        force=args.force,
+        args.csv, out_dir=args.out, **keywords(args, "source", "url", "submitter", "force")
     )
     for path in written:
         print(f"wrote {printable(path)}/metadata.json")

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from sinkbench.cli.options import add_entry_output
+from sinkbench.cli.parser import add_command
 
 QK_CLASSES = ("per-head", "layerwise", "none")
 #: The pull-request checklist of each kind of entry ({folder}: the entry folder, as the user can paste it).
@@ -28,17 +29,15 @@ CHECKLISTS = {
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``submit`` with its ``pair`` and ``backbone`` subcommands."""
-    parser = subparsers.add_parser(
-        "submit",
-        help="Build a submission entry from lm-eval output folders (checked by the gate, local paths removed).",
-        description="Copy the results and samples files of `sinkbench eval ... --output_path RUN --log_samples` "
-        "into a new entry under --out, fill metadata.json from what they record, replace local paths by the model "
-        "id or <local> (listing each change in metadata.json), and write the entry only if `sinkbench validate` "
-        "would accept it.",
-    )
+    """Build a submission entry from lm-eval output folders (checked by the gate, local paths removed).
+
+    Copy the results and samples files of `sinkbench eval ... --output_path RUN --log_samples` into a new entry
+    under --out, fill metadata.json from what they record, replace local paths by the model id or <local>
+    (listing each change in metadata.json), and write the entry only if `sinkbench validate` would accept it.
+    """
+    parser = add_command(subparsers, "submit", doc=register.__doc__)
     kinds = parser.add_subparsers(dest="submit_kind", metavar="KIND", required=True)
-    pair = kinds.add_parser("pair", help="a VLM-LM run and its reference LLM's run", description=pair_help())
+    pair = add_command(kinds, "pair", _submit_pair)
     pair.add_argument(
         "--reference", required=True, type=Path, metavar="RUN_DIR", help="the reference LLM's run folder"
     )
@@ -56,10 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _model_options(pair, "reference", "the reference LLM")
     _model_options(pair, "vlm", "the VLM (an extracted VLM-LM's provenance.json names it)")
     _common(pair)
-    pair.set_defaults(handler=_submit_pair)
-    backbone = kinds.add_parser(
-        "backbone", help="one LLM's run with sink_strength", description=backbone_help()
-    )
+    backbone = add_command(kinds, "backbone", _submit_backbone)
     backbone.add_argument(
         "run", type=Path, metavar="RUN_DIR", help="the LLM's run folder (with sink_strength)"
     )
@@ -68,20 +64,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--display-name", default=None, help="name shown on the board (default: the model id)"
     )
     _common(backbone)
-    backbone.set_defaults(handler=_submit_backbone)
-
-
-def pair_help() -> str:
-    """The description of ``submit pair``."""
-    return (
-        "The reference run must hold sink_strength and the strict suite (sinkbench_format), the VLM-LM run the "
-        "strict suite, both with --log_samples and the same flags."
-    )
-
-
-def backbone_help() -> str:
-    """The description of ``submit backbone``."""
-    return "The run must hold sink_strength; it may also hold the strict suite (a --limit run is labelled)."
 
 
 def _model_options(parser: argparse.ArgumentParser, option: str, what: str) -> None:
@@ -148,6 +130,11 @@ def _submit(args: argparse.Namespace, action) -> int:
 
 
 def _submit_pair(args: argparse.Namespace) -> int:
+    """a VLM-LM run and its reference LLM's run
+
+    The reference run must hold sink_strength and the strict suite (sinkbench_format), the VLM-LM run the strict
+    suite, both with --log_samples and the same flags.
+    """
     from sinkbench.submissions.submit import submit_pair
 
     return _submit(
@@ -162,6 +149,10 @@ def _submit_pair(args: argparse.Namespace) -> int:
 
 
 def _submit_backbone(args: argparse.Namespace) -> int:
+    """one LLM's run with sink_strength
+
+    The run must hold sink_strength; it may also hold the strict suite (a --limit run is labelled).
+    """
     from sinkbench.submissions.submit import submit_backbone
 
     return _submit(
