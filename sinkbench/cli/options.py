@@ -202,15 +202,10 @@ def add_output(
     parser: argparse.ArgumentParser, what: str = "the full report", *, required: bool = False
 ) -> None:
     """``--output/-o FILE.json``: where the command writes ``what`` as JSON; printed only when left out."""
-    parser.add_argument(
-        "--output",
-        "-o",
-        metavar="FILE.json",
-        required=required,
-        help=f"write {what} as JSON (required)"
-        if required
-        else f"also write {what} as JSON (default: print only)",
+    help = (
+        f"write {what} as JSON (required)" if required else f"also write {what} as JSON (default: print only)"
     )
+    parser.add_argument("--output", "-o", metavar="FILE.json", required=required, help=help)
 
 
 def keywords(args: argparse.Namespace, *names: str) -> dict[str, Any]:

@@ -66,7 +66,7 @@ class CommandParser(argparse.ArgumentParser):
                     return
                 continue
             name = word.partition("=")[0]
-            known = [option for option in options if option == name or option.startswith(name)]
+            known = [name] if name in options else [option for option in options if option.startswith(name)]
             if not word.startswith("--") and word[:2] in options:
                 known = [word[:2]]  # a short option with its value attached (-ofile.json)
             if not known:
