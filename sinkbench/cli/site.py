@@ -34,8 +34,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     add_folder(
         parser,
         "--experiments",
-        "folder of the committed experiment results that the Training dynamics page shows "
-        "(default: %(default)s; without them the page says so)",
+        "folder of the experiments whose page/ folders the site publishes (the Training dynamics and "
+        "Interventions pages; default: %(default)s; without them those pages say so)",
         EXPERIMENTS_DIR,
     )
 
@@ -65,7 +65,7 @@ def _serve(args: argparse.Namespace) -> int:
     """preview the site with live reload (mkdocs serve)
 
     Serve the site with `mkdocs serve` until Ctrl-C: it rebuilds and reloads the page when a template, a docs
-    page, mkdocs.yml, a submission or the experiment's results change.
+    page, mkdocs.yml, a submission or an experiment's page changes.
     """
     require_extra("site")
     from sinkbench.leaderboard.project import serve_site
