@@ -49,17 +49,8 @@ def bootstrap(
 
     Each resample draws n units with replacement, ``numpy.random.default_rng(seed).integers(0, n, (resamples, n))``
     (the draw of ``scipy.stats.bootstrap``, so its distribution to the last bit), and keeps every sample's value of
-    each drawn unit: samples given together stay paired. ``statistic(*resampled, axis=-1)`` reduces the last axis.
-    Assumes the units are exchangeable.
-
-    Args:
-        statistic: Vectorised statistic of the samples along ``axis``.
-        *samples: 1-D arrays of one length n >= 1, aligned by unit.
-        resamples: How many resamples.
-        seed: Seed of the draw.
-
-    Returns:
-        The ``resamples`` replicates.
+    each drawn unit: samples (1-D, aligned by unit) given together stay paired. ``statistic(*resampled, axis=-1)``
+    reduces the last axis. Assumes the units are exchangeable.
     """
     arrays = [np.asarray(sample) for sample in samples]
     n = len(arrays[0])
@@ -77,11 +68,8 @@ def bootstrap_mean(values: ArrayLike, *, resamples: int, seed: int) -> np.ndarra
 
 def percentile_interval(replicates: ArrayLike, confidence: float) -> tuple[float, float]:
     """The percentile bootstrap interval: the 50(1 - confidence) and 100 - 50(1 - confidence) percentiles of the
-    replicates (numpy's linear interpolation), NaN replicates (the statistic undefined on that resample) left out;
-    NaN when none is left.
-
-    Its coverage is only approximate, the poorer the fewer the units and the more skewed the statistic.
-    """
+    replicates (numpy's), NaN replicates (the statistic undefined on that resample) left out; NaN when none is
+    left. Its coverage is only approximate, the poorer the fewer the units and the more skewed the statistic."""
     replicates = np.asarray(replicates, dtype=float)
     replicates = replicates[~np.isnan(replicates)]
     if replicates.size == 0:
@@ -122,17 +110,13 @@ def mean_interval(values: ArrayLike, confidence: float = 0.95, *, seed: int = 0)
     return bootstrap_interval(np.mean, values, resamples=N_RESAMPLES, seed=seed, confidence=confidence)
 
 
-def _weighted_rank(positions: list[np.ndarray], counts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Per resample r, how many values (with multiplicity ``counts[r, p]``) lie among the first ``ends[r]``."""
-    return sum(counts[:, p] * np.searchsorted(found, ends) for p, found in enumerate(positions))
-
-
 def _element(positions: list[np.ndarray], counts: np.ndarray, rank: np.ndarray, size: int) -> np.ndarray:
-    """Per resample, the sorted position of its ``rank``-th value (0-based), by a vectorised binary search."""
+    """Per resample r, the sorted position of its ``rank[r]``-th value (0-based, group p counted ``counts[r, p]``
+    times), by a vectorised binary search."""
     low, high = np.zeros(len(rank), dtype=np.int64), np.full(len(rank), size, dtype=np.int64)
     while np.any(high - low > 1):
         middle = (low + high) // 2
-        above = _weighted_rank(positions, counts, middle) > rank
+        above = sum(counts[:, p] * np.searchsorted(found, middle) for p, found in enumerate(positions)) > rank
         high, low = np.where(above, middle, high), np.where(above, low, middle)
     return high - 1
 
@@ -147,8 +131,7 @@ def bootstrap_pooled_median(groups: Sequence[np.ndarray], *, resamples: int, see
 
     Computed without concatenating: the pooled values are sorted once, a resample is a vector of group
     multiplicities, and its two middle values are found by a binary search over the sorted pool (numpy's median:
-    the mean of the two middle values when the count is even). 1,000 resamples of 84,000 values take well under
-    a second.
+    the mean of the two middle values when the count is even).
     """
     values = np.concatenate(groups)
     members = np.repeat(np.arange(len(groups)), [group.size for group in groups])
@@ -171,13 +154,11 @@ def sign_flip_p(differences: ArrayLike) -> float:
 
     Estimator: ``scipy.stats.permutation_test`` of the mean with ``permutation_type="samples"`` against zeros,
     all 2^n sign patterns enumerated. Assumes independent differences; its smallest value is 2^(1-n) (2/256 with
-    8). NaN below 2 differences, 1 when every difference is 0.
+    8). NaN below 2 differences.
     """
     differences = np.asarray(differences, dtype=float)
     if len(differences) < 2:
         return math.nan
-    if not np.any(differences):
-        return 1.0
     result = stats.permutation_test(
         (differences, np.zeros_like(differences)),
         lambda x, y, axis=-1: np.mean(x - y, axis=axis),
@@ -203,18 +184,11 @@ def _sign_flip_p_rows(samples: np.ndarray) -> np.ndarray:
 
 
 def minimum_detectable_difference(
-    sd: float,
-    n: int,
-    resolution: float = 0.0,
-    *,
-    alpha: float = 0.05,
-    power: float = 0.8,
-    draws: int = 4000,
-    seed: int = 0,
+    sd: float, n: int, resolution: float = 0.0, *, alpha: float = 0.05, power: float = 0.8, seed: int = 0
 ) -> float:
     """Smallest mean difference the exact sign-flip test (two-sided, level ``alpha``) detects with ``power``.
 
-    Simulated with ``draws`` samples of ``n`` normal differences of standard deviation ``sd`` (seeded), each
+    Simulated with 4,000 samples of ``n`` normal differences of standard deviation ``sd`` (seeded), each
     rounded to a multiple of ``resolution`` when it is positive (a run's score moves in whole prompts), on a grid
     of 0.05 sd (or of ``resolution`` / 20 when finer). Infinity when 2^(1-n) > alpha (too few differences: nothing
     is detectable); NaN when ``sd`` is not positive (no spread to simulate from).
@@ -223,7 +197,7 @@ def minimum_detectable_difference(
         return math.inf
     if not sd > 0:
         return math.nan
-    noise = np.random.default_rng(seed).standard_normal((draws, n)) * sd
+    noise = np.random.default_rng(seed).standard_normal((4000, n)) * sd
     step = min(0.05 * sd, resolution / 20) if resolution > 0 else 0.05 * sd
     for mean in np.arange(step, 10 * sd + 10 * resolution, step):
         samples = mean + noise
@@ -254,11 +228,6 @@ def _pearson_rows(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
         return (a * b).sum(axis=axis) / np.sqrt((a * a).sum(axis=axis) * (b * b).sum(axis=axis))
 
 
-def _spearman_rows(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Spearman's rho along ``axis``: Pearson r of mid-ranks (ties get their average rank)."""
-    return _pearson_rows(stats.rankdata(x, axis=axis), stats.rankdata(y, axis=axis), axis=axis)
-
-
 def resample_ranks(codes: np.ndarray, distinct: int) -> np.ndarray:
     """Mid-ranks along the last axis of rows of value codes (each value's index among the ``distinct`` sorted
     distinct values it was drawn from), as ``stats.rankdata`` ranks the values themselves, without sorting a row: a
@@ -273,7 +242,7 @@ def resample_ranks(codes: np.ndarray, distinct: int) -> np.ndarray:
 def spearman(x: ArrayLike, y: ArrayLike) -> float:
     """Spearman's rank correlation (mid-ranks for ties); NaN for fewer than 3 pairs or a constant input."""
     x, y = _arrays(x, y)
-    return float(_spearman_rows(x, y)) if len(x) >= MIN_PAIRS else math.nan
+    return float(_pearson_rows(stats.rankdata(x), stats.rankdata(y))) if len(x) >= MIN_PAIRS else math.nan
 
 
 def kendall(x: ArrayLike, y: ArrayLike) -> float:
@@ -306,14 +275,10 @@ def spearman_bootstrap_ci(
         ranks_a, ranks_b = resample_ranks(a, distinct_x.size), resample_ranks(b, distinct_y.size)
         return _pearson_rows(ranks_a, ranks_b, axis=axis)
 
-    replicates = bootstrap(
-        spearman_rows,
-        codes_x,
-        codes_y,
-        resamples=n_resamples or default_resamples(len(x)),
-        seed=seed,
+    resamples = n_resamples or default_resamples(len(x))
+    return percentile_interval(
+        bootstrap(spearman_rows, codes_x, codes_y, resamples=resamples, seed=seed), confidence
     )
-    return percentile_interval(replicates, confidence)
 
 
 def permutation_p_value(x: ArrayLike, y: ArrayLike, *, seed: int, n_resamples: int | None = None) -> float:
@@ -470,11 +435,8 @@ def paired_bootstrap_delta(
     x, y = _arrays(reference, vlm)
     if len(x) < 2:
         return math.nan, math.nan
-    return bootstrap_interval(
-        lambda a, b, axis=-1: 100.0 * (b.mean(axis=axis) - a.mean(axis=axis)),
-        x,
-        y,
-        resamples=n_resamples,
-        seed=seed,
-        confidence=confidence,
-    )
+
+    def points(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+        return 100.0 * (b.mean(axis=axis) - a.mean(axis=axis))
+
+    return bootstrap_interval(points, x, y, resamples=n_resamples, seed=seed, confidence=confidence)

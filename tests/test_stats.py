@@ -107,9 +107,17 @@ def test_resampled_ranks_and_the_interval_equal_scipys_on_tied_data(
         scipy_stats.rankdata(values[drawn].reshape(5, 10, -1), axis=-1),
     )
     ours = stats.spearman_bootstrap_ci(values, other, seed=seed, n_resamples=200)
+
+    def spearman_rows(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+        ranks_a, ranks_b = (scipy_stats.rankdata(v, axis=axis) for v in (a, b))
+        ranks_a, ranks_b = (r - r.mean(axis=axis, keepdims=True) for r in (ranks_a, ranks_b))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            products = (ranks_a * ranks_b).sum(axis=axis)
+            return products / np.sqrt((ranks_a**2).sum(axis=axis) * (ranks_b**2).sum(axis=axis))
+
     reference = scipy_stats.bootstrap(
         (values, other),
-        stats._spearman_rows,
+        spearman_rows,
         paired=True,
         vectorized=True,
         n_resamples=200,
