@@ -58,14 +58,6 @@ def bootstrap(
     return np.asarray(statistic(*(array[rows] for array in arrays), axis=-1))
 
 
-def bootstrap_mean(values: ArrayLike, *, resamples: int, seed: int) -> np.ndarray:
-    """:func:`bootstrap` replicates of the mean of ``values`` (all NaN when there are none)."""
-    values = np.asarray(values, dtype=float)
-    if values.size == 0:
-        return np.full(resamples, np.nan)
-    return bootstrap(np.mean, values, resamples=resamples, seed=seed)
-
-
 def percentile_interval(replicates: ArrayLike, confidence: float) -> tuple[float, float]:
     """The percentile bootstrap interval: the 50(1 - confidence) and 100 - 50(1 - confidence) percentiles of the
     replicates (numpy's), NaN replicates (the statistic undefined on that resample) left out; NaN when none is

@@ -120,10 +120,10 @@ def test_draws_are_seeded_subsets_in_file_order() -> None:
 
 
 def test_uncertainty_helpers() -> None:
-    from sinkbench.stats import bootstrap_mean, percentile_interval
+    from sinkbench.stats import bootstrap, percentile_interval
 
     values = np.array([0.1, 0.2, 0.9, 0.4])
-    replicates = bootstrap_mean(values, resamples=2000, seed=0)
+    replicates = bootstrap(np.mean, values, resamples=2000, seed=0)
     assert replicates.mean() == pytest.approx(values.mean(), abs=0.01)
     low, high = percentile_interval(replicates, 0.95)
     assert low < values.mean() < high and low >= values.min() and high <= values.max()

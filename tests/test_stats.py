@@ -254,4 +254,3 @@ def test_percentile_interval_leaves_out_undefined_replicates() -> None:
     assert stats.percentile_interval(replicates, 0.5) == (2.0, 4.0)  # the 25th and 75th percentiles of 1..5
     assert stats.percentile_interval(replicates, 0.9) == pytest.approx((1.2, 4.8))
     assert all(map(math.isnan, stats.percentile_interval(np.full(3, np.nan), 0.95)))
-    assert stats.bootstrap_mean([], resamples=4, seed=0).shape == (4,)

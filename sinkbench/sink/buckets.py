@@ -37,7 +37,7 @@ from sinkbench.sink.observe import observe
 from sinkbench.sink.options import BucketRule, IntervalOptions, ProbeOptions
 from sinkbench.sink.strength import PromptObservations, pooled_g, position0_per_prompt, sink_strength
 from sinkbench.sink.uncertainty import bootstrap_sink_strength
-from sinkbench.stats import bootstrap_mean, percentile_interval
+from sinkbench.stats import bootstrap, percentile_interval
 
 #: Largest samples file read (lm-eval writes one line per document and filter).
 SAMPLES_LIMIT = 1 << 30
@@ -127,7 +127,7 @@ def bucket_statistics(
     values = pooled_g(observations)
     per_prompt = position0_per_prompt(observations)
     s_replicates = bootstrap_sink_strength(observations, resamples=interval.resamples, seed=interval.seed)
-    mass_replicates = bootstrap_mean(per_prompt, resamples=interval.resamples, seed=interval.seed)
+    mass_replicates = bootstrap(np.mean, per_prompt, resamples=interval.resamples, seed=interval.seed)
     statistics = BucketStatistics(
         prompts=len(observations),
         observations=int(values.size),
