@@ -11,7 +11,8 @@ the probe (S's interval, :mod:`sinkbench.sink.uncertainty`), the tables and the 
   small n: rank correlations with a percentile bootstrap over pairs, and a leave-one-pair-out 1-D least-squares
   fit compared with a constant-mean baseline (the protocol of arXiv 2609.00746, Tables 4 and 10).
 
-Undefined values (too few pairs, constant S) are returned as NaN, never raised.
+Undefined values (too few pairs, constant S) are returned as NaN, never raised. ``scipy.stats`` is imported inside
+the functions that use it: the probe's path (S's interval) needs none of it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
 
 #: Up to this many pairs the permutation test enumerates all n! pairings (8! = 40,320).
 EXACT_PERMUTATION_MAX_N = 8
@@ -80,6 +80,8 @@ def bootstrap_interval(
     Its quantiles are ``scipy.stats.quantile``'s, which can differ from :func:`percentile_interval`'s numpy
     percentiles in the last digit; the results files of the experiments and the board's paired deltas carry these.
     """
+    from scipy import stats
+
     result = stats.bootstrap(
         samples,
         statistic,
@@ -148,6 +150,8 @@ def sign_flip_p(differences: ArrayLike) -> float:
     all 2^n sign patterns enumerated. Assumes independent differences; its smallest value is 2^(1-n) (2/256 with
     8). NaN below 2 differences.
     """
+    from scipy import stats
+
     differences = np.asarray(differences, dtype=float)
     if len(differences) < 2:
         return math.nan
@@ -233,12 +237,16 @@ def resample_ranks(codes: np.ndarray, distinct: int) -> np.ndarray:
 
 def spearman(x: ArrayLike, y: ArrayLike) -> float:
     """Spearman's rank correlation (mid-ranks for ties); NaN for fewer than 3 pairs or a constant input."""
+    from scipy import stats
+
     x, y = _arrays(x, y)
     return float(_pearson_rows(stats.rankdata(x), stats.rankdata(y))) if len(x) >= MIN_PAIRS else math.nan
 
 
 def kendall(x: ArrayLike, y: ArrayLike) -> float:
     """Kendall's tau-b (corrects for ties, which S has when two VLMs share a reference LLM)."""
+    from scipy import stats
+
     x, y = _arrays(x, y)
     if len(x) < MIN_PAIRS:
         return math.nan
@@ -282,6 +290,8 @@ def permutation_p_value(x: ArrayLike, y: ArrayLike, *, seed: int, n_resamples: i
     p-value counts the observed pairing too (so it is never below 1/(resamples + 1)).
     Two-sided means twice the smaller one-sided p-value, capped at 1.
     """
+    from scipy import stats
+
     x, y = _arrays(x, y)
     if len(x) < MIN_PAIRS or np.ptp(x) == 0 or np.ptp(y) == 0:
         return math.nan
@@ -308,6 +318,8 @@ def t_half_width(
 ) -> np.ndarray:
     """Half-width of the t interval for a new observation at ``x`` of a least-squares line through ``n`` points:
     t(n-2) * s * sqrt(1 + 1/n + (x - mean)^2 / Sxx), t the two-sided ``confidence`` quantile of Student's t."""
+    from scipy import stats
+
     t = float(stats.t.ppf(0.5 + confidence / 2, n - 2))
     return t * residual_sd * np.sqrt(1 + 1 / n + (x - x_mean) ** 2 / x_sum_squares)
 
@@ -344,6 +356,8 @@ class LinearFit:
 
 def fit_line(x: ArrayLike, y: ArrayLike) -> LinearFit | None:
     """Least-squares line of y on x (``scipy.stats.linregress``); None for < 2 points or constant x."""
+    from scipy import stats
+
     x, y = _arrays(x, y)
     if len(x) < 2 or np.ptp(x) == 0:
         return None
