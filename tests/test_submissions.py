@@ -402,7 +402,9 @@ def test_validate_command_exit_status_and_messages(root: Path, capsys: pytest.Ca
 
 
 def test_the_guide_s_metadata_example_is_valid() -> None:
-    readme = (REPO_SUBMISSIONS.parent / "site" / "docs" / "guide" / "submitting.md").read_text(encoding="utf-8")
+    readme = (REPO_SUBMISSIONS.parent / "site" / "docs" / "guide" / "submitting.md").read_text(
+        encoding="utf-8"
+    )
     example = readme.split("```json\n", 1)[1].split("```", 1)[0]
     metadata = METADATA_ADAPTER.validate_python(
         json.loads(example.replace("COMMIT or sha256:HEX-OF-WEIGHTS", "abc1"))
