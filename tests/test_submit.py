@@ -157,13 +157,13 @@ def test_every_missing_option_is_asked_for_at_once(runs, tmp_path, capsys) -> No
     )
 
 
-def _in_the_gguf_cache(runs, tmp_path: Path, gguf: Path) -> Path:
-    """The reference run as if its model were a folder of sinkbench's GGUF cache made from ``gguf``."""
+def _in_the_gguf_cache(runs, tmp_path: Path, gguf: Path, sha: str = "b1" * 32) -> Path:
+    """The reference run as if its model were a folder of sinkbench's GGUF cache made from ``gguf`` (sha256 ``sha``)."""
     from sinkbench.models import _CACHE_MARKER
 
     cache = tmp_path / "cache" / "gguf" / "b179c9523d0e6a0f98a330c7"
     shutil.copytree(runs["root"] / "models" / "reference", cache)
-    (cache / _CACHE_MARKER).write_text(f"{gguf}\n{'b1' * 32}\n", encoding="utf-8")
+    (cache / _CACHE_MARKER).write_text(f"{gguf}\n{sha}\n", encoding="utf-8")
     run = tmp_path / "run"
     shutil.copytree(runs["reference"], run)
 
@@ -181,15 +181,18 @@ def _in_the_gguf_cache(runs, tmp_path: Path, gguf: Path) -> Path:
 def test_the_embedded_model_is_named_and_pinned_from_the_gguf_cache(runs, tmp_path, capsys) -> None:
     """``lm_eval ... pretrained="$(sinkbench screen --print-model-dir)"``: the folder says which GGUF it holds."""
     from sinkbench.models import DEFAULT_MODEL, EMBEDDED_MODELS, embedded_gguf_path
+    from sinkbench.safe_io import file_sha256
 
-    run = _in_the_gguf_cache(runs, tmp_path, embedded_gguf_path(DEFAULT_MODEL))
+    weights = embedded_gguf_path(DEFAULT_MODEL)
+    sha = file_sha256(weights)
+    run = _in_the_gguf_cache(runs, tmp_path, weights, sha)
     out = tmp_path / "submissions"
     assert (
         main(["submit", "backbone", str(run), "--name", "smol", "--submitter", "me", "--out", str(out)]) == 0
     )
     model = json.loads((out / "backbones" / "smol" / "metadata.json").read_text())["model"]
     assert model["id"] == EMBEDDED_MODELS[DEFAULT_MODEL].upstream
-    assert model["revision"] == f"sha256:{'b1' * 32}"  # the GGUF's sha256, as `screen --output` records it
+    assert model["revision"] == f"sha256:{sha}"  # the GGUF's sha256, as `screen --output` records it
 
 
 def test_a_gguf_of_the_cache_gives_its_revision_and_asks_for_its_id(runs, tmp_path, capsys) -> None:
