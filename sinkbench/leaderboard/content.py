@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import ClassVar
 
 from markupsafe import Markup
 
@@ -373,7 +372,7 @@ class CorrelationRow:
     permutation_p: float | None
     loo_mae: float | None
     baseline_mae: float | None
-    beats_baseline: bool | None
+    beats_baseline: str | None  # yes, marginal or no (sinkbench.tables.rules.beats_mean)
     fit: tuple[float, float] | None
     prediction_interval: str | None = None
     prediction_level: float | None = None
@@ -385,18 +384,13 @@ class CorrelationRow:
         """The record of ``method``, or None."""
         return next((record for record in self.intervals if record.method == method), None)
 
-    #: A fit that beats the constant mean by less than this share of the baseline's error is no real improvement.
-    MARGINAL: ClassVar[float] = 0.05
-
     @property
     def evidence(self) -> str:
         """Where this task's evidence stops: ``too few pairs`` for a held-out fit, a fit ``no better`` than the
-        constant mean, one better by a ``marginal`` amount (under :attr:`MARGINAL` of its error), or ``""``."""
+        constant mean, one better by a ``marginal`` amount, or ``""`` (:func:`sinkbench.tables.rules.beats_mean`)."""
         if self.loo_mae is None or self.baseline_mae is None or self.beats_baseline is None:
             return "too few pairs"
-        if not self.beats_baseline:
-            return "no better"
-        return "marginal" if self.baseline_mae - self.loo_mae < self.MARGINAL * self.baseline_mae else ""
+        return {"no": "no better", "marginal": "marginal"}.get(self.beats_baseline, "")
 
 
 @dataclass

@@ -36,6 +36,7 @@ from sinkbench.leaderboard.formatting import (
     sort_value,
 )
 from sinkbench.tables.build import AggregateTables
+from sinkbench.tables.rules import RULES
 
 #: The lead's definition of S and the choices made where the paper is silent (optional until written).
 SINK_STRENGTH_DOC = "methodology/sink-strength.md"
@@ -221,6 +222,7 @@ class PageRenderer:
         methodology = {
             "sink_strength": _trusted_markdown(self.prose_dir / SINK_STRENGTH_DOC),
             "protocol": _trusted_markdown(self.prose_dir / PROTOCOL_DOC),
+            "rules": list(RULES.values()),
         }
         return {
             "index.md": ("home.md.j2", home),

@@ -93,7 +93,7 @@ def _correlation_row(row: Row, labels: dict[str, str], rho: dict[str, float | No
         permutation_p=finite_or_none(row["permutation_p"]),
         loo_mae=finite_or_none(row["loo_mae"]),
         baseline_mae=finite_or_none(row["baseline_mae"]),
-        beats_baseline=None if beats is None or pd.isna(beats) else bool(beats),
+        beats_baseline=beats if isinstance(beats, str) else None,
         fit=(slope, intercept) if slope is not None and intercept is not None else None,
         prediction_interval=row["prediction_interval"],
         prediction_level=finite_or_none(row["prediction_interval_level"]),

@@ -5,8 +5,6 @@ whether the task is a format-sensitive one or a knowledge control."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
@@ -14,6 +12,7 @@ from sinkbench import stats
 from sinkbench.submissions.catalogue import TASKS
 from sinkbench.tables import intervals
 from sinkbench.tables.pairs import usable_pairs
+from sinkbench.tables.rules import beats_mean, control_as_strong_as
 
 #: Per interval method (``t_loo_*``, ``jackknife_plus_loo_*``): the level and distribution-free guarantee of the
 #: held-out intervals, pairs inside them, pairs checked, median width (points), and the entries outside (``;``).
@@ -91,14 +90,9 @@ def _correlation(task: str, usable: pd.DataFrame, coverage: dict[str, intervals.
         "intercept": fit.intercept if fit else np.nan,
         "residual_sd": fit.residual_sd if fit else np.nan,
         "distinct_s": len(np.unique(s)),
-        "beats_baseline": _beats(loo, baseline),
+        "beats_baseline": beats_mean(loo, baseline),
         "family": TASKS[task].family,
     }
-
-
-def _beats(loo: float, baseline: float) -> bool | None:
-    """Whether the held-out fit's error is below the constant-mean baseline's (None when either is undefined)."""
-    return None if np.isnan(loo) or np.isnan(baseline) else bool(loo < baseline)
 
 
 def correlations_table(
@@ -112,25 +106,8 @@ def correlations_table(
         for task in TASKS
         if (pairs["task"] == task).any()
     ]
+    targets = {row["task"]: row["spearman"] for row in rows if row["family"] != "control"}
     for row in rows:
-        row["control_as_strong_as"] = ";".join(control_as_strong_as(row, rows))
+        flagged = control_as_strong_as(row["spearman"], targets) if row["family"] == "control" else []
+        row["control_as_strong_as"] = ";".join(flagged)
     return pd.DataFrame(rows, columns=CORRELATION_COLUMNS)
-
-
-def control_as_strong_as(row: dict, rows: list[dict]) -> list[str]:
-    """For a knowledge control, the format-sensitive tasks whose correlation with S is no stronger than the
-    control's (|rho| at most the control's); empty for a format task or a control weaker than every target.
-
-    A control is there to show what S tracks that has nothing to do with strict formats: one that correlates with S
-    as strongly as a target does says S's link to that target may not be about formats at all, so the board flags it.
-    """
-    strength = abs(row["spearman"]) if row["family"] == "control" else math.nan
-    if math.isnan(strength):
-        return []
-    return [
-        target["task"]
-        for target in rows
-        if target["family"] != "control"
-        and not math.isnan(target["spearman"])
-        and abs(target["spearman"]) <= strength
-    ]

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from numpy.typing import ArrayLike
 
 from sinkbench import stats
 from sinkbench.sink.prompts import DEFAULT_SET
@@ -28,6 +27,7 @@ from sinkbench.submissions.facts import (
     vlm_size,
 )
 from sinkbench.tables import intervals
+from sinkbench.tables.rules import informative
 
 PAIRS_COLUMNS = [
     "entry",
@@ -226,13 +226,6 @@ def pairs_table(entries: Sequence[Entry], *, seed: int = 0) -> pd.DataFrame:
         held_out = stats.loo_predictions(usable["sink_strength"], usable["delta"])
         pairs.loc[usable.index, "predicted_delta"] = held_out
     return pairs
-
-
-def informative(width: ArrayLike, observed: ArrayLike) -> np.ndarray:
-    """Whether a prediction interval says something: no wider than the range of the deltas the task's pairs
-    showed (max - min). An interval wider than every delta seen so far is uninformative."""
-    width, observed = np.asarray(width, dtype=float), np.asarray(observed, dtype=float)
-    return np.isfinite(width) & (width <= observed)
 
 
 def with_held_out_intervals(
