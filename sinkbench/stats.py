@@ -4,6 +4,9 @@ the probe (S's interval, :mod:`sinkbench.sink.uncertainty`), the tables and the 
 - Resampling: the nonparametric bootstrap over units (:func:`bootstrap`, the draw ``scipy.stats.bootstrap``
   makes) and the cluster bootstrap of a pooled median (:func:`bootstrap_pooled_median`, S over prompts), with the
   percentile interval of their replicates (:func:`percentile_interval`, :func:`bootstrap_interval`).
+- Observed deltas of pass/fail scores: the paired bootstrap over prompts, from both sides' outcomes
+  (:func:`paired_bootstrap_delta`) or from the four outcome counts (:func:`paired_counts_delta`), and Newcombe's
+  unpaired interval from two scores and their prompt counts (:func:`unpaired_delta_interval`).
 - Tests: the exact sign-flip test of paired differences (:func:`sign_flip_p`) and its power
   (:func:`minimum_detectable_difference`), and the permutation test of a rank correlation
   (:func:`permutation_p_value`).
@@ -446,3 +449,57 @@ def paired_bootstrap_delta(
         return 100.0 * (b.mean(axis=axis) - a.mean(axis=axis))
 
     return bootstrap_interval(points, x, y, resamples=n_resamples, seed=seed, confidence=confidence)
+
+
+def paired_counts_delta(
+    both_pass: int,
+    lost: int,
+    gained: int,
+    both_fail: int,
+    *,
+    seed: int,
+    confidence: float = 0.95,
+    n_resamples: int = N_RESAMPLES,
+) -> tuple[float, float]:
+    """:func:`paired_bootstrap_delta` over the prompts that per-prompt outcome counts describe: ``both_pass``
+    prompts passed by both models, ``lost`` by the reference only, ``gained`` by the VLM only, ``both_fail`` by
+    neither. The four counts are all the paired bootstrap of a pass/fail delta needs: its replicates have the same
+    distribution as over the prompts themselves (a seeded draw of them in another order may differ in the last
+    digit). NaN for fewer than 2 prompts."""
+    counts = [both_pass, lost, gained, both_fail]
+    reference = np.repeat([1, 1, 0, 0], counts)
+    vlm = np.repeat([1, 0, 1, 0], counts)
+    return paired_bootstrap_delta(reference, vlm, seed=seed, confidence=confidence, n_resamples=n_resamples)
+
+
+def wilson_interval(share: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson's score interval of a proportion ``share`` (0-1) observed on ``n`` independent trials."""
+    from scipy import stats
+
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    scale = 1 + z * z / n
+    centre = (share + z * z / (2 * n)) / scale
+    half = z / scale * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n))
+    return centre - half, centre + half
+
+
+def unpaired_delta_interval(
+    reference: float, n_reference: int, vlm: float, n_vlm: int, confidence: float = 0.95
+) -> tuple[float, float]:
+    """Interval of ``vlm - reference`` in points for two shares of prompts passed (scores in points, 0-100) on
+    ``n_reference`` and ``n_vlm`` prompts, taken as independent: Newcombe's hybrid score interval (Newcombe 1998,
+    *Statistics in Medicine* 17:873, method 10), from the two :func:`wilson_interval`.
+
+    Ignoring that the two models answered the same prompts, it is wider than the paired interval whenever their
+    outcomes agree more often than chance. NaN when a count is below 1 or a score outside 0-100."""
+    p1, p2 = reference / 100.0, vlm / 100.0
+    if n_reference < 1 or n_vlm < 1 or not (0 <= p1 <= 1 and 0 <= p2 <= 1):
+        return math.nan, math.nan
+    (low1, high1), (low2, high2) = (
+        wilson_interval(p1, n_reference, confidence),
+        wilson_interval(p2, n_vlm, confidence),
+    )
+    delta = p2 - p1
+    low = delta - math.sqrt((p2 - low2) ** 2 + (high1 - p1) ** 2)
+    high = delta + math.sqrt((high2 - p2) ** 2 + (p1 - low1) ** 2)
+    return 100.0 * low, 100.0 * high

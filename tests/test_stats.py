@@ -254,3 +254,48 @@ def test_percentile_interval_leaves_out_undefined_replicates() -> None:
     assert stats.percentile_interval(replicates, 0.5) == (2.0, 4.0)  # the 25th and 75th percentiles of 1..5
     assert stats.percentile_interval(replicates, 0.9) == pytest.approx((1.2, 4.8))
     assert all(map(math.isnan, stats.percentile_interval(np.full(3, np.nan), 0.95)))
+
+
+def test_a_paired_interval_from_outcome_counts_is_the_bootstrap_over_the_prompts_they_describe() -> None:
+    # InternVL3-8B against Qwen2.5-7B-Instruct (the paper's Table 2): 294 both pass, 96 lost, 48 gained, 103 fail.
+    low, high = stats.paired_counts_delta(294, 96, 48, 103, seed=0)
+    delta = 100 * (48 - 96) / 541
+    assert low < delta < high and (high - low) / 2 == pytest.approx(4.3, abs=0.1)
+    reference, vlm = np.repeat([1, 1, 0, 0], [294, 96, 48, 103]), np.repeat([1, 0, 1, 0], [294, 96, 48, 103])
+    assert (low, high) == stats.paired_bootstrap_delta(reference, vlm, seed=0)
+    # Normal approximation of a paired difference of proportions: sd of (gained - lost) per prompt / sqrt(n).
+    share = (96 + 48) / 541
+    sd = 100 * math.sqrt((share - (delta / 100) ** 2) / 541)
+    assert (high - low) / 2 == pytest.approx(1.96 * sd, rel=0.05)
+    assert all(math.isnan(v) for v in stats.paired_counts_delta(1, 0, 0, 0, seed=0))
+
+
+def _wilson_by_root(successes: float, n: int, z: float) -> tuple[float, float]:
+    """Wilson's limits solved numerically from the score test, |p_hat - p| = z sqrt(p (1 - p) / n)."""
+    from scipy.optimize import brentq
+
+    share = successes / n
+
+    def score(p: float) -> float:
+        return abs(share - p) - z * math.sqrt(p * (1 - p) / n)
+
+    low = 0.0 if share == 0 else brentq(score, 1e-12, share)
+    high = 1.0 if share == 1 else brentq(score, share, 1 - 1e-12)
+    return low, high
+
+
+def test_the_unpaired_interval_is_newcombes_hybrid_score_interval() -> None:
+    # Newcombe (1998), Table II, example (a): 56/70 against 48/80, method 10: 0.0524 to 0.3339.
+    low, high = stats.unpaired_delta_interval(100 * 48 / 80, 80, 100 * 56 / 70, 70)
+    assert (low, high) == pytest.approx((5.24, 33.39), abs=0.01)
+    # Against Wilson's limits found by root-finding, combined as Newcombe does.
+    z = scipy_stats.norm.ppf(0.975)
+    p1, p2, n1, n2 = 0.7209, 0.6322, 541, 541
+    (l1, u1), (l2, u2) = _wilson_by_root(p1 * n1, n1, z), _wilson_by_root(p2 * n2, n2, z)
+    expected = (
+        100 * (p2 - p1 - math.sqrt((p2 - l2) ** 2 + (u1 - p1) ** 2)),
+        100 * (p2 - p1 + math.sqrt((u2 - p2) ** 2 + (p1 - l1) ** 2)),
+    )
+    assert stats.unpaired_delta_interval(72.09, n1, 63.22, n2) == pytest.approx(expected, abs=1e-6)
+    assert all(math.isnan(v) for v in stats.unpaired_delta_interval(72.0, 0, 63.0, 541))
+    assert all(math.isnan(v) for v in stats.unpaired_delta_interval(120.0, 541, 63.0, 541))
