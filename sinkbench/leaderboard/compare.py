@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from sinkbench.leaderboard.consistency import Fact, fact_key, model_ref
 from sinkbench.leaderboard.content import BackboneView, HeldOut, PairView, Prediction, Shown, SiteViews
 from sinkbench.leaderboard.formatting import format_billions, format_interval, format_number
+from sinkbench.tables.rules import interval_sign
 
 #: The generated script holding every item (site-relative path).
 COMPARE_DATA = "assets/compare-data.js"
@@ -62,7 +63,8 @@ def _prediction_text(
         return "–"
     described = f"{kind} {100 * level:.1f}%" if kind and level else ""
     if not informative:
-        return f"uninformative (interval{_interval_text(low, high)} wider than the observed range of Δ)"
+        side = {"negative": "; below 0", "positive": "; above 0"}.get(interval_sign(low, high) or "", "")
+        return f"uninformative (interval{_interval_text(low, high)} wider than the observed range of Δ{side})"
     return f"{format_number(delta, 1, True)}{_interval_text(low, high)} {described}".rstrip()
 
 
@@ -170,10 +172,11 @@ def _pair(view: PairView) -> CompareItem:
     for result in view.results:
         delta = _text(result.delta, signed=True)
         ci = _interval_text(*(result.delta_interval or (None, None)))
+        unpaired = ", unpaired" if result.interval_kind == "unpaired" else ""
         figures.append(
             Figure(
                 f"{result.label}: observed Δ",
-                delta + (f" (95% CI{ci})" if ci else ""),
+                delta + (f" (95% CI{ci}{unpaired})" if ci else f" (no interval: {result.interval_reason})"),
                 fact_key("delta", view.slug, result.task),
                 result.basis,
             )

@@ -17,6 +17,7 @@ from markupsafe import Markup
 from sinkbench.leaderboard.charts import spec_json
 from sinkbench.leaderboard.history import BoardHistory
 from sinkbench.leaderboard.plots import Chart
+from sinkbench.tables.rules import Sign, interval_sign
 
 #: Decimals of measured numbers (more than any source prints, fewer than the files hold).
 MEASURED_DIGITS = 2
@@ -117,12 +118,18 @@ class HeldOut:
     level: float | None = None
     informative: bool = True
 
+    @property
+    def sign(self) -> Sign | None:
+        """The interval's sign where it excludes zero (:func:`~sinkbench.tables.rules.interval_sign`)."""
+        return interval_sign(self.low, self.high)
+
 
 @dataclass(frozen=True)
 class TaskResult:
-    """One task of a pair, in points, with the leave-one-pair-out prediction and, where per-prompt samples exist,
-    the paired bootstrap interval of the delta; ``reference_basis`` and ``vlm_basis`` say what each score was
-    measured on (subset or limit, token cap, dtype; or its publication)."""
+    """One task of a pair, in points, with the leave-one-pair-out prediction and the delta's 95% interval of
+    ``interval_kind`` (``paired-samples``, ``paired-counts``, ``unpaired``; ``none``: ``interval_reason`` says why);
+    ``reference_basis`` and ``vlm_basis`` say what each score was measured on (subset or limit, token cap, dtype;
+    or its publication)."""
 
     task: str
     label: str
@@ -135,6 +142,13 @@ class TaskResult:
     coverage: tuple[int, int] | None = None  # (evaluated, documents) of a testbed pair's --limit run
     reference_basis: str = ""
     vlm_basis: str = ""
+    interval_kind: str = "none"
+    interval_reason: str = ""
+
+    @property
+    def delta_sign(self) -> Sign | None:
+        """The delta interval's sign where it excludes zero (:func:`~sinkbench.tables.rules.interval_sign`)."""
+        return interval_sign(*(self.delta_interval or (None, None)))
 
     @property
     def predicted_delta(self) -> float | None:
@@ -213,6 +227,11 @@ class Prediction:
     def extrapolated(self) -> bool:
         """True when the backbone lies outside what the pairs behind the fit cover."""
         return bool(self.reasons)
+
+    @property
+    def sign(self) -> Sign | None:
+        """The interval's sign where it excludes zero (:func:`~sinkbench.tables.rules.interval_sign`)."""
+        return interval_sign(self.low, self.high)
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,8 @@ UNINDEXED = re.compile(r"<!--sb:unindexed-->.*?<!--/sb:unindexed-->", re.DOTALL)
 
 #: Each downloadable table: what it holds, for the Downloads page.
 TABLE_DESCRIPTIONS = {
-    "pairs": "One row per pair and task: scores, Δ in points, relative degradation, S, QK-norm class, "
+    "pairs": "One row per pair and task: scores, Δ in points with its 95% interval and the interval's kind "
+    "(paired-samples, paired-counts, unpaired, or none and why), relative degradation, S, QK-norm class, "
     "provenance and the leave-one-pair-out predicted Δ.",
     "correlations": "One row per task: Spearman and Kendall of S against Δ, bootstrap CI, permutation p-value, "
     "leave-one-pair-out and constant-baseline MAE, the leave-one-pair-out coverage of the jackknife+ and t "

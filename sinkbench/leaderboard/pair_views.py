@@ -53,6 +53,8 @@ def _task_result(row: Row, entry: Entry, precision: SourcePrecision | None) -> T
         entry.scores[task].coverage if task in entry.scores else None,
         row["reference_basis"] or "",
         row["vlm_basis"] or "",
+        row["delta_ci_kind"],
+        row["delta_ci_reason"] if isinstance(row["delta_ci_reason"], str) else "",
     )
 
 

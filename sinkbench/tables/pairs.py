@@ -1,6 +1,6 @@
-"""The pairs table: one row per pair and task, with scores and the basis each was measured on, delta (and its
-paired bootstrap interval where both sides' IFEval samples exist), S with its protocol, the models' sizes and the
-leave-one-pair-out prediction with its held-out interval.
+"""The pairs table: one row per pair and task, with scores and the basis each was measured on, delta with its
+interval (:func:`delta_interval`: paired over prompts, else unpaired, else none and why), S with its protocol, the
+models' sizes and the leave-one-pair-out prediction with its held-out interval.
 
 S of a reported pair is its publication's, unless the board holds a measured backbone entry of the same reference
 LLM, measured by sinkbench on its default calibration set (``benchmarks/remeasure_board.py`` writes them): then
@@ -10,6 +10,7 @@ the fits use that S, so that every S they see was measured by one protocol, and 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -27,7 +28,7 @@ from sinkbench.submissions.facts import (
     vlm_size,
 )
 from sinkbench.tables import intervals
-from sinkbench.tables.rules import informative
+from sinkbench.tables.rules import delta_interval_kind, informative
 
 PAIRS_COLUMNS = [
     "entry",
@@ -43,6 +44,8 @@ PAIRS_COLUMNS = [
     "relative_degradation",
     "delta_ci_low",
     "delta_ci_high",
+    "delta_ci_kind",
+    "delta_ci_reason",
     "sink_strength",
     "s_protocol",
     "qk_norm",
@@ -84,15 +87,65 @@ _FLOAT_COLUMNS = [
 OWN_S = "the pair's own"
 
 
-def _delta_interval(entry: Entry, seed: int) -> tuple[float, float] | tuple[None, None]:
-    """The paired bootstrap interval of the IFEval delta over prompts, when both sides' samples exist."""
-    outcomes = entry.ifeval_outcomes()
-    if outcomes is None:
-        return None, None
-    reference = {outcome.key: outcome.passed for outcome in outcomes[0]}
-    keys = [outcome.key for outcome in outcomes[1]]
-    vlm = {outcome.key: outcome.passed for outcome in outcomes[1]}
-    return stats.paired_bootstrap_delta([reference[k] for k in keys], [vlm[k] for k in keys], seed=seed)
+#: Tasks whose score is a share of prompts passed (lm-eval reports it as a fraction, scaled to points): only
+#: these can take an interval from the scores and the prompt count alone.
+PROPORTION_TASKS = frozenset(task for task, spec in TASKS.items() if spec.scale == 100.0)
+
+
+@dataclass(frozen=True)
+class DeltaInterval:
+    """A delta's 95% interval in points, its kind (:func:`~sinkbench.tables.rules.delta_interval_kind`), and why
+    there is none."""
+
+    low: float | None
+    high: float | None
+    kind: str
+    reason: str = ""
+
+
+def _prompts(entry: Entry, role: str, task: str) -> int | None:
+    found = score_basis(entry, role, task)
+    return found.evaluated if found else None
+
+
+def _no_interval_reason(task: str, score: TaskScore) -> str:
+    """Why a delta has no interval: the first thing :func:`~sinkbench.tables.rules.delta_interval_kind` needs that
+    is missing."""
+    if task not in PROPORTION_TASKS:
+        return f"{TASKS[task].label}'s score is not a share of prompts passed"
+    if score.reference_score is None or score.vlm_score is None:
+        return "the source gives the delta, not the two scores"
+    return "the prompt count is not recorded"
+
+
+def delta_interval(entry: Entry, task: str, score: TaskScore, seed: int) -> DeltaInterval:
+    """The interval of a pair's ``task`` delta by :func:`~sinkbench.tables.rules.delta_interval_kind`: the paired
+    bootstrap over IFEval prompts from both sides' samples or from published outcome counts, else Newcombe's
+    unpaired interval from the two scores and their prompt counts, else none with the reason."""
+    outcomes = entry.ifeval_outcomes() if task == IFEVAL_TASK else None
+    counts = entry.reported_regressions if task == IFEVAL_TASK else None
+    prompts = (_prompts(entry, "reference", task), _prompts(entry, "vlm", task))
+    kind = delta_interval_kind(
+        samples=outcomes is not None,
+        counts=counts is not None,
+        proportion=task in PROPORTION_TASKS,
+        scores=score.reference_score is not None and score.vlm_score is not None,
+        prompts=None not in prompts,
+    )
+    if outcomes is not None:
+        reference = {outcome.key: outcome.passed for outcome in outcomes[0]}
+        keys = [outcome.key for outcome in outcomes[1]]
+        vlm = {outcome.key: outcome.passed for outcome in outcomes[1]}
+        found = stats.paired_bootstrap_delta([reference[k] for k in keys], [vlm[k] for k in keys], seed=seed)
+    elif counts is not None:
+        found = stats.paired_counts_delta(
+            counts.both_pass, counts.lost, counts.gained, counts.both_fail, seed=seed
+        )
+    elif kind == "unpaired":
+        found = stats.unpaired_delta_interval(score.reference_score, prompts[0], score.vlm_score, prompts[1])
+    else:
+        return DeltaInterval(None, None, kind, _no_interval_reason(task, score))
+    return DeltaInterval(*found, kind)
 
 
 def _size(size: ModelSize | None) -> float | None:
@@ -155,7 +208,7 @@ def _pair_rows(entries: Sequence[Entry], seed: int) -> list[dict]:
         measured = s_used(entry, backbones)
         protocol = s_protocol(measured)
         for task, score in entry.scores.items():
-            low, high = _delta_interval(entry, seed) if task == IFEVAL_TASK else (None, None)
+            interval = delta_interval(entry, task, score, seed)
             rows.append(
                 {
                     "entry": entry.name,
@@ -169,8 +222,10 @@ def _pair_rows(entries: Sequence[Entry], seed: int) -> list[dict]:
                     "delta": score.delta,
                     "reported_delta": score.reported_delta,
                     "relative_degradation": score.relative_degradation,
-                    "delta_ci_low": low,
-                    "delta_ci_high": high,
+                    "delta_ci_low": interval.low,
+                    "delta_ci_high": interval.high,
+                    "delta_ci_kind": interval.kind,
+                    "delta_ci_reason": interval.reason,
                     "sink_strength": measured.sink_strength,
                     "s_protocol": protocol.label if protocol else None,
                     "qk_norm": entry.metadata.qk_norm,
