@@ -379,3 +379,67 @@ def test_architectures_are_searchable_grouped_and_never_broken_mid_word(page: ob
     assert "llama" not in shown and len(shown) < 40
     assert "encoder, run causally" in page.inner_text("body")
     page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+def test_no_leaderboard_table_scrolls_sideways_at_1400_px(page: object, base_url: str) -> None:
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(f"{base_url}/leaderboard.html")
+    page.wait_for_selector("#board-pairs", timeout=10_000)
+    overflow = page.eval_on_selector_all(
+        ".sb-scroll, .sb-scroll .md-typeset__scrollwrap",
+        "boxes => boxes.map(b => [b.querySelector('table').id, b.scrollWidth - b.clientWidth])",
+    )
+    assert len(overflow) >= 4 and all(extra == 0 for _, extra in overflow), overflow
+
+
+def test_downloads_table_names_stay_whole_and_column_names_break_only_at_underscores(
+    page: object, base_url: str
+) -> None:
+    for width in WIDTHS.values():
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(f"{base_url}/downloads.html")
+        page.wait_for_selector("code.sb-name", timeout=10_000)
+        lines = page.eval_on_selector_all(
+            "code.sb-name", "codes => codes.map(c => c.getClientRects().length)"
+        )
+        assert len(lines) >= 4 and set(lines) == {1}, (width, lines)  # "correlations" on one line
+        cut = page.eval_on_selector_all(
+            ".sb-scroll td", "cells => cells.filter(c => c.scrollWidth > c.clientWidth + 1).length"
+        )
+        assert cut == 0, width  # no column name runs out of its cell
+    page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+def test_compare_states_each_basis_and_says_when_two_differ(page: object, base_url: str) -> None:
+    page.goto(f"{base_url}/compare.html?a=pair:vl-testbed-smollm2-135m-seed0&b=pair:internvl3-8b")
+    notice = page.locator("[data-sb-compare-notice]")
+    notice.wait_for(state="visible", timeout=10_000)
+    text = notice.inner_text()
+    assert "Different bases side by side" in text and "128 of 541 documents" in text
+    assert "reported by arXiv 2609.00746" in text and "541 prompts" in text
+    testbed = page.locator("#board-compare tbody tr", has_text="IFEval: observed Δ").locator("td").nth(1)
+    assert "measured by sinkbench's VL testbed" in testbed.locator(".sb-basis").inner_text()
+    page.select_option('select[data-sb-compare-pick="a"]', "pair:ovis2-34b")  # both reported by the paper
+    assert not notice.is_visible()
+    assert page.locator("#board-compare tbody .sb-basis").count() >= 12
+
+
+def test_compare_profile_chart_has_a_legend_readable_on_both_schemes(page: object, base_url: str) -> None:
+    page.goto(f"{base_url}/compare.html?a=pair:vl-testbed-smollm2-135m-seed0&b=pair:tiny-vlm")
+    legend = page.locator("#board-compare-profile .legend .traces")
+    legend.first.wait_for(timeout=10_000)
+    names = page.locator("#board-compare-profile .legend .traces text").all_text_contents()
+    assert len(names) == 2 and names[0].startswith("first: sinkbench/vl-testbed") and "Tiny VLM" in names[1]
+    assert (
+        "Per-layer median G" in page.locator("#board-compare-profile .legend .legendtitletext").text_content()
+    )
+    for scheme, light_text in (("default", False), ("slate", True)):
+        page.evaluate("s => document.body.setAttribute('data-md-color-scheme', s)", scheme)
+        page.wait_for_timeout(300)
+        fill = page.locator("#board-compare-profile .legend .traces text").first.evaluate(
+            "t => getComputedStyle(t).fill"
+        )
+        channels = [int(c) for c in fill[fill.index("(") + 1 : fill.index(")")].split(",")[:3]]
+        assert (sum(channels) / 3 > 128) is light_text, (scheme, fill)
+    page.select_option('select[data-sb-compare-pick="b"]', "pair:internvl3-8b")
+    assert "No line for InternVL3-8B" in page.inner_text("figure.sb-compare-profile figcaption")

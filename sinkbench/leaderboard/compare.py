@@ -6,15 +6,30 @@ written once into a script the page loads (:data:`COMPARE_DATA`, a file, so the 
 where a page cannot fetch JSON); ``site/docs/assets/compare.js`` shows the two chosen (``?a=...&b=...`` in the URL).
 The page itself shows the first two, for readers without JavaScript. Each figure is also handed to the
 consistency check (:meth:`ComparePage.facts`), as it is on the page.
+
+Each figure states its :class:`Basis` (who produced it, on which prompts), and the page says so plainly where the two
+entries' figures of one quantity stand on different bases (:func:`basis_notice`; ``compare.js`` applies the same rule
+to the reader's choice).
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sinkbench.leaderboard.consistency import Fact, fact_key, model_ref
-from sinkbench.leaderboard.content import BackboneView, HeldOut, PairView, Prediction, Shown, SiteViews
+from sinkbench.leaderboard.content import (
+    BackboneView,
+    HeldOut,
+    OwnScore,
+    PairView,
+    Prediction,
+    Shown,
+    SiteViews,
+    TaskResult,
+)
 from sinkbench.leaderboard.formatting import format_billions, format_interval, format_number
 from sinkbench.tables.rules import interval_sign
 
@@ -22,16 +37,34 @@ from sinkbench.tables.rules import interval_sign
 COMPARE_DATA = "assets/compare-data.js"
 #: The page, as the consistency check names it.
 COMPARE_PAGE = "compare.md"
+#: The group of the S figures (every other group is a task's label).
+S_GROUP = "Sink Strength S"
+
+
+@dataclass(frozen=True)
+class Basis:
+    """What a figure stands on: ``text`` says who produced it and on which prompts (shown under the figure);
+    ``key`` is what two figures must share to stand on the same basis (a publication's figures share its protocol,
+    whatever table printed them; a measured figure's basis is its whole recorded basis; a prediction stands on the
+    bases of the pairs its line was fitted to); ``note`` is what the notice adds to the figure's row (a reported
+    figure's prompt count, where its source gives one)."""
+
+    text: str
+    key: str
+    note: str = ""
 
 
 @dataclass(frozen=True)
 class Figure:
-    """One figure of an item: what the row says, the text shown, and its fact key and basis (None: not a fact)."""
+    """One figure of an item: what the row says, the text shown, its fact key and fact basis (None: not a fact), the
+    quantity it belongs to (``group``: :data:`S_GROUP` or a task's label; "" for descriptions) and its basis."""
 
     label: str
     text: str
     key: str | None = None
     basis: str = ""
+    group: str = ""
+    source: Basis | None = None
 
 
 @dataclass(frozen=True)
@@ -44,6 +77,83 @@ class CompareItem:
     url: str
     figures: list[Figure]
     profile: list[tuple[int, float]] = field(default_factory=list)  # (layer, median G over heads)
+
+    def bases(self, group: str) -> dict[str, list[str]]:
+        """The basis keys of this item's figures of ``group``, each with the rows that stand on it, in row order."""
+        found: dict[str, list[str]] = {}
+        for figure in self.figures:
+            if figure.group == group and figure.source is not None:
+                row = figure.label.removeprefix(f"{group}: ")
+                note = f" ({figure.source.note})" if figure.source.note else ""
+                found.setdefault(figure.source.key, []).append(row + note)
+        return found
+
+    def said(self, group: str) -> str:
+        """What ``group``'s figures of this item stand on: ``rows — basis`` for each basis, for :func:`basis_notice`."""
+        return "; ".join(f"{', '.join(rows)} — {key}" for key, rows in self.bases(group).items())
+
+
+def basis_notice(first: CompareItem, second: CompareItem) -> list[tuple[str, str, str]]:
+    """For each quantity both items show where their figures stand on different bases (the two sets of basis keys
+    differ): the quantity, and what each item's figures of it stand on (:meth:`CompareItem.said`)."""
+    groups = dict.fromkeys(f.group for f in [*first.figures, *second.figures] if f.source is not None)
+    return [
+        (group, first.said(group), second.said(group))
+        for group in groups
+        if (ours := first.bases(group)) and (theirs := second.bases(group)) and ours.keys() != theirs.keys()
+    ]
+
+
+def _s_basis(protocol: str | None) -> Basis | None:
+    """The basis of an S from its protocol's label (``sinkbench: <detail>`` or ``reported: <source>``)."""
+    if not protocol:
+        return None
+    kind, _, detail = protocol.partition(": ")
+    text = (
+        f"reported by {detail} · the publication's calibration prompts"
+        if kind == "reported"
+        else f"measured by {kind} · {detail}"
+    )
+    return Basis(text, text)
+
+
+def _score_basis(basis: str, reported: bool, prompts: int | None = None, testbed: bool = False) -> Basis:
+    """The basis of a score or an observed Δ from the basis its entry records; ``prompts`` is a reported IFEval Δ's
+    prompt count from the publication's per-prompt outcome counts (None: not stated)."""
+    if reported:
+        count = f"{prompts:,} prompts" if prompts else ""
+        said = f"{count} (from its per-prompt outcome counts)" if count else "prompt count not stated"
+        return Basis(f"{basis} · {said}", basis.partition(" (")[0], count)
+    who = "sinkbench's VL testbed" if testbed else "sinkbench"
+    text = f"measured by {who} · {basis or 'basis not recorded'}"
+    return Basis(text, text)
+
+
+def _result_basis(pair: PairView, result: TaskResult) -> Basis:
+    counts = pair.regressions if result.task == "ifeval_strict" else None
+    prompts = sum((counts.both_pass, counts.lost, counts.gained, counts.both_fail)) if counts else None
+    return _score_basis(result.basis, pair.provenance == "reported", prompts, pair.testbed)
+
+
+def _fit_basis(pairs: Sequence[PairView], task: str, held_out: bool) -> Basis:
+    """The basis of a prediction: the line of Δ on S through the board's pairs (testbed pairs left out), with what
+    their Δ stand on; the same for every pair's held-out prediction (the line through all but that pair)."""
+    fitted = [
+        _result_basis(pair, result)
+        for pair in pairs
+        if not pair.testbed
+        and pair.sink_strength.value is not None
+        and (result := pair.result(task)) is not None
+        and result.delta.value is not None
+    ]
+    scope = (
+        f"the other {len(fitted) - 1} of the board's {len(fitted)} pairs"
+        if held_out
+        else f"{len(fitted)} pairs"
+    )
+    parts = [f"{count} {text}" for text, count in Counter(b.text for b in fitted).items()]
+    text = f"fit of Δ on S over {scope} (testbed pairs left out); their Δ: {'; '.join(parts)}"
+    return Basis(text, " and ".join(dict.fromkeys(b.key for b in fitted)) or "no pair")
 
 
 def _interval_text(low: float | None, high: float | None, digits: int = 1) -> str:
@@ -99,12 +209,43 @@ def _s_figures(
             text + _interval_text(*(interval or (None, None)), 2),
             fact_key("s", ref),
             protocol or "",
+            S_GROUP,
+            _s_basis(protocol),
         ),
         Figure("S measured by", protocol or "not recorded"),
     ]
 
 
-def _backbone(view: BackboneView) -> CompareItem:
+def _own_score(ref: str, own: OwnScore) -> Figure:
+    return Figure(
+        f"{own.label}: own score",
+        _text(own.score),
+        fact_key("score", ref, own.task),
+        own.basis,
+        own.label,
+        _score_basis(own.basis, own.basis.startswith("reported by ")),
+    )
+
+
+def _observed_of_pairs(view: BackboneView, prediction: Prediction) -> Figure:
+    """The observed Δ of the pairs a backbone is the reference LLM of, each with its basis."""
+    found = [(pair, pair.result(prediction.task)) for pair in view.pairs]
+    shown = [
+        (pair, result) for pair, result in found if result is not None and result.delta.value is not None
+    ]
+    text = "; ".join(f"{_text(result.delta, signed=True)} ({pair.vlm.label})" for pair, result in shown)
+    bases = list(dict.fromkeys(_result_basis(pair, result) for pair, result in shown))
+    keys = dict.fromkeys(b.key for b in bases)
+    source = Basis("; ".join(b.text for b in bases), " and ".join(keys)) if bases else None
+    return Figure(
+        f"{prediction.label}: observed Δ of its pairs",
+        text or "no pair yet",
+        group=prediction.label,
+        source=source,
+    )
+
+
+def _backbone(view: BackboneView, pairs: Sequence[PairView]) -> CompareItem:
     ref = model_ref(view.model.model_id, view.model.revision)
     figures = _s_figures(ref, view.sink_strength, view.s_interval, view.s_protocol)
     figures += [
@@ -113,19 +254,9 @@ def _backbone(view: BackboneView) -> CompareItem:
         Figure("Role", view.role),
     ]
     for prediction in view.predictions:
-        figures.append(_predicted_all(ref, prediction))
-        observed = [
-            f"{format_number(pair.delta(prediction.task), 1, True)} ({pair.vlm.label})"
-            for pair in view.pairs
-            if pair.delta(prediction.task) is not None
-        ]
-        figures.append(
-            Figure(f"{prediction.label}: observed Δ of its pairs", "; ".join(observed) or "no pair yet")
-        )
-    for own in view.scores:
-        figures.append(
-            Figure(f"{own.label}: own score", _text(own.score), fact_key("score", ref, own.task), own.basis)
-        )
+        figures.append(_predicted_all(ref, prediction, _fit_basis(pairs, prediction.task, held_out=False)))
+        figures.append(_observed_of_pairs(view, prediction))
+    figures += [_own_score(ref, own) for own in view.scores]
     return CompareItem(
         f"backbone:{view.slug}",
         "backbone",
@@ -136,7 +267,7 @@ def _backbone(view: BackboneView) -> CompareItem:
     )
 
 
-def _predicted_all(ref: str, prediction: Prediction) -> Figure:
+def _predicted_all(ref: str, prediction: Prediction, source: Basis) -> Figure:
     text = _prediction_text(
         prediction.delta,
         prediction.low,
@@ -149,19 +280,23 @@ def _predicted_all(ref: str, prediction: Prediction) -> Figure:
         f"{prediction.label}: predicted Δ (fit on all pairs)",
         text,
         fact_key("predicted_all_pairs", ref, prediction.task) if prediction.informative else None,
+        group=prediction.label,
+        source=source if prediction.delta is not None else None,
     )
 
 
-def _held_out(slug: str, label: str, task: str, held: HeldOut) -> Figure:
+def _held_out(slug: str, label: str, task: str, held: HeldOut, source: Basis) -> Figure:
     text = _prediction_text(held.delta, held.low, held.high, held.kind, held.level, held.informative)
     return Figure(
         f"{label}: held-out predicted Δ (leave-one-pair-out)",
         text,
         fact_key("predicted_held_out", slug, task) if held.informative else None,
+        group=label,
+        source=source if held.delta is not None else None,
     )
 
 
-def _pair(view: PairView) -> CompareItem:
+def _pair(view: PairView, pairs: Sequence[PairView]) -> CompareItem:
     ref = model_ref(view.reference.model_id, view.reference.revision)
     figures = _s_figures(ref, view.sink_strength, view.s_interval, view.s_protocol)
     figures += [
@@ -179,10 +314,13 @@ def _pair(view: PairView) -> CompareItem:
                 delta + (f" (95% CI{ci}{unpaired})" if ci else f" (no interval: {result.interval_reason})"),
                 fact_key("delta", view.slug, result.task),
                 result.basis,
+                result.label,
+                _result_basis(view, result),
             )
         )
         if not view.testbed:
-            figures.append(_held_out(view.slug, result.label, result.task, result.predicted))
+            source = _fit_basis(pairs, result.task, held_out=True)
+            figures.append(_held_out(view.slug, result.label, result.task, result.predicted, source))
     profile = _profile(view.heatmap)
     return CompareItem(
         f"pair:{view.slug}", "pair", view.vlm.label, f"pairs/{view.slug}.html", figures, profile
@@ -198,7 +336,12 @@ class ComparePage:
     @classmethod
     def of(cls, views: SiteViews) -> ComparePage:
         """The items of one build's views."""
-        return cls([*(_backbone(b) for b in views.backbones), *(_pair(p) for p in views.pairs)])
+        return cls(
+            [
+                *(_backbone(b, views.pairs) for b in views.backbones),
+                *(_pair(p, views.pairs) for p in views.pairs),
+            ]
+        )
 
     @property
     def shown(self) -> list[CompareItem]:
@@ -222,20 +365,16 @@ class ComparePage:
             for label in labels
         ]
 
+    def notice(self) -> list[tuple[str, str, str]]:
+        """:func:`basis_notice` of the two items :attr:`shown`."""
+        return basis_notice(*self.shown) if len(self.shown) == 2 else []
+
     def script(self) -> str:
-        """The text of :data:`COMPARE_DATA`: ``window.SB_COMPARE = [...]`` (JSON, ``<`` escaped)."""
-        data = [
-            {
-                "id": item.id,
-                "kind": item.kind,
-                "label": item.label,
-                "url": item.url,
-                "figures": [[figure.label, figure.text] for figure in item.figures],
-                "profile": item.profile,
-            }
-            for item in self.items
-        ]
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+        """The text of :data:`COMPARE_DATA`: ``window.SB_COMPARE = [...]`` (JSON, ``<`` escaped). Each figure is
+        ``[label, text, group, basis]``, ``basis`` an index into the item's ``bases`` (``[text, key, note]``) or -1."""
+        text = json.dumps(
+            [_item_data(item) for item in self.items], ensure_ascii=False, separators=(",", ":")
+        ).replace("<", "\\u003c")
         return f"window.SB_COMPARE = {text};\n"
 
     def facts(self) -> list[Fact]:
@@ -246,3 +385,20 @@ class ComparePage:
             for figure in item.figures
             if figure.key is not None
         ]
+
+
+def _item_data(item: CompareItem) -> dict[str, object]:
+    """One item as :data:`COMPARE_DATA` holds it, each basis written once."""
+    bases = list(dict.fromkeys(f.source for f in item.figures if f.source is not None))
+    return {
+        "id": item.id,
+        "kind": item.kind,
+        "label": item.label,
+        "url": item.url,
+        "figures": [
+            [f.label, f.text, f.group, bases.index(f.source) if f.source is not None else -1]
+            for f in item.figures
+        ],
+        "bases": [[basis.text, basis.key, basis.note] for basis in bases],
+        "profile": item.profile,
+    }

@@ -10,6 +10,7 @@ scatter charts. Nothing here reads a file or computes a statistic.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -199,7 +200,18 @@ def _backbone_views(
     ranked = sum(view.rank is not None for view in backbones)
     for backbone in backbones:
         backbone.ranked = ranked
+    _describe_references(pairs, backbones)
     return backbones
+
+
+def _describe_references(pairs: list[PairView], backbones: list[BackboneView]) -> None:
+    """A pair whose entry records no family or licence of its reference LLM shows those its backbone page shows."""
+    models = {backbone.slug: backbone.model for backbone in backbones}
+    for pair in pairs:
+        known, facts = models[pair.reference_slug], pair.reference
+        pair.reference = replace(
+            facts, family=facts.family or known.family, license=facts.license or known.license
+        )
 
 
 def build_views(tables: AggregateTables, history: BoardHistory | None = None) -> SiteViews:

@@ -1,7 +1,12 @@
 /*
  * sinkbench Compare page: show the two chosen backbones or pairs side by side, from window.SB_COMPARE (written by
- * the build into assets/compare-data.js: every item's figures, already formatted, and its per-layer profile), and
- * draw both profiles with the vendored plotly.js. The choice is kept in the URL (?a=ID&b=ID).
+ * the build into assets/compare-data.js: every item's figures, already formatted, each with its quantity and basis,
+ * and its per-layer profile), say where the two stand on different bases, and draw both profiles with the vendored
+ * plotly.js. The choice is kept in the URL (?a=ID&b=ID).
+ *
+ * An item is {id, kind, label, url, figures: [[label, text, group, basis]], bases: [[text, key, note]], profile}; a
+ * figure's basis indexes its item's bases (-1: none). The notice follows the rule of basis_notice in
+ * sinkbench/leaderboard/compare.py: a quantity both show, whose two sets of basis keys differ.
  */
 (function () {
   "use strict";
@@ -30,6 +35,17 @@
     return header;
   }
 
+  function figureCell(item, figure) {
+    var td = cell("td", figure ? figure[1] : "\u2013");
+    if (figure && figure[3] >= 0) {
+      td.appendChild(document.createElement("br"));
+      var basis = cell("span", item.bases[figure[3]][0]);
+      basis.className = "sb-muted sb-basis";
+      td.appendChild(basis);
+    }
+    return td;
+  }
+
   function render(table, chosen) {
     var head = table.tHead.rows[0];
     while (head.cells.length > 1) head.deleteCell(1);
@@ -46,30 +62,101 @@
       name.className = "sb-sticky";
       row.appendChild(name);
       chosen.forEach(function (item) {
-        var figure = item.figures.filter(function (f) { return f[0] === label; })[0];
-        row.appendChild(cell("td", figure ? figure[1] : "\u2013"));
+        row.appendChild(figureCell(item, item.figures.filter(function (f) { return f[0] === label; })[0]));
       });
     });
   }
 
+  /* The basis keys of an item's figures of one quantity, each with the rows standing on it, in row order. */
+  function bases(item, group) {
+    var keys = [], rows = {};
+    item.figures.forEach(function (figure) {
+      if (figure[2] !== group || figure[3] < 0) return;
+      var basis = item.bases[figure[3]], key = basis[1];
+      if (!rows[key]) { rows[key] = []; keys.push(key); }
+      var row = figure[0].indexOf(group + ": ") === 0 ? figure[0].slice(group.length + 2) : figure[0];
+      rows[key].push(row + (basis[2] ? " (" + basis[2] + ")" : ""));
+    });
+    return keys.map(function (key) { return [key, rows[key]]; });
+  }
+
+  function said(found) {
+    return found.map(function (entry) { return entry[1].join(", ") + " \u2014 " + entry[0]; }).join("; ");
+  }
+
+  function sameKeys(ours, theirs) {
+    var mine = ours.map(function (entry) { return entry[0]; }).sort();
+    var other = theirs.map(function (entry) { return entry[0]; }).sort();
+    return mine.join("\n") === other.join("\n");
+  }
+
+  function notice(box, chosen) {
+    if (!box) return;
+    var list = box.querySelector("[data-sb-compare-notice-lines]");
+    while (list.firstChild) list.removeChild(list.firstChild);
+    if (chosen.length === 2) {
+      var groups = [];
+      chosen.forEach(function (item) {
+        item.figures.forEach(function (f) { if (f[3] >= 0 && groups.indexOf(f[2]) === -1) groups.push(f[2]); });
+      });
+      groups.forEach(function (group) {
+        var ours = bases(chosen[0], group), theirs = bases(chosen[1], group);
+        if (!ours.length || !theirs.length || sameKeys(ours, theirs)) return;
+        var line = document.createElement("li");
+        line.appendChild(cell("strong", group));
+        line.appendChild(document.createTextNode(". "));
+        [[chosen[0], ours], [chosen[1], theirs]].forEach(function (side, index) {
+          if (index) line.appendChild(document.createTextNode(" "));
+          line.appendChild(cell("em", side[0].label));
+          line.appendChild(document.createTextNode(": " + said(side[1]) + "."));
+        });
+        list.appendChild(line);
+      });
+    }
+    box.hidden = !list.children.length;
+  }
+
+  /* Line colours readable on either scheme (Okabe-Ito blue and vermilion; lighter on the dark one). */
+  function colours() {
+    var dark = document.body.getAttribute("data-md-color-scheme") === "slate";
+    return dark ? ["#56B4E9", "#F0A060"] : ["#0072B2", "#D55E00"];
+  }
+
   function profile(box, chosen) {
     if (!window.Plotly || !box) return;
-    var colours = ["#0072B2", "#E69F00"];
-    var traces = chosen.filter(function (item) { return item.profile.length; }).map(function (item, index) {
+    var palette = colours();
+    var drawn = chosen.map(function (item, index) { return [item, index]; }).filter(function (entry) {
+      return entry[0].profile.length;
+    });
+    var traces = drawn.map(function (entry) {
+      var item = entry[0], index = entry[1];
+      var name = (index ? "second: " : "first: ") + item.label + " (" + item.kind + ")";
       return {
-        type: "scatter", mode: "lines+markers", name: item.label,
+        type: "scatter", mode: "lines+markers", name: name, showlegend: true,
         x: item.profile.map(function (p) { return p[0]; }), y: item.profile.map(function (p) { return p[1]; }),
-        line: { color: colours[index % 2], width: 2 },
+        line: { color: palette[index], width: 2, dash: index ? "dash" : "solid" },
+        marker: { symbol: index ? "square" : "circle", size: 6 },
         hovertemplate: "layer %{x}: median G %{y:.2f} nats<extra>" + item.label.replace(/</g, "&lt;") + "</extra>"
       };
     });
     var figure = box.closest("figure");
     if (figure) figure.hidden = !traces.length;
+    var missing = figure && figure.querySelector("[data-sb-compare-missing]");
+    if (missing) {
+      var without = chosen.filter(function (item) { return !item.profile.length; });
+      missing.textContent = without.length
+        ? "No line for " + without.map(function (item) { return item.label; }).join(" and ") + ": no per-layer profile."
+        : "";
+    }
     if (!traces.length) return;
     var style = window.getComputedStyle(box);
     window.Plotly.react(box, traces, {
-      height: 320, margin: { l: 10, r: 10, t: 10, b: 10 }, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
-      font: { color: style.color }, legend: { orientation: "h", y: 1.02, yanchor: "bottom", x: 0 },
+      height: 340, margin: { l: 10, r: 10, t: 10, b: 10 }, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
+      font: { color: style.color }, showlegend: true,
+      legend: {
+        orientation: "h", y: 1.02, yanchor: "bottom", x: 0,
+        title: { text: "Per-layer median G of:", side: "top" }
+      },
       xaxis: { title: { text: "layer" }, automargin: true, gridcolor: "rgba(128,128,128,0.25)" },
       yaxis: { title: { text: "median G (nats)" }, automargin: true, gridcolor: "rgba(128,128,128,0.25)" }
     }, { responsive: true, displaylogo: false });
@@ -88,10 +175,14 @@
       if (wanted && found[wanted]) pick.value = wanted;
     });
     var box = document.getElementById("board-compare-profile");
+    var warning = document.querySelector("[data-sb-compare-notice]");
+    function chosen() {
+      return Array.prototype.map.call(picks, function (pick) { return found[pick.value]; }).filter(Boolean);
+    }
     function update(save) {
-      var chosen = Array.prototype.map.call(picks, function (pick) { return found[pick.value]; }).filter(Boolean);
-      render(table, chosen);
-      profile(box, chosen);
+      render(table, chosen());
+      notice(warning, chosen());
+      profile(box, chosen());
       if (!save) return;
       try {
         var next = new URLSearchParams(window.location.search);
@@ -100,6 +191,11 @@
       } catch (error) { /* opened from disk: the view still changes */ }
     }
     Array.prototype.forEach.call(picks, function (pick) { pick.addEventListener("change", function () { update(true); }); });
+    /* The palette toggle changes the scheme in place: redraw so the text and lines suit it. */
+    if (window.MutationObserver) {
+      new MutationObserver(function () { profile(box, chosen()); })
+        .observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+    }
     update(false);
   }
 
