@@ -118,6 +118,8 @@ def test_every_leaderboard_delta_shows_its_interval_or_why_not(board, board_page
     assert "−7.81" in testbed and "[−14.1, −2.3]" in testbed and "sb-loss" in testbed
     internvl3 = next(cell for cell in cells if "delta|internvl3-8b|ifeval_strict" in cell)
     assert "[−13.1, −4.6]" in internvl3
+    regressions = board_pages["pairs/internvl3-8b.md"].split("IFEval regressions")[1].split("</table>")[0]
+    assert "[−13.1, −4.6]" in regressions  # its page gives the net change of its counts the same interval
 
 
 def test_an_uninformative_prediction_below_zero_says_so(board, board_pages) -> None:
