@@ -443,3 +443,19 @@ def test_compare_profile_chart_has_a_legend_readable_on_both_schemes(page: objec
         assert (sum(channels) / 3 > 128) is light_text, (scheme, fill)
     page.select_option('select[data-sb-compare-pick="b"]', "pair:internvl3-8b")
     assert "No line for InternVL3-8B" in page.inner_text("figure.sb-compare-profile figcaption")
+
+
+def test_compare_fits_a_phone_without_scrolling_sideways(page: object, base_url: str) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{base_url}/compare.html?a=pair:vl-testbed-smollm2-135m-seed0&b=pair:internvl3-8b")
+    page.wait_for_selector("#board-compare tbody .sb-basis", timeout=10_000)
+    extra = page.eval_on_selector_all(
+        ".sb-scroll, .sb-scroll .md-typeset__scrollwrap",
+        "boxes => boxes.map(b => b.scrollWidth - b.clientWidth)",
+    )
+    widths = page.eval_on_selector_all(
+        "#board-compare thead th", "hs => hs.map(h => h.getBoundingClientRect().width)"
+    )
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    assert extra and set(extra) == {0}, extra
+    assert abs(widths[1] - widths[2]) < 2 and widths[1] > 100  # the two entries share the width
