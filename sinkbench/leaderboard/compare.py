@@ -104,10 +104,10 @@ def basis_notice(first: CompareItem, second: CompareItem) -> list[tuple[str, str
     ]
 
 
-def _s_basis(protocol: str | None) -> Basis | None:
+def _s_basis(protocol: str | None) -> Basis:
     """The basis of an S from its protocol's label (``sinkbench: <detail>`` or ``reported: <source>``)."""
     if not protocol:
-        return None
+        return Basis("measurement protocol not recorded", "measurement protocol not recorded")
     kind, _, detail = protocol.partition(": ")
     text = (
         f"reported by {detail} · the publication's calibration prompts"
@@ -199,21 +199,12 @@ def _text(number: Shown, signed: bool = False) -> str:
     return f"{text}†" if number.derived and number.value is not None else text
 
 
-def _s_figures(
-    ref: str, value: Shown, interval: tuple[float, float] | None, protocol: str | None
-) -> list[Figure]:
-    text = _text(value, signed=True)
-    return [
-        Figure(
-            "Sink Strength S (nats)",
-            text + _interval_text(*(interval or (None, None)), 2),
-            fact_key("s", ref),
-            protocol or "",
-            S_GROUP,
-            _s_basis(protocol),
-        ),
-        Figure("S measured by", protocol or "not recorded"),
-    ]
+def _s_figure(ref: str, value: Shown, interval: tuple[float, float] | None, protocol: str | None) -> Figure:
+    """S with its interval; its basis line says how it was measured."""
+    text = _text(value, signed=True) + _interval_text(*(interval or (None, None)), 2)
+    return Figure(
+        "Sink Strength S (nats)", text, fact_key("s", ref), protocol or "", S_GROUP, _s_basis(protocol)
+    )
 
 
 def _own_score(ref: str, own: OwnScore) -> Figure:
@@ -247,8 +238,8 @@ def _observed_of_pairs(view: BackboneView, prediction: Prediction) -> Figure:
 
 def _backbone(view: BackboneView, pairs: Sequence[PairView]) -> CompareItem:
     ref = model_ref(view.model.model_id, view.model.revision)
-    figures = _s_figures(ref, view.sink_strength, view.s_interval, view.s_protocol)
-    figures += [
+    figures = [
+        _s_figure(ref, view.sink_strength, view.s_interval, view.s_protocol),
         Figure("QK-norm", view.qk_norm),
         Figure("Size", format_billions(view.model.params_b)),
         Figure("Role", view.role),
@@ -298,8 +289,8 @@ def _held_out(slug: str, label: str, task: str, held: HeldOut, source: Basis) ->
 
 def _pair(view: PairView, pairs: Sequence[PairView]) -> CompareItem:
     ref = model_ref(view.reference.model_id, view.reference.revision)
-    figures = _s_figures(ref, view.sink_strength, view.s_interval, view.s_protocol)
-    figures += [
+    figures = [
+        _s_figure(ref, view.sink_strength, view.s_interval, view.s_protocol),
         Figure("QK-norm", view.qk_norm),
         Figure("Size (VLM)", format_billions(view.vlm.params_b)),
         Figure("Reference LLM", view.reference.label),
