@@ -1,11 +1,10 @@
 """Tests of the board's uncertainty and provenance columns (sinkbench.tables and sinkbench.submissions.facts): the
-held-out prediction's interval, uninformative predictions, rank ranges, control flags, the basis of every score,
+held-out prediction's interval, uninformative predictions, control flags, the basis of every score,
 S's interval for an LLM measured by several entries, and re-measured S replacing a publication's in the fits."""
 
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from pathlib import Path
 
@@ -17,7 +16,6 @@ from sinkbench.submissions.facts import score_basis
 from sinkbench.tables import intervals
 from sinkbench.tables.build import build_tables
 from sinkbench.tables.pairs import OWN_S
-from sinkbench.tables.screening import rank_ranges
 
 REPO_SUBMISSIONS = Path(__file__).parents[1] / "submissions"
 HEADLINE = (
@@ -59,26 +57,6 @@ def test_a_prediction_wider_than_every_observed_delta_is_uninformative(board) ->
         ifeval["interval_high"] - ifeval["interval_low"] < ifeval["observed_delta_range"]
         and ifeval["informative"]
     )
-
-
-@pytest.mark.parametrize(
-    ("lows", "highs", "best", "worst"),
-    [
-        ([0, 0, 0], [1, 1, 1], [1, 1, 1], [3, 3, 3]),  # all overlap: nobody can be told apart
-        ([10, 0, -10], [11, 1, -9], [1, 2, 3], [1, 2, 3]),  # all apart: ranks are exact
-        ([10, 0.5, 0], [11, 10.5, 1], [1, 1, 2], [2, 3, 3]),  # the middle overlaps both ends
-        ([10, math.nan], [11, math.nan], [1, math.nan], [1, math.nan]),  # no interval, no rank
-    ],
-)
-def test_rank_ranges_follow_the_stated_rule(lows, highs, best, worst) -> None:
-    low, high = rank_ranges(lows, highs)
-    np.testing.assert_array_equal(low, best)
-    np.testing.assert_array_equal(high, worst)
-
-
-def test_on_the_board_every_ifeval_rank_overlaps_every_other(board) -> None:
-    ifeval = board.screening[board.screening["task"] == "ifeval_strict"]
-    assert set(ifeval["rank_range_low"]) == {1.0} and set(ifeval["rank_range_high"]) == {float(len(ifeval))}
 
 
 def test_a_control_as_strong_as_a_target_is_flagged_with_the_targets(board) -> None:

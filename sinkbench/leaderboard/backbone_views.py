@@ -3,12 +3,23 @@ backbone entry), from its rows of the screening table and its entries."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
+from itertools import pairwise
 from typing import Any
 
+import numpy as np
+
 from sinkbench.leaderboard import entry_details as details
-from sinkbench.leaderboard.content import BackboneView, OtherScore, OwnScore, PairView, Prediction, Shown
+from sinkbench.leaderboard.content import (
+    BackboneView,
+    Difference,
+    Ordering,
+    OtherScore,
+    OwnScore,
+    PairView,
+    Prediction,
+    Shown,
+)
 from sinkbench.leaderboard.precision import SourcePrecision
 from sinkbench.numbers import finite_or_none
 from sinkbench.submissions.catalogue import TASKS
@@ -47,9 +58,10 @@ def _reasons(row: Row) -> tuple[str, ...]:
     return tuple(part for part in str(text).split("; ") if part) if row.get("extrapolated") else ()
 
 
-def _rank_range(row: Row) -> tuple[int, int] | None:
-    low, high = finite_or_none(row.get("rank_range_low")), finite_or_none(row.get("rank_range_high"))
-    return None if low is None or high is None else (int(low), int(high))
+def _difference(row: Row, kind: str) -> Difference | None:
+    """The ``diff_{kind}`` columns of ``row`` (next, top), or None where they are undefined."""
+    values = [finite_or_none(row.get(f"diff_{kind}{part}")) for part in ("", "_low", "_high", "_share")]
+    return None if None in values else Difference(*values)
 
 
 def _predictions(rows: Iterable[Row]) -> list[Prediction]:
@@ -66,7 +78,8 @@ def _predictions(rows: Iterable[Row]) -> list[Prediction]:
             finite_or_none(row["interval_level"]),
             informative=bool(row["informative"]),
             observed_range=finite_or_none(row["observed_delta_range"]),
-            rank_range=_rank_range(row),
+            vs_next=_difference(row, "next"),
+            vs_top=_difference(row, "top") if row["position"] > 1 else None,
         )
         for task, spec in TASKS.items()
         if (row := found.get(task)) is not None and finite_or_none(row["predicted_delta"]) is not None
@@ -135,6 +148,10 @@ def backbone_view(
             digits=precision.digits(primary, "sink_strength") if reported else None,
         ),
         s_interval=_interval(row),
+        s_bounds=(row["s_low"], row["s_high"]) if row and finite_or_none(row["s_low"]) is not None else None,
+        s_kind=row["s_kind"] if row else "none",
+        tier=int(row["tier"]) if row else None,
+        position=int(row["position"]) if row else None,
         s_protocol=protocol.label if protocol else None,
         rank=int(row["rank"]) if row and finite_or_none(row["rank"]) is not None else None,
         role=" + ".join(sorted({"reference" if e.kind == "pair" else "backbone" for e in entries})),
@@ -159,6 +176,28 @@ def backbone_view(
 
 
 def rank_order(view: BackboneView) -> tuple:
-    """Screening order: by rank (unranked last), then by S, then by name."""
-    value = view.sink_strength.value
-    return (view.rank is None, view.rank or 0, -(value if value is not None else -math.inf), view.label)
+    """Screening order: the screening table's order by S (``position``), LLMs without an S last, by name."""
+    return (view.position is None, view.position or 0, view.label)
+
+
+def ordering(backbones: Sequence[BackboneView], task: str) -> Ordering:
+    """What ``task``'s fit can order among ``backbones`` (in screening order): each against the next by S, told apart
+    or not, with the S gaps; and how many pairs of the backbones inside what the pairs cover have prediction
+    intervals that do not overlap."""
+    gaps: dict[bool, list[float]] = {True: [], False: []}
+    for higher, lower in pairwise(backbones):
+        found = higher.prediction(task)
+        if found is not None and found.vs_next is not None:
+            gap = (higher.sink_strength.value or 0.0) - (lower.sink_strength.value or 0.0)
+            gaps[found.vs_next.apart].append(gap)
+    inside = [p for b in backbones if (p := b.prediction(task)) and not p.extrapolated and p.low is not None]
+    lows = np.sort([p.low for p in inside])
+    separated = sum(len(lows) - np.searchsorted(lows, p.high, side="right") for p in inside)
+    return Ordering(
+        compared=len(gaps[True]) + len(gaps[False]),
+        apart=len(gaps[True]),
+        smallest_apart=min(gaps[True], default=None),
+        largest_not_apart=max(gaps[False], default=None),
+        backbones=len(inside),
+        separated=int(separated),
+    )

@@ -17,7 +17,7 @@ from markupsafe import Markup
 from sinkbench.leaderboard.charts import spec_json
 from sinkbench.leaderboard.history import BoardHistory
 from sinkbench.leaderboard.plots import Chart
-from sinkbench.tables.rules import Sign, interval_sign
+from sinkbench.tables.rules import Sign, interval_sign, told_apart
 
 #: Decimals of measured numbers (more than any source prints, fewer than the files hold).
 MEASURED_DIGITS = 2
@@ -207,6 +207,36 @@ class Reproduce:
 
 
 @dataclass(frozen=True)
+class Difference:
+    """The difference in expected Δ (points) between a higher-S and a lower-S backbone under one task's fit, its
+    95% interval, and the share of draws in which the higher one is expected to lose less (``share``)."""
+
+    estimate: float
+    low: float
+    high: float
+    share: float
+
+    @property
+    def apart(self) -> bool:
+        """True when the interval excludes zero (:func:`sinkbench.tables.rules.told_apart`)."""
+        return bool(told_apart(self.low, self.high))
+
+
+@dataclass(frozen=True)
+class Ordering:
+    """What one task's fit can order today: of the ``compared`` backbones taken against the next by S, how many are
+    told apart, the smallest S gap (nats) told apart and the largest not; of the ``backbones`` inside what the pairs
+    cover, how many pairs have prediction intervals that do not overlap (``separated``)."""
+
+    compared: int
+    apart: int
+    smallest_apart: float | None
+    largest_not_apart: float | None
+    backbones: int
+    separated: int
+
+
+@dataclass(frozen=True)
 class Prediction:
     """Delta predicted for a backbone by the fit on all pairs, with its prediction interval (``kind`` at ``level``)
     and, when the fit says nothing about this backbone, why (``reasons``)."""
@@ -221,7 +251,8 @@ class Prediction:
     level: float | None = None
     informative: bool = True
     observed_range: float | None = None
-    rank_range: tuple[int, int] | None = None
+    vs_next: Difference | None = None  # this backbone against the next one by S
+    vs_top: Difference | None = None  # the first by S against this backbone
 
     @property
     def extrapolated(self) -> bool:
@@ -338,6 +369,10 @@ class BackboneView:
     ranked: int = 0
     s_entry: str = ""  # the entry whose S and interval the row shows
     submitted: str | None = None
+    s_bounds: tuple[float, float] | None = None  # the interval tiers and differences read S from
+    s_kind: str = "none"  # how: bootstrap over prompts, prompt-set band, none
+    tier: int | None = None
+    position: int | None = None  # place in the order by S (1: highest)
 
     @property
     def label(self) -> str:

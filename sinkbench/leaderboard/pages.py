@@ -20,6 +20,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from sinkbench.leaderboard.architectures import architectures_context
+from sinkbench.leaderboard.backbone_views import ordering
 from sinkbench.leaderboard.compare import ComparePage
 from sinkbench.leaderboard.consistency import fact_attributes, fact_key, model_ref
 from sinkbench.leaderboard.content import BackboneView, PairView, SiteViews
@@ -37,6 +38,7 @@ from sinkbench.leaderboard.formatting import (
 )
 from sinkbench.tables.build import AggregateTables
 from sinkbench.tables.rules import RULES
+from sinkbench.tables.screening import REPORTED_S_BAND
 
 #: The lead's definition of S and the choices made where the paper is silent (optional until written).
 SINK_STRENGTH_DOC = "methodology/sink-strength.md"
@@ -58,8 +60,10 @@ TABLE_DESCRIPTIONS = {
     "correlations": "One row per task: Spearman and Kendall of S against Δ, bootstrap CI, permutation p-value, "
     "leave-one-pair-out and constant-baseline MAE, the leave-one-pair-out coverage of the jackknife+ and t "
     "prediction intervals, and the fit on all pairs.",
-    "screening": "One row per LLM and task: rank by S, predicted Δ from the fit on all pairs with its jackknife+ "
-    "prediction interval (kind, level, guarantee, held-out coverage) and the 95% t interval beside it.",
+    "screening": "One row per LLM and task: rank, place and tier by S with the interval tiers read (bootstrap or "
+    "prompt-set band), predicted Δ from the fit on all pairs with its jackknife+ prediction interval (kind, level, "
+    "guarantee, held-out coverage) and the 95% t interval beside it, and the difference in expected Δ against the "
+    "next LLM by S and the first (interval, share of draws).",
     "regressions": "One row per pair with IFEval per-prompt outcomes: both-pass, lost, gained, both-fail, net "
     "change and lost prompts per instruction category.",
 }
@@ -203,7 +207,9 @@ class PageRenderer:
             "outside": outside,
             "filters": _filters(views, "screening"),
             "intervals": views.correlations,
-            "groups": rank_groups(views.backbones, views.headline.task),
+            "ordering": ordering(views.backbones, views.headline.task),
+            "ordered": [b for b in views.backbones if b.position is not None],
+            "s_band": REPORTED_S_BAND,
         }
         correlations = {
             "format_rows": [row for row in views.correlations if row.family != "control"],
@@ -296,15 +302,3 @@ def _filters(views: SiteViews, page: str) -> list[tuple[str, str, list[str]]]:
     family = ("family", "LLM family", sorted(families))
     return [("qk", "QK-norm", sorted({row.qk_norm for row in rows})), size, family, second]
 
-
-def rank_groups(
-    backbones: Sequence[BackboneView], task: str
-) -> list[tuple[tuple[int, int], list[BackboneView]]]:
-    """The backbones by the rank range of their ``task`` prediction (:func:`sinkbench.tables.screening.rank_ranges`),
-    best first: backbones sharing a range cannot be ordered among themselves, nor against an overlapping range."""
-    groups: dict[tuple[int, int], list[BackboneView]] = {}
-    for backbone in backbones:
-        found = backbone.prediction(task)
-        if found is not None and found.rank_range is not None:
-            groups.setdefault(found.rank_range, []).append(backbone)
-    return sorted(groups.items())

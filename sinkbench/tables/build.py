@@ -38,7 +38,7 @@ def build_tables(entries: Sequence[Entry], *, seed: int = 0) -> AggregateTables:
     return AggregateTables(
         pairs=pairs,
         correlations=correlations_table(pairs, coverages, seed=seed),
-        screening=screening_table(ordered, pairs, coverages),
+        screening=screening_table(ordered, pairs, coverages, seed=seed),
         regressions=regressions_table(ordered),
         entries=tuple(ordered),
     )

@@ -151,3 +151,16 @@ def tiers(lows: ArrayLike, highs: ArrayLike) -> np.ndarray:
             tier, leader = tier + 1, (low, high)
         found[index] = tier
     return found
+
+
+@rule(
+    "told apart",
+    "Two backbones are told apart on a task when the 95% interval of the difference in their expected Δ excludes "
+    "zero; that difference is the slope of the fit of Δ on S times the difference of their S, bootstrapped over the "
+    "pairs with each S drawn from a normal distribution whose 95% interval is its S interval, and the share of "
+    "draws in which the first is expected to lose less is stated as the confidence.",
+)
+def told_apart(low: ArrayLike, high: ArrayLike) -> np.ndarray:
+    """Whether each difference interval ``[low, high]`` excludes zero (NaN bounds: not told apart)."""
+    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    return (low > 0) | (high < 0)

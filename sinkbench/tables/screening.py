@@ -6,6 +6,11 @@ A prediction is flagged ``extrapolated`` (with its reasons) when the LLM's S lie
 among the pairs behind the fit, when its size lies outside their reference LLMs' sizes, or when its S was
 measured by a protocol none of those pairs used: the fit says nothing about such a model, and the board
 shows the number apart instead of ranking it as if it were as good as the others.
+
+Each LLM's S carries the interval tiers (:func:`sinkbench.tables.rules.tiers`) and differences are read from: the
+bootstrap over prompts of a measured S, or the prompt-set band (:data:`REPORTED_S_BAND`) of a reported one. Per
+task, the difference in expected delta against the next LLM by S and against the first
+(:func:`sinkbench.stats.line_differences`) says how far the fit can order two of them.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from sinkbench.submissions.catalogue import TASKS
 from sinkbench.submissions.entry import Entry
 from sinkbench.submissions.facts import llm_size, s_protocol
 from sinkbench.tables import intervals
-from sinkbench.tables.pairs import informative, llm_keys, usable_pairs
+from sinkbench.tables.pairs import llm_keys, usable_pairs
+from sinkbench.tables.rules import informative, tiers
 
 _LLM_COLUMNS = [
     "model_id",
@@ -31,6 +37,9 @@ _LLM_COLUMNS = [
     "sink_strength",
     "sink_strength_ci_low",
     "sink_strength_ci_high",
+    "s_low",
+    "s_high",
+    "s_kind",
     "s_protocol",
     "qk_norm",
     "params_b",
@@ -42,8 +51,15 @@ _LLM_COLUMNS = [
     "entries",
     "s_entry",
 ]
+#: The per-task columns of the differences in expected delta (:func:`sinkbench.stats.line_differences`): this LLM
+#: minus the next by S (``diff_next``), the first by S minus this LLM (``diff_top``); bounds and share of draws > 0.
+_DIFFERENCE_COLUMNS = [
+    f"diff_{kind}{part}" for kind in ("next", "top") for part in ("", "_low", "_high", "_share")
+]
 SCREENING_COLUMNS = [
     "rank",
+    "position",
+    "tier",
     *_LLM_COLUMNS,
     "task",
     "predicted_delta",
@@ -62,11 +78,16 @@ SCREENING_COLUMNS = [
     "extrapolation_reasons",
     "observed_delta_range",
     "informative",
-    "rank_range_low",
-    "rank_range_high",
+    *_DIFFERENCE_COLUMNS,
 ]
 #: z of a two-sided 95% normal interval: S's interval from its bootstrap standard error.
 _Z95 = 1.959964
+#: The prompt-set band of a reported S, in nats: the paper's value +- the largest shift of S between two calibration
+#: prompt sets that this board measured (experiments/prompt_sets: +0.07 on SmolLM2-135M, +0.13 on Gemma 3 270M;
+#: tests/test_decision.py holds it to those results). What another prompt set may do to S, not a sampling interval.
+REPORTED_S_BAND = 0.13
+#: How an LLM's S interval was made (``s_kind``), by whether its S was measured with a bootstrap or reported.
+S_KINDS = {"bootstrap": "bootstrap over prompts", "band": "prompt-set band", "none": "none"}
 
 
 @dataclass(frozen=True)
@@ -174,8 +195,7 @@ _NO_PREDICTION = {
             "t_interval_high",
             "interval_loo_level",
             "observed_delta_range",
-            "rank_range_low",
-            "rank_range_high",
+            *_DIFFERENCE_COLUMNS,
         ],
         np.nan,
     ),
@@ -202,16 +222,30 @@ def _primary(group: list[Entry]) -> Entry:
     return (with_interval or own or group)[0]
 
 
-def _llm_row(model_id: str, revision: str | None, group: list[Entry]) -> dict:
+def _s_bounds(entry: Entry, band: float) -> tuple[float | None, float | None, str]:
+    """The interval tiers and differences read an LLM's S from, and its kind (:data:`S_KINDS`)."""
+    measured = s_interval(entry)
+    if measured is not None:
+        return *measured, S_KINDS["bootstrap"]
+    if entry.provenance == "reported" and entry.sink_strength is not None:
+        return entry.sink_strength - band, entry.sink_strength + band, S_KINDS["band"]
+    return None, None, S_KINDS["none"]
+
+
+def _llm_row(model_id: str, revision: str | None, group: list[Entry], band: float) -> dict:
     first, primary = group[0], _primary(group)
     size, protocol = llm_size(first), s_protocol(primary)
     low, high = s_interval(primary) or (None, None)
+    s_low, s_high, s_kind = _s_bounds(primary, band)
     return {
         "model_id": model_id,
         "model_revision": revision,
         "sink_strength": primary.sink_strength,
         "sink_strength_ci_low": low,
         "sink_strength_ci_high": high,
+        "s_low": s_low,
+        "s_high": s_high,
+        "s_kind": s_kind,
         "s_protocol": protocol.label if protocol else None,
         "qk_norm": first.metadata.qk_norm,
         "params_b": size.billions if size else None,
@@ -225,23 +259,44 @@ def _llm_row(model_id: str, revision: str | None, group: list[Entry]) -> dict:
     }
 
 
-def _llm_rows(entries: Sequence[Entry]) -> pd.DataFrame:
-    """One row per distinct LLM (id, revision), sorted by them, with the S of its primary entry (:func:`_primary`,
-    named in ``s_entry``)."""
+def _llm_rows(entries: Sequence[Entry], band: float) -> pd.DataFrame:
+    """One row per distinct LLM (id, revision) in order of S (highest first, then by id and revision), with the S of
+    its primary entry (:func:`_primary`, named in ``s_entry``), its place in that order, its rank and its tier."""
     groups: dict[tuple[str, str | None], list[Entry]] = {}
     keys = llm_keys(entries)
     for entry in entries:
         if entry.sink_strength is not None:
             groups.setdefault(keys[entry.name], []).append(entry)
     ordered = sorted(groups.items(), key=lambda item: (item[0][0], item[0][1] or ""))
-    rows = [_llm_row(model_id, revision, group) for (model_id, revision), group in ordered]
-    return pd.DataFrame(rows, columns=_LLM_COLUMNS).astype({"params_b": float})
+    rows = [_llm_row(model_id, revision, group, band) for (model_id, revision), group in ordered]
+    llms = pd.DataFrame(rows, columns=_LLM_COLUMNS).astype(
+        {"params_b": float, "s_low": float, "s_high": float}
+    )
+    llms = llms.sort_values("sink_strength", ascending=False, kind="stable").reset_index(drop=True)
+    return llms.assign(
+        rank=llms["sink_strength"].rank(ascending=False, method="min").astype("Int64"),
+        position=np.arange(1, len(llms) + 1),
+        tier=tiers(llms["s_low"], llms["s_high"]),
+    )
+
+
+def _differences(fitted: TaskFit, llms: pd.DataFrame, seed: int) -> dict[str, np.ndarray]:
+    """The difference columns of ``llms`` (in order of S) under ``fitted``: each S drawn from a normal distribution
+    whose 95% interval is its S interval (a point where it has none)."""
+    sd = ((llms["s_high"] - llms["s_low"]) / (2 * _Z95)).fillna(0.0).to_numpy(float)
+    found = stats.line_differences(fitted.s, fitted.delta, llms["sink_strength"], sd, seed=seed)
+    return {
+        f"diff_{kind}{part}": getattr(found, f"{name}{part}")
+        for kind, name in (("next", "next"), ("top", "first"))
+        for part in ("", "_low", "_high", "_share")
+    }
 
 
 def _task_block(
-    llms: pd.DataFrame, usable: pd.DataFrame, task: str, coverage: dict[str, intervals.Coverage]
+    llms: pd.DataFrame, usable: pd.DataFrame, task: str, coverage: dict[str, intervals.Coverage], seed: int
 ) -> pd.DataFrame | None:
-    """Every LLM with the prediction of ``task``'s fit and its extrapolation flags, or None without a fit."""
+    """Every LLM with the prediction of ``task``'s fit, its extrapolation flags and its differences, or None
+    without a fit."""
     fitted = TaskFit.of(usable, coverage)
     if fitted is None:
         return None
@@ -251,50 +306,36 @@ def _task_block(
         )
         for row in llms.itertuples()
     ]
-    block = llms.assign(
+    return llms.assign(
         task=task,
         **fitted.predict(llms["sink_strength"].to_numpy(float)),
         extrapolated=[bool(found) for found in reasons],
         extrapolation_reasons=["; ".join(found) for found in reasons],
+        **_differences(fitted, llms, seed),
     )
-    low, high = rank_ranges(block["interval_low"].to_numpy(float), block["interval_high"].to_numpy(float))
-    return block.assign(rank_range_low=low, rank_range_high=high)
-
-
-def rank_ranges(lows: ArrayLike, highs: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    """The ranks each prediction can take, from its interval and the others': the best is 1 + the number of
-    intervals wholly above its own, the worst the number of intervals not wholly below it (rank 1: the smallest
-    predicted loss). Two predictions whose intervals overlap cannot be told apart, so their ranges overlap; an
-    interval that does not exist ranks nowhere (NaN).
-
-    A rule for reading, not a test: it compares prediction intervals, which describe where each backbone's own
-    delta may fall, not the difference between two backbones.
-    """
-    lows, highs = np.asarray(lows, dtype=float), np.asarray(highs, dtype=float)
-    valid = np.isfinite(lows) & np.isfinite(highs)
-    above = (lows[None, :] > highs[:, None]) & valid[None, :]  # [i, j]: j wholly above i
-    below = (highs[None, :] < lows[:, None]) & valid[None, :]  # [i, j]: j wholly below i
-    best = 1 + above.sum(axis=1)
-    worst = valid.sum() - below.sum(axis=1)
-    return np.where(valid, best, np.nan), np.where(valid, worst, np.nan)
 
 
 def screening_table(
-    entries: Sequence[Entry], pairs: pd.DataFrame, coverages: dict[str, dict[str, intervals.Coverage]]
+    entries: Sequence[Entry],
+    pairs: pd.DataFrame,
+    coverages: dict[str, dict[str, intervals.Coverage]],
+    *,
+    seed: int = 0,
+    band: float = REPORTED_S_BAND,
 ) -> pd.DataFrame:
-    """Every backbone and reference LLM ranked by S (1 = highest S), with per task the delta predicted by the
-    linear fit on all pairs, its prediction intervals and their leave-one-pair-out record (see :class:`TaskFit`)
-    and its extrapolation flags (see :class:`FitDomain`); ``coverages``: :func:`sinkbench.tables.pairs.loo_coverages`."""
-    llms = _llm_rows(entries)
-    llms.insert(0, "rank", llms["sink_strength"].rank(ascending=False, method="min").astype("Int64"))
+    """Every backbone and reference LLM ranked by S (1 = highest S) and tiered, with per task the delta predicted by
+    the linear fit on all pairs, its prediction intervals and their leave-one-pair-out record (see :class:`TaskFit`),
+    its extrapolation flags (see :class:`FitDomain`) and its differences against the next LLM and the first (seeded
+    by ``seed``); ``coverages``: :func:`sinkbench.tables.pairs.loo_coverages`; ``band``: a reported S's half-width."""
+    llms = _llm_rows(entries, band)
     blocks = [
         block
         for task in TASKS
-        if (block := _task_block(llms, usable_pairs(pairs, task), task, coverages[task])) is not None
+        if (block := _task_block(llms, usable_pairs(pairs, task), task, coverages[task], seed)) is not None
     ]
     if not blocks:  # fewer than 3 pairs for every task: rank by S, predict nothing
         blocks.append(llms.assign(**_NO_PREDICTION))
     table = pd.concat(blocks, ignore_index=True)
     order = table["task"].map({task: index for index, task in enumerate(TASKS)})
-    table = table.assign(task_order=order).sort_values(["rank", "model_id", "task_order"], kind="stable")
+    table = table.assign(task_order=order).sort_values(["position", "task_order"], kind="stable")
     return table[SCREENING_COLUMNS].reset_index(drop=True)
