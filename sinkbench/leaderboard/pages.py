@@ -301,4 +301,3 @@ def _filters(views: SiteViews, page: str) -> list[tuple[str, str, list[str]]]:
     size = ("size", "Size", [bucket for bucket in _SIZE_ORDER if bucket in sizes])
     family = ("family", "LLM family", sorted(families))
     return [("qk", "QK-norm", sorted({row.qk_norm for row in rows})), size, family, second]
-
