@@ -207,7 +207,17 @@ def _billions(value: float) -> str:
 
 
 def s_interval(entry: Entry) -> tuple[float, float] | None:
-    """S +- 1.96 bootstrap standard errors over prompts, for a measured S whose results file records one."""
+    """The 95% interval of a measured S over prompts: the percentile bootstrap ``sinkbench screen`` recorded in the
+    entry's sink profile (of the same S), else S +- 1.96 bootstrap standard errors from its results file."""
+    profile = entry.sink_profile
+    if (
+        profile is not None
+        and profile.sink_strength_ci is not None
+        and entry.sink_strength is not None
+        and abs(profile.sink_strength - entry.sink_strength) < 1e-6
+    ):
+        low, high = profile.sink_strength_ci
+        return float(low), float(high)
     error = entry.sink_strength_stderr
     if error is None or entry.sink_strength is None:
         return None
