@@ -9,6 +9,8 @@ refused (file, field or model), why, and the fix. Only a command-line edge turns
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 def _collapsed(error: BaseException, limit: int) -> str:
     """The message of ``error`` with its whitespace collapsed to single spaces, cut to ``limit`` characters."""
@@ -47,6 +49,16 @@ class UserError(SinkbenchError, ValueError):
 
     A ``ValueError``, as the checks it marks raised before it had a name: ``except ValueError`` still catches them.
     """
+
+
+class ProblemsFound(UserError):
+    """Several problems found together (a check that reports every one at once): ``problems`` holds one line each
+    (what, where, the fix) and ``closing`` the line that ends the report; ``str(error)`` is every line, each on a
+    line of its own."""
+
+    def __init__(self, problems: Sequence[str], closing: str) -> None:
+        self.problems, self.closing = list(problems), closing
+        super().__init__("\n".join([*self.problems, closing]))
 
 
 class ModelNotSupported(UserError):

@@ -10,8 +10,11 @@ tables hold every model's measurements. Nothing is recomputed here but the ratio
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
+
+from markupsafe import Markup
 
 from experiments.interventions_pair.charts import LayerRatioChart, MergeChart
 from experiments.interventions_pair.study_schema import (
@@ -24,6 +27,7 @@ from experiments.interventions_pair.study_schema import (
     run_measured,
 )
 from experiments.page_fragment import (
+    ROOT,
     SourceInvalid,
     fragment,
     page_command,
@@ -31,6 +35,8 @@ from experiments.page_fragment import (
     render,
     shown_path,
 )
+from experiments.vl_testbed.page import TestbedResults, read_testbed
+from sinkbench.leaderboard.consistency import fact_attributes
 from sinkbench.leaderboard.content import PlotRef
 
 #: The study's results file, beside the testbed's: the testbed's own recipe (bfloat16).
@@ -178,6 +184,32 @@ class InterventionsPage:
     def _base(self) -> Measured | None:
         return self.data.base
 
+    @cached_property
+    def _testbed(self) -> TestbedResults | None:
+        """The testbed's results file the study names (None: absent, e.g. a study made elsewhere)."""
+        path = ROOT / str(self.data.testbed.get("file", ""))
+        return read_testbed(path, shown_path(path)) if path.is_file() else None
+
+    def base_bases(self) -> dict[str, str]:
+        """The basis of each of :meth:`base_facts`, as the page states it under the table."""
+        testbed = self._testbed
+        if self.data.base is None or testbed is None:
+            return {}
+        return {"s": testbed.base_bases["sink_strength"], "strict": testbed.strict_basis(self.precision)}
+
+    def base_facts(self) -> dict[str, Markup]:
+        """The marks of the base model's figures that are board facts (:func:`fact_attributes`): its S (with its
+        interval) and its IFEval prompt-level strict score, keyed and based as the Training dynamics page marks the
+        same model's figures."""
+        testbed, base, bases = self._testbed, self.data.base, self.base_bases()
+        if testbed is None or base is None:
+            return {}
+        s_key, score_key = testbed.base_fact("sink_strength")[0], testbed.base_fact("prompt_strict")[0]
+        return {
+            "s": fact_attributes(s_key, bases["s"], base.sink.sink_strength),
+            "strict": fact_attributes(score_key, bases["strict"], 100 * base.text.ifeval.prompt_strict),
+        }
+
     def _vlm_lm(self) -> Measured | None:
         endpoints = self.data.endpoints
         if endpoints is None:
@@ -306,7 +338,9 @@ class InterventionsPage:
         data = self.data
         found = []
 
-        def add(group: str, label: str, measured: Measured, note: str = "") -> None:
+        def add(
+            group: str, label: str, measured: Measured, note: str = "", facts: dict[str, Markup] | None = None
+        ) -> None:
             text = measured.text
             found.append(
                 {
@@ -320,12 +354,13 @@ class InterventionsPage:
                     "tokens": text.answer_tokens_median,
                     "visual": None if measured.visual is None else 100 * measured.visual.accuracy,
                     "note": note,
+                    "facts": facts or {},
                 }
             )
 
         base, vlm_lm = self._base(), self._vlm_lm()
         if base is not None:
-            add("pair", "SmolLM2-135M-Instruct (base)", base)
+            add("pair", "SmolLM2-135M-Instruct (base)", base, facts=self.base_facts())
         if vlm_lm is not None:
             add("pair", "VLM-LM (VL endpoint, seed 0)", vlm_lm)
             text = data.endpoints.text
@@ -385,6 +420,7 @@ class InterventionsPage:
             },
             "outcomes": CONTRAST_OUTCOMES,
             "not_run": self.not_run(),
+            "base_bases": self.base_bases(),
         }
 
     def not_run(self) -> list[str]:

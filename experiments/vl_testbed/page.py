@@ -239,17 +239,21 @@ class TestbedResults:
     def base_bases(self) -> dict[str, str]:
         """What each of :data:`BASE_FACTS` was measured on, as the page states it beside the figure: the testbed's
         own run, not lm-eval's (the testbed pair's page and the backbone page show lm-eval's)."""
-        config, subset = self.data.config, self.data.ifeval_subset
         weights = self.data.model.get("weights")
         return {
-            "prompt_strict": (
-                f"the VL testbed's short-answer prompts: {len(subset.indices)} of {subset.documents} documents · "
-                f"up to {config.max_new_tokens} new tokens · {config.eval_dtype} · answered and scored by the "
-                "testbed itself, not by lm-eval"
-            ),
+            "prompt_strict": self.strict_basis(self.data.config.eval_dtype),
             "sink_strength": "the VL testbed's own screen of the base model"
             + (f" ({weights} weights)" if weights else ""),
         }
+
+    def strict_basis(self, dtype: str) -> str:
+        """The basis of the base model's IFEval prompt-level strict score answered in ``dtype`` by the testbed."""
+        subset = self.data.ifeval_subset
+        return (
+            f"the VL testbed's short-answer prompts: {len(subset.indices)} of {subset.documents} documents · "
+            f"up to {self.data.config.max_new_tokens} new tokens · {dtype} · answered and scored by the testbed "
+            "itself, not by lm-eval"
+        )
 
     def base_fact(self, outcome: str) -> tuple[str, str] | None:
         """The fact key and basis of the base model's figure of ``outcome``, or None when it is no board fact."""

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from sinkbench.errors import SinkbenchError
+from sinkbench.errors import ProblemsFound, SinkbenchError
 from sinkbench.submissions import Problem, SubmissionsInvalid
 
 #: Exit status of a command stopped with Ctrl-C (128 + SIGINT, as a shell reports it).
@@ -34,6 +34,10 @@ def run_command(command: str, handler: Callable[[], int]) -> int:
         return handler()
     except SubmissionsInvalid as error:
         print_problems(error.problems, "nothing was written")
+    except ProblemsFound as error:  # one line per problem, each made printable on its own
+        for problem in error.problems:
+            print(printable(f"ERROR {problem}"), file=sys.stderr)
+        print(printable(f"sinkbench {command}: {error.closing}"), file=sys.stderr)
     except SinkbenchError as error:
         print(printable(f"sinkbench {command}: {error}"), file=sys.stderr)
     except OSError as error:

@@ -267,13 +267,14 @@ class Prediction:
 
 @dataclass(frozen=True)
 class OtherScore:
-    """The same model's score on the same task in another entry of the board (a pair it is the reference of), on
-    the basis that entry measured it on."""
+    """The same model's score on the same task in another entry of the board (a pair it is the reference of) or on
+    an experiment's page, on the basis it was measured on."""
 
     entry: str
     entry_label: str
     score: Shown
     basis: str
+    page: str = ""  # an experiment's page (site path) quoting the score instead of an entry (``entry`` is "")
 
 
 @dataclass(frozen=True)

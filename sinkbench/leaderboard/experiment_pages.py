@@ -10,11 +10,14 @@ this build has no experiment results, so a build outside a clone still has every
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sinkbench.errors import UserError
+from sinkbench.leaderboard.consistency import Fact, FactBook, basis_signature, fact_key, model_ref
+from sinkbench.leaderboard.content import BackboneView, OtherScore, OwnScore, Shown
 
 #: The folder of an experiment holding its page.
 PAGE_FOLDER = "page"
@@ -63,3 +66,48 @@ def experiment_pages(folder: Path | None, expected: Sequence[str] = ()) -> Exper
         title = Path(path).stem.replace("_", " ").capitalize()
         pages.setdefault(path, NO_RESULTS.format(title=title, path=path, where=where))
     return ExperimentPages(pages, list(files.items()))
+
+
+def quote_scores(backbones: Sequence[BackboneView], pages: dict[str, str]) -> None:
+    """Add to each backbone's own scores (its page's "Elsewhere on this board") every score of the same model and
+    task that an experiment page marks on another basis or as another number, once per basis, so that the page
+    names every basis the board shows the score on (:class:`~sinkbench.leaderboard.consistency.FactBook`)."""
+    book = FactBook()
+    for path, text in sorted(pages.items()):
+        book.read_page(path, text)
+    quoted: dict[str, list[Fact]] = {}
+    for fact in book.facts:
+        if fact.key.startswith("score|") and fact.number is not None and fact.value:
+            quoted.setdefault(fact.key, []).append(fact)
+    for backbone in backbones:
+        ref = model_ref(backbone.model.model_id, backbone.model.revision)
+        backbone.scores = [
+            replace(
+                own,
+                elsewhere=own.elsewhere
+                + _quotes(quoted.get(fact_key("score", ref, own.task), []), pages, own),
+            )
+            for own in backbone.scores
+        ]
+
+
+def _quotes(facts: list[Fact], pages: dict[str, str], own: OwnScore) -> tuple[OtherScore, ...]:
+    """One :class:`OtherScore` per basis among ``facts`` (the first page that shows it) that ``own`` does not name
+    yet."""
+    named = {basis_signature(basis) for basis in [own.basis, *(other.basis for other in own.elsewhere)]}
+    found: dict[frozenset[str], OtherScore] = {}
+    for fact in (fact for fact in facts if basis_signature(fact.basis) not in named):
+        value, digits = fact.number or (0.0, 0)
+        title = re.search(r"^title: (.+)$", pages[fact.page], re.MULTILINE)
+        label = title.group(1).strip() if title else Path(fact.page).stem
+        found.setdefault(
+            basis_signature(fact.basis),
+            OtherScore(
+                "",
+                label,
+                Shown(fact.value[0] if fact.value else value, digits),
+                fact.basis,
+                page=str(Path(fact.page).with_suffix(".html").as_posix()),
+            ),
+        )
+    return tuple(found.values())

@@ -53,7 +53,16 @@ def number_cell(
     elif tone and value is not None and value > 0:
         classes += " sb-gain"
     text = format_number(value, digits, signed)
-    return Markup(f'<td class="{classes}" data-sort="{sort_value(value)}"{fact or ""}>{text}</td>')
+    return Markup(f'<td class="{classes}" data-sort="{sort_value(value)}"{_valued(fact, value)}>{text}</td>')
+
+
+def _valued(fact: Markup | None, value: float | None) -> str:
+    """A fact's attributes with its unrounded value added (the consistency check rounds it to each figure's
+    decimals); nothing when the figure is no fact."""
+    if not fact:
+        return ""
+    exact = sort_value(value)
+    return f'{fact} data-sb-value="{exact}"' if exact and "data-sb-value" not in fact else str(fact)
 
 
 def shown_cell(number: Shown, signed: bool = False, tone: bool = False, fact: Markup | None = None) -> Markup:
@@ -71,7 +80,7 @@ def format_shown(number: Shown, signed: bool = False, fact: Markup | None = None
     holds its attributes)."""
     text = format_number(number.value, number.digits, signed)
     if fact:
-        text = f"<span{fact}>{text}</span>"
+        text = f"<span{_valued(fact, number.value)}>{text}</span>"
     dagger = (
         f'<sup class="sb-derived" title="{DERIVED_NOTE}">†</sup>'
         if number.derived and number.value is not None

@@ -24,7 +24,7 @@ from sinkbench.leaderboard.background import SharedTasks, in_background
 from sinkbench.leaderboard.compare import COMPARE_DATA, ComparePage
 from sinkbench.leaderboard.consistency import Fact
 from sinkbench.leaderboard.content import RawFile
-from sinkbench.leaderboard.experiment_pages import experiment_pages
+from sinkbench.leaderboard.experiment_pages import experiment_pages, quote_scores
 from sinkbench.leaderboard.history import board_history
 from sinkbench.leaderboard.pages import EntryPage, PageRenderer
 from sinkbench.leaderboard.views import build_views
@@ -84,6 +84,7 @@ def generate_site(
         tables = build_tables(load_valid_entries(submissions_dir), seed=seed)
         views = build_views(tables, board_history(submissions_dir))
         experiments = experiment_pages(experiments_dir, expected_pages)
+        quote_scores(views.backbones, experiments.pages)
         compare = ComparePage.of(views)
     plots = views.plots()
     # The downloads and the charts need nothing the pages make: a second process (where a second core allows) makes

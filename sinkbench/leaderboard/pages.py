@@ -92,6 +92,7 @@ def make_environment(templates_dir: Path) -> jinja2.Environment:
     environment.globals["num_cell"] = number_cell
     environment.globals["shown_cell"] = shown_cell
     environment.globals["fact"] = _fact
+    environment.globals["rules"] = RULES
     environment.globals["model_ref"] = model_ref
     environment.globals["fact_attributes"] = fact_attributes
     return environment
@@ -229,7 +230,6 @@ class PageRenderer:
         methodology = {
             "sink_strength": _trusted_markdown(self.prose_dir / SINK_STRENGTH_DOC),
             "protocol": _trusted_markdown(self.prose_dir / PROTOCOL_DOC),
-            "rules": list(RULES.values()),
         }
         return {
             "index.md": ("home.md.j2", home),

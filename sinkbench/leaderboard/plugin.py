@@ -52,7 +52,7 @@ from mkdocs.structure.pages import Page
 from mkdocs.structure.toc import get_toc
 from mkdocs.utils import is_error_template, normalize_url
 
-from sinkbench.errors import UserError
+from sinkbench.errors import ProblemsFound, UserError
 from sinkbench.leaderboard import background, charts, raw_blocks, shared_partials
 from sinkbench.leaderboard.consistency import FactBook, InconsistentFigures
 from sinkbench.leaderboard.generate import GeneratedSite, copy_submitted_file, generate_site
@@ -266,12 +266,10 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
             self.writer.wait()
         problems = self.facts.problems()
         if problems:
-            message = "\n".join(
-                [*problems, f"{len(problems)} fact(s) shown as different numbers; nothing was built."]
-            )
+            error = InconsistentFigures(problems)
             if self.raise_user_errors:
-                raise InconsistentFigures(message)
-            raise PluginError(message)
+                raise error
+            raise PluginError(_message(error))
 
     def on_build_error(self, error: Exception) -> None:
         """Let the writer threads end (MkDocs reports the error that stopped the build)."""
@@ -317,4 +315,6 @@ def _message(error: Exception) -> str:
     if isinstance(error, SubmissionsInvalid):
         lines = [f"ERROR {problem}" for problem in error.problems]
         return "\n".join([*lines, f"{len(lines)} problem(s) in the submissions; nothing was built."])
+    if isinstance(error, ProblemsFound):
+        return "\n".join([*(f"ERROR {problem}" for problem in error.problems), error.closing])
     return str(error)
