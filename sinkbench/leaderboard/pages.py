@@ -98,9 +98,12 @@ def make_environment(templates_dir: Path) -> jinja2.Environment:
     return environment
 
 
-def _fact(kind: str, *parts: object, basis: str | None = "") -> Markup:
-    """The templates' ``fact``: the attributes marking a figure as fact ``kind`` of ``parts`` on ``basis``."""
-    return fact_attributes(fact_key(kind, *parts), basis or "")
+def _fact(
+    kind: str, *parts: object, basis: str | None = "", value: float | Sequence[float] | None = None
+) -> Markup:
+    """The templates' ``fact``: the attributes marking a figure as fact ``kind`` of ``parts`` on ``basis`` (with its
+    unrounded ``value`` when given)."""
+    return fact_attributes(fact_key(kind, *parts), basis or "", value)
 
 
 def _trusted_markdown(path: Path) -> Markup | None:
