@@ -115,9 +115,9 @@ def test_an_llm_measured_by_several_entries_keeps_its_own_entry_s_and_interval(b
     assert row["s_entry"] == "smollm2-135m-instruct" and "vl-testbed-smollm2-135m-seed0" in row["entries"]
     (backbone,) = [e for e in board.entries if e.name == "smollm2-135m-instruct"]
     assert row["sink_strength"] == backbone.sink_strength
-    assert (row["sink_strength_ci_low"], row["sink_strength_ci_high"]) == pytest.approx(
-        tuple(backbone.sink_profile.sink_strength_ci)  # the percentile bootstrap ``sinkbench screen`` recorded
-    )
+    # the percentile bootstrap ``sinkbench screen`` recorded in the entry's sink profile
+    recorded = tuple(backbone.sink_profile.sink_strength_ci)
+    assert (row["sink_strength_ci_low"], row["sink_strength_ci_high"]) == pytest.approx(recorded)
 
 
 def test_re_measured_s_replaces_the_publication_s_in_the_fits(tmp_path: Path) -> None:
