@@ -398,3 +398,21 @@ def test_a_training_page_figure_times_1_2_stops_the_build_with_a_readable_refusa
     printed = capsys.readouterr().err
     assert "\\u000a" not in printed and printed.count("\n") == len(error.problems) + 1
     assert printed.splitlines()[-1] == f"sinkbench site build: {error.closing}"
+
+
+def test_every_pair_and_backbone_page_marks_its_s_and_interval(board) -> None:
+    """An unmarked figure escapes the check, so the figures of board facts carry marks wherever a page shows them:
+    each pair and backbone page's S (and its interval, where it has one) in the page's facts list, and each score
+    a backbone page lists as shown elsewhere."""
+    _, pages, _ = board
+    shown = {path: html for path, html in pages.items() if path.startswith(("pairs/", "backbones/"))}
+    assert len(shown) > 20
+    for path, html in shown.items():
+        found = re.search(r"<dt>Sink Strength S</dt><dd>(.*?)</dd>", html)
+        assert found is not None, path
+        figure = found.group(1).split(" nats")[0]
+        assert 'data-sb-fact="s|' in figure or figure.startswith("\u2013"), path
+        assert "[" not in figure or 'data-sb-fact="s_interval|' in figure, path
+    cell = re.search(r'<td><a href="\.\./pairs/(?:(?!</td>).)*as the reference of .*?</td>', shown[BACKBONE])
+    assert cell is not None
+    assert cell.group(0).count('<a href="') == cell.group(0).count(f'data-sb-fact="{SCORE}"') == 3

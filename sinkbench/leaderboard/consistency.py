@@ -26,6 +26,7 @@ import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from html import unescape
 
 from markupsafe import Markup, escape
@@ -139,6 +140,7 @@ def fact_attributes(key: str, basis: str = "", value: float | Iterable[float] | 
     return Markup(f' data-sb-fact="{escape(key)}" data-sb-basis="{escape(basis)}"{shown}')
 
 
+@lru_cache(maxsize=4096)  # a board has few bases, each on many figures
 def basis_signature(basis: str) -> frozenset[str]:
     """What a basis names that can make a figure differ: its numbers (thousands separators dropped), dtypes,
     weights formats, sources and hashes, lower-cased. Two bases with one signature are one basis."""
@@ -150,6 +152,7 @@ def _printed(text: str) -> _Printed:
     return _Printed(float(text.rstrip("%").replace(",", "")), len(digits), text.endswith("%"))
 
 
+@lru_cache(maxsize=65536)  # figures repeat across pages
 def _read(text: str) -> _Reading:
     """A figure's point and interval: the first number outside an interval, and the first ``[low, high]`` or
     ``low to high``."""
