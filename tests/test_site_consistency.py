@@ -386,7 +386,14 @@ def test_a_training_page_figure_times_1_2_stops_the_build_with_a_readable_refusa
     assert not out.exists()
     error = raised.value
     (line,) = [line for line in error.problems if line.startswith(f"{S}: ")]
-    assert "training.md shows '1.747'" in line and "1.45563" in line and "Fix:" in line
+    assert line.startswith(f"{S}: training.md shows '1.747' (basis: the VL testbed's own screen")
+    assert re.search(
+        r"but (its own unrounded value \(data-sb-value\)|the value \S+ shows as '[^']+') is 1\.45563\.", line
+    )
+    assert line.endswith(
+        "Fix: print 1.45563 rounded to the figure's decimals, or state the basis (subset, limit, token "
+        "cap, dtype, source) that makes it differ"
+    )
     assert str(error).split("\n") == [*error.problems, error.closing]
     mkdocs = _message(error).split("\n")
     assert mkdocs[0] == f"ERROR {error.problems[0]}" and mkdocs[-1] == error.closing

@@ -300,9 +300,14 @@ def _one_basis(key: str, group: list[_Shown]) -> str | None:
             printed.matches(value) for printed, value in zip(shown.numbers, exact_from.exact, strict=False)
         ):
             exact = ", ".join(format(value, ".6g") for value in exact_from.exact)
+            source = (
+                "its own unrounded value (data-sb-value)"
+                if shown is exact_from
+                else f"the value {exact_from.fact.page} shows as {exact_from.fact.text!r}"
+            )
             return (
-                f"{key}: {_where(shown)}, but the value is {exact} ({exact_from.fact.page}). Fix: print the "
-                "value rounded, or state the basis that makes it differ"
+                f"{key}: {_where(shown)}, but {source} is {exact}. Fix: print {exact} rounded to the figure's "
+                "decimals, or state the basis (subset, limit, token cap, dtype, source) that makes it differ"
             )
         if len(shown.numbers) != len(first.numbers) or any(
             (a.digits, a.percent) != (b.digits, b.percent)
