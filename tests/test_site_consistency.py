@@ -239,6 +239,11 @@ PLANTED = {
         r'\1data-sb-basis="short-answer prompts of the VL testbed: 128 of its 541 prompts, with up to 64 new '
         r'tokens, in bfloat16"\g<2>14.96<',
     ),
+    "a prediction interval widened on Screening": (
+        "screening.html",
+        r'(data-sb-fact="predicted_all_pairs_interval\|[^"]*"[^>]*>)\[[^,]*,',
+        "\\1[\u221299.0,",
+    ),
     "a basis of a score dropped from the backbone page's Elsewhere": (
         BACKBONE,
         f'<a href="../interventions.html"><span {_marked(SCORE, "float32")}13.3</span>',
@@ -283,7 +288,16 @@ def test_the_board_marks_its_figures_on_every_kind_of_page(board_facts) -> None:
     assert "training.html" in pages and "interventions.html" in pages
     assert any(p.startswith("pairs/") for p in pages) and any(p.startswith("backbones/") for p in pages)
     kinds = {fact.key.split("|")[0] for fact in facts}
-    assert {"s", "s_interval", "score", "delta", "predicted_held_out", "predicted_all_pairs", "rho"} <= kinds
+    assert {
+        "s",
+        "s_interval",
+        "score",
+        "delta",
+        "delta_interval",
+        "predicted_held_out",
+        "predicted_all_pairs",
+    } <= kinds
+    assert {"predicted_all_pairs_interval", "rho"} <= kinds
 
 
 def test_smollm2_s_interval_is_one_interval_at_one_precision_on_the_board(board_facts) -> None:
