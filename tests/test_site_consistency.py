@@ -244,6 +244,11 @@ PLANTED = {
         r'(data-sb-fact="predicted_all_pairs_interval\|[^"]*"[^>]*>)\[[^,]*,',
         "\\1[\u221299.0,",
     ),
+    "a held-out prediction's interval end moved on the Leaderboard": (
+        "leaderboard.html",
+        r'(data-sb-fact="predicted_held_out_interval\|[^"]*"[^>]*>\[[^,]*, )[^\]]*\]',
+        "\\g<1>99.0]",
+    ),
     "a basis of a score dropped from the backbone page's Elsewhere": (
         BACKBONE,
         f'<a href="../interventions.html"><span {_marked(SCORE, "float32")}13.3</span>',
@@ -297,7 +302,7 @@ def test_the_board_marks_its_figures_on_every_kind_of_page(board_facts) -> None:
         "predicted_held_out",
         "predicted_all_pairs",
     } <= kinds
-    assert {"predicted_all_pairs_interval", "rho"} <= kinds
+    assert {"predicted_all_pairs_interval", "predicted_held_out_interval", "rho"} <= kinds
 
 
 def test_smollm2_s_interval_is_one_interval_at_one_precision_on_the_board(board_facts) -> None:
