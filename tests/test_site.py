@@ -407,7 +407,7 @@ def test_the_screening_page_says_per_task_how_often_its_intervals_held(board) ->
     ]
     low, high = row[["interval_low", "interval_high"]].iloc[0]
     assert (
-        f'[{format_number(low, 1)}, {format_number(high, 1)}]<br><span class="sb-muted">94.4% jackknife+</span>'
+        f'[{format_number(low, 1)}, {format_number(high, 1)}]</span><br><span class="sb-muted">94.4% jackknife+</span>'
         in qwen3
     )
 
