@@ -249,6 +249,11 @@ PLANTED = {
         r'(data-sb-fact="predicted_held_out_interval\|[^"]*"[^>]*>\[[^,]*, )[^\]]*\]',
         "\\g<1>99.0]",
     ),
+    "a reported S's prompt-set band widened on Choose a backbone": (
+        "screening.html",
+        r'(data-sb-fact="s_band_interval\|Qwen/Qwen3-4B@"[^>]*>)\[2.23,',
+        r"\1[2.13,",
+    ),
     "a basis of a score dropped from the backbone page's Elsewhere": (
         BACKBONE,
         f'<a href="../interventions.html"><span {_marked(SCORE, "float32")}13.3</span>',
