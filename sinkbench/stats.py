@@ -20,6 +20,7 @@ the functions that use it: the probe's path (S's interval) needs none of it.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -465,18 +466,65 @@ def paired_counts_delta(
     prompts passed by both models, ``lost`` by the reference only, ``gained`` by the VLM only, ``both_fail`` by
     neither. The four counts are all the paired bootstrap of a pass/fail delta needs: its replicates have the same
     distribution as over the prompts themselves (a seeded draw of them in another order may differ in the last
-    digit). NaN for fewer than 2 prompts."""
-    counts = [both_pass, lost, gained, both_fail]
-    reference = np.repeat([1, 1, 0, 0], counts)
-    vlm = np.repeat([1, 0, 1, 0], counts)
-    return paired_bootstrap_delta(reference, vlm, seed=seed, confidence=confidence, n_resamples=n_resamples)
+    digit). NaN for fewer than 2 prompts.
+
+    Computed from the counts, not the prompts: over the prompts ordered both pass, lost, gained, both fail (the
+    order :func:`paired_bootstrap_delta` would be given them in), a resample's pass counts are differences of its
+    cumulative histogram (:func:`_drawn_below`, one per prompt count and seed), so each interval costs
+    O(resamples) and the draw is shared by every pair of the same prompt count. The replicates are those of
+    :func:`paired_bootstrap_delta` on those prompts to the last bit (sums of 0/1 are exact), and so is their
+    interval (:func:`_bootstrap_percentile_ends`)."""
+    n = both_pass + lost + gained + both_fail
+    if n < 2:
+        return math.nan, math.nan
+    below = _drawn_below(n, seed, n_resamples)
+    reference = below[:, both_pass + lost]
+    vlm = below[:, both_pass] + below[:, both_pass + lost + gained] - reference
+    return _bootstrap_percentile_ends(100.0 * (vlm / n - reference / n), confidence)
+
+
+def _bootstrap_percentile_ends(replicates: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The percentile interval ``scipy.stats.bootstrap`` takes of its replicates (``scipy.stats.quantile``'s
+    default, Hyndman and Fan's method 7, at (1 - confidence)/2 and its complement), to the last bit, from the
+    four order statistics it reads (a partition, not a sort)."""
+    tail = (1 - confidence) / 2
+    p = np.array([tail, 1 - tail])
+    count = replicates.size
+    position = p * count + (1 - p)
+    upper = position // 1
+    fraction = position % 1
+    lower = np.clip(upper - 1, 0.0, count - 1).astype(np.int64)
+    upper = np.clip(upper, 0.0, count - 1).astype(np.int64)
+    ordered = np.partition(replicates, np.unique(np.concatenate([lower, upper])))
+    low, high = (1 - fraction) * ordered[lower] + fraction * ordered[upper]
+    return float(low), float(high)
+
+
+@functools.lru_cache(maxsize=4)
+def _drawn_below(n: int, seed: int, resamples: int) -> np.ndarray:
+    """Per resample of :func:`bootstrap`'s draw over n units, how many drawn units fall below each position:
+    ``result[r, k]`` counts the draws of resample r below unit k (k from 0 to n). Read-only; cached."""
+    rows = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    offsets = (np.arange(resamples) * (n + 1))[:, None]
+    counts = np.bincount((rows + offsets).ravel(), minlength=resamples * (n + 1)).astype(np.int32)
+    counts = counts.reshape(resamples, n + 1)
+    below = np.zeros_like(counts)
+    np.cumsum(counts[:, :-1], axis=1, out=below[:, 1:])
+    below.setflags(write=False)
+    return below
+
+
+@functools.lru_cache(maxsize=8)
+def _normal_quantile(probability: float) -> float:
+    """The standard normal distribution's ``probability`` quantile (cached: the tables ask for a few, many times)."""
+    from scipy import stats
+
+    return float(stats.norm.ppf(probability))
 
 
 def wilson_interval(share: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """Wilson's score interval of a proportion ``share`` (0-1) observed on ``n`` independent trials."""
-    from scipy import stats
-
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    z = _normal_quantile(0.5 + confidence / 2)
     scale = 1 + z * z / n
     centre = (share + z * z / (2 * n)) / scale
     half = z / scale * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n))

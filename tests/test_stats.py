@@ -270,6 +270,21 @@ def test_a_paired_interval_from_outcome_counts_is_the_bootstrap_over_the_prompts
     assert all(math.isnan(v) for v in stats.paired_counts_delta(1, 0, 0, 0, seed=0))
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 40), min_size=4, max_size=4).filter(lambda counts: sum(counts) >= 2),
+    st.integers(0, 2**32 - 1),
+    st.sampled_from([0.8, 0.9, 0.95]),
+)
+def test_the_interval_from_counts_is_the_bootstrap_over_the_prompts_to_the_last_bit(
+    counts: list[int], seed: int, confidence: float
+) -> None:
+    reference, vlm = np.repeat([1, 1, 0, 0], counts), np.repeat([1, 0, 1, 0], counts)
+    found = stats.paired_counts_delta(*counts, seed=seed, confidence=confidence, n_resamples=200)
+    expected = stats.paired_bootstrap_delta(reference, vlm, seed=seed, confidence=confidence, n_resamples=200)
+    assert found == expected
+
+
 def _wilson_by_root(successes: float, n: int, z: float) -> tuple[float, float]:
     """Wilson's limits solved numerically from the score test, |p_hat - p| = z sqrt(p (1 - p) / n)."""
     from scipy.optimize import brentq
