@@ -98,6 +98,30 @@ def test_jackknife_plus_held_out_equals_an_interval_per_pair_whatever_the_ties_a
             assert math.isnan(got) or got == pytest.approx(expected, rel=1e-9, abs=1e-9), i
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    lines=st.lists(
+        st.tuples(st.sampled_from([-2.0, 0.0, 0.5, 3.0]), st.floats(-3, 3), st.floats(-1, 1)),
+        min_size=1,
+        max_size=40,
+    ),
+    x_new=st.lists(st.one_of(st.sampled_from([0.0, 1.0, math.nan]), st.floats(-5, 5)), max_size=300),
+    rank=st.integers(0, 39),
+    block=st.sampled_from([1, 3, 128]),
+)
+def test_order_statistic_of_lines_is_that_of_every_line_sorted(
+    lines: list[tuple[float, float, float]], x_new: list[float], rank: int, block: int
+) -> None:
+    """The blocked selection against sorting every line's value at every x, bit for bit, with tied and crossing
+    lines and repeated x."""
+    intercept, slope, shift = (np.array(column) for column in zip(*lines, strict=True))
+    rank, x = min(rank, len(lines) - 1), np.array(x_new, dtype=float)
+    every = np.sort((intercept[:, None] + slope[:, None] * x[None, :]) + shift[:, None], axis=0)
+    with patch.object(intervals, "_LINES_BLOCK", block):
+        found = intervals.order_statistic_of_lines(intercept, slope, shift, x, rank)
+    assert np.array_equal(found, every[rank] if len(x) else found, equal_nan=True)
+
+
 def test_too_few_pairs_check_nothing() -> None:
     coverage = intervals.loo_coverage([0.0, 1.0, 2.0], [0.0, 1.0, 3.0], "jackknife+")
     assert (coverage.covered, coverage.checked, coverage.outside) == (0, 0, ())

@@ -37,8 +37,9 @@ CONFIDENCE = 0.95
 #: The method whose interval the board's and ``sinkbench screen``'s predictions carry.
 PREDICTION_METHOD = "jackknife+"
 
-#: Most cells (held-out pairs x pairs) :func:`jackknife_plus_held_out` computes at once, which bounds its memory.
-_HELD_OUT_CELLS = 1 << 20
+#: Most cells (held-out pairs x pairs) :func:`jackknife_plus_held_out` computes at once: its arrays stay in the
+#: processor's cache.
+_HELD_OUT_CELLS = 1 << 17
 #: (low, high) arrays at the new S values.
 Bounds = tuple[np.ndarray, np.ndarray]
 
@@ -115,24 +116,40 @@ def jackknife_plus_held_out(x: ArrayLike, y: ArrayLike, confidence: float = CONF
     sum_x, sum_y, sum_xx, sum_xy = xc.sum(), yc.sum(), xc @ xc, xc @ yc
     # each held-out pair's others, spread about their own mean: the scale of loo_lines' no-line rule
     spread = (sum_xx - xc**2) - (sum_x - xc) ** 2 / (n - 1)
+    square_x, product, x_mean, y_mean = xc**2, xc * yc, x.mean(), y.mean()
     block = max(1, _HELD_OUT_CELLS // n)
     for start in range(0, n, block):
-        i = np.arange(start, min(start + block, n))[:, None]  # held out
-        same = i == np.arange(n)  # j = i: no inner line
-        rest_x, rest_y = sum_x - xc[i] - xc, sum_y - yc[i] - yc
-        var = (sum_xx - xc[i] ** 2 - xc**2) - rest_x**2 / kept
-        cov = (sum_xy - xc[i] * yc[i] - xc * yc) - rest_x * rest_y / kept
+        held = np.arange(start, min(start + block, n))
+        i, diagonal = held[:, None], (np.arange(len(held)), held)  # held out; j = i: no inner line
+        rest_x, rest_y = (sum_x - xc[i]) - xc, (sum_y - yc[i]) - yc
+        var = ((sum_xx - xc[i] ** 2) - square_x) - rest_x**2 / kept
+        cov = ((sum_xy - xc[i] * yc[i]) - product) - rest_x * rest_y / kept
         with np.errstate(invalid="ignore", divide="ignore"):  # no line: NaN or inf, masked below
             slope = cov / var
-            intercept = y.mean() + rest_y / kept - slope * (x.mean() + rest_x / kept)
-            residuals = np.abs(y - (intercept + slope * x))  # pair j against the line without i and j
-            at_held_out = intercept + slope * x[i]
-        exists = (var > 1e-12 * np.maximum(1.0, spread[i])) & np.isfinite(slope)
-        every_line = (exists | same).all(axis=1)
-        low = np.partition(np.where(same, np.inf, at_held_out - residuals), n - 1 - k, axis=1)[:, n - 1 - k]
-        high = np.partition(np.where(same, np.inf, at_held_out + residuals), k - 1, axis=1)[:, k - 1]
-        lows[i[:, 0]] = np.where(every_line, low, np.nan)
-        highs[i[:, 0]] = np.where(every_line, high, np.nan)
+            rest_x /= kept
+            rest_x += x_mean
+            rest_x *= slope
+            rest_y /= kept
+            rest_y += y_mean
+            intercept = np.subtract(rest_y, rest_x, out=rest_y)
+            residuals = np.multiply(slope, x, out=rest_x)
+            residuals += intercept
+            np.subtract(y, residuals, out=residuals)
+            np.abs(residuals, out=residuals)  # pair j against the line without i and j
+            at_held_out = np.multiply(slope, x[i], out=cov)
+            at_held_out += intercept
+        exists = np.isfinite(slope)
+        exists &= var > 1e-12 * np.maximum(1.0, spread[i])
+        exists[diagonal] = True
+        every_line = exists.all(axis=1)
+        values = np.subtract(at_held_out, residuals, out=var)
+        values[diagonal] = np.inf
+        low = np.partition(values, n - 1 - k, axis=1)[:, n - 1 - k]
+        values = np.add(at_held_out, residuals, out=slope)
+        values[diagonal] = np.inf
+        high = np.partition(values, k - 1, axis=1)[:, k - 1]
+        lows[held] = np.where(every_line, low, np.nan)
+        highs[held] = np.where(every_line, high, np.nan)
     return lows, highs
 
 
@@ -161,11 +178,44 @@ def jackknife_plus_interval(
         nan = np.full(x_new.shape, np.nan)
         return nan, nan.copy()
     residuals = np.abs(y - (intercept + slope * x))  # each pair against the line fitted without it
-    lines = intercept[:, None] + slope[:, None] * x_new.reshape(1, -1)
     k = jackknife_plus_rank(n, confidence)
-    low = np.sort(lines - residuals[:, None], axis=0)[n - k]
-    high = np.sort(lines + residuals[:, None], axis=0)[k - 1]
+    flat = x_new.reshape(-1)
+    low = order_statistic_of_lines(intercept, slope, -residuals, flat, n - k)
+    high = order_statistic_of_lines(intercept, slope, residuals, flat, k - 1)
     return low.reshape(x_new.shape), high.reshape(x_new.shape)
+
+
+#: New x values per block of :func:`order_statistic_of_lines`.
+_LINES_BLOCK = 128
+
+
+def order_statistic_of_lines(
+    intercept: np.ndarray, slope: np.ndarray, shift: np.ndarray, x_new: np.ndarray, rank: int
+) -> np.ndarray:
+    """At each of ``x_new`` (1-D), the ``rank``-th smallest (0-based) over lines i of
+    ``(intercept[i] + slope[i] * x) + shift[i]``, bit for bit the value sorting all of them gives (NaN at a NaN x).
+
+    Without evaluating every line at every x: the x are taken in sorted blocks, and the value of line i, computed
+    in floating point, is monotone in x (every rounding is), so over a block it lies between its values at the
+    block's ends, [L_i, U_i]. The order statistic then lies between the ``rank``-th smallest L and U; the lines
+    entirely below that range are counted, those entirely above dropped, and the rest evaluated at every x of the
+    block. The leave-one-out lines of jackknife+ are nearly parallel, so few remain: O(lines x blocks) in all.
+    """
+    found = np.full(x_new.shape, np.nan)
+    finite = np.flatnonzero(~np.isnan(x_new))
+    order = finite[np.argsort(x_new[finite], kind="stable")]
+    for start in range(0, len(order), _LINES_BLOCK):
+        at = order[start : start + _LINES_BLOCK]
+        ends = (intercept + slope * x_new[at[0]]) + shift, (intercept + slope * x_new[at[-1]]) + shift
+        lower, upper = np.minimum(*ends), np.maximum(*ends)
+        least = np.partition(lower, rank)[rank]
+        most = np.partition(upper, rank)[rank]
+        below = upper < least
+        kept = ~below & (lower <= most)
+        values = (intercept[kept] + slope[kept] * x_new[at, None]) + shift[kept]
+        inner = rank - int(below.sum())
+        found[at] = np.partition(values, inner, axis=1)[:, inner]
+    return found
 
 
 @dataclass(frozen=True)
