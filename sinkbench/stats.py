@@ -478,8 +478,8 @@ def paired_counts_delta(
     if n < 2:
         return math.nan, math.nan
     below = _drawn_below(n, seed, n_resamples)
-    reference = below[:, both_pass + lost]
-    vlm = below[:, both_pass] + below[:, both_pass + lost + gained] - reference
+    reference = below[both_pass + lost]
+    vlm = below[both_pass] + below[both_pass + lost + gained] - reference
     return _bootstrap_percentile_ends(100.0 * (vlm / n - reference / n), confidence)
 
 
@@ -503,13 +503,12 @@ def _bootstrap_percentile_ends(replicates: np.ndarray, confidence: float) -> tup
 @functools.lru_cache(maxsize=4)
 def _drawn_below(n: int, seed: int, resamples: int) -> np.ndarray:
     """Per resample of :func:`bootstrap`'s draw over n units, how many drawn units fall below each position:
-    ``result[r, k]`` counts the draws of resample r below unit k (k from 0 to n). Read-only; cached."""
+    ``result[k, r]`` counts the draws of resample r below unit k (k from 0 to n). Read-only; cached."""
     rows = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
     offsets = (np.arange(resamples) * (n + 1))[:, None]
     counts = np.bincount((rows + offsets).ravel(), minlength=resamples * (n + 1)).astype(np.int32)
-    counts = counts.reshape(resamples, n + 1)
-    below = np.zeros_like(counts)
-    np.cumsum(counts[:, :-1], axis=1, out=below[:, 1:])
+    below = np.zeros((n + 1, resamples), dtype=np.int32)
+    np.cumsum(counts.reshape(resamples, n + 1)[:, :-1].T, axis=0, out=below[1:])
     below.setflags(write=False)
     return below
 
