@@ -24,6 +24,7 @@ from sinkbench.tables.screening import REPORTED_S_BAND
 
 ROOT = Path(__file__).parents[1]
 PROMPT_SETS = ROOT / "experiments" / "prompt_sets" / "results" / "prompt_sets.json"
+_DIFFERENCES = [f"diff_{kind}{part}" for kind in ("next", "top") for part in ("", "_low", "_high", "_share")]
 
 
 @pytest.mark.parametrize(
@@ -49,10 +50,16 @@ def test_a_follower_after_a_gap_does_not_rejoin_its_leaders_tier() -> None:
     np.testing.assert_array_equal(tiers([2.0, 1.49, 1.0], [2.2, 1.51, 2.5]), [1, 2, 2])
 
 
-def test_told_apart_is_an_interval_that_excludes_zero() -> None:
-    np.testing.assert_array_equal(
-        told_apart([0.1, -2, -1, math.nan], [2, -0.1, 1, 1]), [True, True, False, False]
+def test_told_apart_needs_an_interval_that_excludes_zero_and_a_share_clear_of_monte_carlo_error() -> None:
+    # 3 Monte-Carlo standard errors at 9,999 draws: 0.0047, so a share must reach 0.9797 (or fall to 0.0203).
+    found = told_apart(
+        [0.1, -2, -1, math.nan, 0.1, 0.1, -2],
+        [2, -0.1, 1, 1, 2, 2, -0.1],
+        [0.99, 0.01, 0.5, 0.5, 0.976, 0.98, 0.021],
+        draws=9999,
     )
+    np.testing.assert_array_equal(found, [True, True, False, False, False, True, False])
+    assert told_apart([0.1], [2.0], [0.976], draws=10**7)[0]  # with draws enough, the same share is clear
     assert {"tiers", "told apart"} <= set(RULES)  # stated on the methodology page
 
 
@@ -137,9 +144,14 @@ def test_the_boards_tiers_and_differences_follow_from_its_intervals(board) -> No
     qwen3 = rows[rows["model_id"].str.startswith("Qwen/Qwen3-") & (rows["sink_strength"] == 2.36)]
     assert set(qwen3["tier"]) == {1} and first["tier"] == 1
     slope = board.correlations.set_index("task").loc["ifeval_strict", "slope"]
+    assert rows.loc[rows["extrapolated"].astype(bool), _DIFFERENCES].isna().all().all()  # apart: not compared
+    rows = rows[~rows["extrapolated"].astype(bool)]
+    first = rows.iloc[0]
     gaps = rows["sink_strength"].to_numpy()[:-1] - rows["sink_strength"].to_numpy()[1:]
     np.testing.assert_allclose(rows["diff_next"].to_numpy()[:-1], slope * gaps)
-    np.testing.assert_allclose(rows["diff_top"], slope * (first["sink_strength"] - rows["sink_strength"]))
+    np.testing.assert_allclose(
+        rows["diff_top"][1:], slope * (first["sink_strength"] - rows["sink_strength"][1:])
+    )
     tied = rows.iloc[0]  # Qwen3-4B against Qwen3-8B: equal S, a coin toss
     assert tied["diff_next_low"] < 0 < tied["diff_next_high"] and 0.4 < tied["diff_next_share"] < 0.6
 
@@ -148,7 +160,9 @@ def test_the_ordering_sentence_counts_what_the_table_says(board) -> None:
     views = build_views(board)
     found = ordering(views.backbones, "ifeval_strict")
     rows = board.screening[board.screening["task"] == "ifeval_strict"].sort_values("position")
-    apart = told_apart(rows["diff_next_low"], rows["diff_next_high"])
+    rows = rows[~rows["extrapolated"].astype(bool)]
+    draws = stats.default_resamples(int(rows["n_pairs"].iloc[0]))
+    apart = told_apart(rows["diff_next_low"], rows["diff_next_high"], rows["diff_next_share"], draws)
     assert (found.compared, found.apart) == (len(rows) - 1, int(apart.sum()))
     gaps = -np.diff(rows["sink_strength"].to_numpy())
     assert found.smallest_apart == pytest.approx(gaps[apart[:-1]].min())
@@ -190,14 +204,32 @@ def test_the_decision_page_shows_each_backbone_with_tier_s_interval_and_predicti
 def test_the_decision_page_states_what_the_board_can_order(board, page) -> None:
     found = ordering(build_views(board).backbones, "ifeval_strict")
     text = " ".join(page.split())
-    assert f"the fit tells {found.apart} of {found.compared} backbones apart from the next one by S" in text
+    assert (
+        f"the fit tells {found.apart} of the {found.compared} backbones inside what the pairs cover apart from the "
+        "next such one by S" in text
+    )
     assert f"by more than {format_number(found.largest_not_apart, 2)} nats is told apart" in text
     assert f"none whose S differs by less than {format_number(found.smallest_apart, 2)}" in text
     assert f"No two of the {found.backbones} backbones inside what the pairs cover" in text
     rows = board.screening[board.screening["task"] == "ifeval_strict"].sort_values("position")
+    rows = rows[~rows["extrapolated"].astype(bool)]
     for html, row in zip(_rows(page, "board-differences"), rows.itertuples(), strict=True):
         if not math.isnan(row.diff_next):
             interval = (
                 f"[{format_number(row.diff_next_low, 2, True)}, {format_number(row.diff_next_high, 2, True)}]"
             )
-            assert interval in html and f"{format_share(row.diff_next_share)} of draws" in html
+            share = "&gt; 99.9%" if row.diff_next_share > 0.999 else format_share(row.diff_next_share)
+            assert interval in html and f"{share} of draws" in html
+            cell = html.split("</td>")[2]  # against the next by S
+            assert ("too close to call" in cell) == (
+                (row.diff_next_low > 0 or row.diff_next_high < 0) and "<strong>" not in cell
+            )
+
+
+def test_differences_are_drawn_only_where_the_fit_beats_the_mean(board) -> None:
+    beats = board.correlations.set_index("task")["beats_baseline"]
+    assert {"yes", "marginal", "no"} <= set(beats)  # the real board has each outcome
+    for task, outcome in beats.items():
+        rows = board.screening[board.screening["task"] == task]
+        inside = rows[~rows["extrapolated"].astype(bool)]
+        assert inside["diff_next"].notna().any() == (outcome == "yes"), task

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from sinkbench import stats
 from sinkbench.leaderboard import entry_details as details
 from sinkbench.leaderboard.content import (
     BackboneView,
@@ -61,7 +62,7 @@ def _reasons(row: Row) -> tuple[str, ...]:
 def _difference(row: Row, kind: str) -> Difference | None:
     """The ``diff_{kind}`` columns of ``row`` (next, top), or None where they are undefined."""
     values = [finite_or_none(row.get(f"diff_{kind}{part}")) for part in ("", "_low", "_high", "_share")]
-    return None if None in values else Difference(*values)
+    return None if None in values else Difference(*values, draws=stats.default_resamples(int(row["n_pairs"])))
 
 
 def _predictions(rows: Iterable[Row]) -> list[Prediction]:
@@ -181,16 +182,17 @@ def rank_order(view: BackboneView) -> tuple:
 
 
 def ordering(backbones: Sequence[BackboneView], task: str) -> Ordering:
-    """What ``task``'s fit can order among ``backbones`` (in screening order): each against the next by S, told apart
-    or not, with the S gaps; and how many pairs of the backbones inside what the pairs cover have prediction
+    """What ``task``'s fit can order among ``backbones`` (in screening order): each inside what the pairs cover
+    against the next such one by S, told apart or not, with the S gaps; and how many pairs of the backbones inside what the pairs cover have prediction
     intervals that do not overlap."""
     gaps: dict[bool, list[float]] = {True: [], False: []}
-    for higher, lower in pairwise(backbones):
+    covered = [b for b in backbones if (p := b.prediction(task)) is not None and not p.extrapolated]
+    for higher, lower in pairwise(covered):
         found = higher.prediction(task)
         if found is not None and found.vs_next is not None:
             gap = (higher.sink_strength.value or 0.0) - (lower.sink_strength.value or 0.0)
             gaps[found.vs_next.apart].append(gap)
-    inside = [p for b in backbones if (p := b.prediction(task)) and not p.extrapolated and p.low is not None]
+    inside = [p for b in covered if (p := b.prediction(task)) and p.low is not None]
     lows = np.sort([p.low for p in inside])
     separated = sum(len(lows) - np.searchsorted(lows, p.high, side="right") for p in inside)
     return Ordering(

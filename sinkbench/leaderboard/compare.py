@@ -267,10 +267,13 @@ def _predicted_all(ref: str, prediction: Prediction, source: Basis) -> Figure:
         prediction.level,
         prediction.informative,
     )
+    if prediction.extrapolated and prediction.delta is not None:
+        text += f" · extrapolated: {'; '.join(prediction.reasons)}"
+    kind = "predicted_all_pairs" if prediction.informative else "predicted_all_pairs_interval"
     return Figure(
         f"{prediction.label}: predicted Δ (fit on all pairs)",
         text,
-        fact_key("predicted_all_pairs", ref, prediction.task) if prediction.informative else None,
+        fact_key(kind, ref, prediction.task),
         group=prediction.label,
         source=source if prediction.delta is not None else None,
     )
@@ -281,7 +284,7 @@ def _held_out(slug: str, label: str, task: str, held: HeldOut, source: Basis) ->
     return Figure(
         f"{label}: held-out predicted Δ (leave-one-pair-out)",
         text,
-        fact_key("predicted_held_out", slug, task) if held.informative else None,
+        fact_key("predicted_held_out" if held.informative else "predicted_held_out_interval", slug, task),
         group=label,
         source=source if held.delta is not None else None,
     )

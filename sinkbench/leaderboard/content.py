@@ -209,17 +209,23 @@ class Reproduce:
 @dataclass(frozen=True)
 class Difference:
     """The difference in expected Δ (points) between a higher-S and a lower-S backbone under one task's fit, its
-    95% interval, and the share of draws in which the higher one is expected to lose less (``share``)."""
+    95% interval, and the share of its ``draws`` in which the higher one is expected to lose less (``share``)."""
 
     estimate: float
     low: float
     high: float
     share: float
+    draws: int
 
     @property
     def apart(self) -> bool:
-        """True when the interval excludes zero (:func:`sinkbench.tables.rules.told_apart`)."""
-        return bool(told_apart(self.low, self.high))
+        """True when the two are told apart (:func:`sinkbench.tables.rules.told_apart`)."""
+        return bool(told_apart(self.low, self.high, self.share, self.draws))
+
+    @property
+    def too_close(self) -> bool:
+        """True when the interval excludes zero but its share of draws is too near the threshold to call."""
+        return not self.apart and (self.low > 0 or self.high < 0)
 
 
 @dataclass(frozen=True)
@@ -367,7 +373,6 @@ class BackboneView:
     heatmap: PlotRef | None = None
     data_files: list[DataFile] = field(default_factory=list)
     reproduce: list[Reproduce] = field(default_factory=list)
-    ranked: int = 0
     s_entry: str = ""  # the entry whose S and interval the row shows
     submitted: str | None = None
     s_bounds: tuple[float, float] | None = None  # the interval tiers and differences read S from

@@ -197,9 +197,6 @@ def _backbone_views(
         ),
         key=rank_order,
     )
-    ranked = sum(view.rank is not None for view in backbones)
-    for backbone in backbones:
-        backbone.ranked = ranked
     _describe_references(pairs, backbones)
     return backbones
 

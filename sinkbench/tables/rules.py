@@ -117,8 +117,8 @@ DeltaIntervalKind = Literal["paired-samples", "paired-counts", "unpaired", "none
     "observed Δ interval",
     "An observed Δ carries a 95% interval paired over prompts where per-prompt outcomes exist (the samples of both "
     "sides, else published pass/lost/gained/fail counts), else an unpaired one from the two scores and the prompt "
-    "count, marked unpaired; where the score is not a share of prompts or a score or the count is missing, the "
-    "page says so instead.",
+    "count, marked unpaired; where the metric is not a share of prompts passed, or a score or the prompt count "
+    "is missing, the page says so instead.",
 )
 def delta_interval_kind(
     *, samples: bool, counts: bool, proportion: bool, scores: bool, prompts: bool
@@ -153,14 +153,23 @@ def tiers(lows: ArrayLike, highs: ArrayLike) -> np.ndarray:
     return found
 
 
+#: Monte-Carlo standard errors by which the share of draws must clear its threshold for a difference to be told apart.
+MONTE_CARLO_MARGIN = 3.0
+
+
 @rule(
     "told apart",
-    "Two backbones are told apart on a task when the 95% interval of the difference in their expected Δ excludes "
-    "zero; that difference is the slope of the fit of Δ on S times the difference of their S, bootstrapped over the "
-    "pairs with each S drawn from a normal distribution whose 95% interval is its S interval, and the share of "
-    "draws in which the first is expected to lose less is stated as the confidence.",
+    "Two backbones inside what the pairs cover are told apart on a task whose fit beats the mean (yes) when the 95% "
+    "interval of the difference in their expected Δ excludes zero and the share of draws in which the first is "
+    "expected to lose less clears 97.5% (or 2.5%) by more than three Monte-Carlo standard errors (nearer, another "
+    "seed could flip it: too close to call); the difference is the fit's slope times the difference of their S, "
+    "bootstrapped over the pairs with each S drawn from a normal centred on it whose standard deviation is its "
+    "interval's width divided by 3.92.",
 )
-def told_apart(low: ArrayLike, high: ArrayLike) -> np.ndarray:
-    """Whether each difference interval ``[low, high]`` excludes zero (NaN bounds: not told apart)."""
-    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
-    return (low > 0) | (high < 0)
+def told_apart(low: ArrayLike, high: ArrayLike, share: ArrayLike, draws: int) -> np.ndarray:
+    """Whether each difference interval ``[low, high]`` excludes zero with its ``share`` of positive draws (of
+    ``draws``) beyond 97.5% or 2.5% by :data:`MONTE_CARLO_MARGIN` standard errors (NaN: not told apart)."""
+    low, high, share = (np.asarray(value, dtype=float) for value in (low, high, share))
+    margin = MONTE_CARLO_MARGIN * math.sqrt(0.975 * 0.025 / max(draws, 1))
+    decided = (share >= 0.975 + margin) | (share <= 0.025 - margin)
+    return ((low > 0) | (high < 0)) & decided

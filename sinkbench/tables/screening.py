@@ -29,7 +29,7 @@ from sinkbench.submissions.entry import Entry
 from sinkbench.submissions.facts import llm_size, s_protocol
 from sinkbench.tables import intervals
 from sinkbench.tables.pairs import llm_keys, usable_pairs
-from sinkbench.tables.rules import informative, tiers
+from sinkbench.tables.rules import beats_mean, informative, tiers
 
 _LLM_COLUMNS = [
     "model_id",
@@ -292,7 +292,7 @@ def _llm_rows(entries: Sequence[Entry], band: float) -> pd.DataFrame:
 
 def _differences(fitted: TaskFit, llms: pd.DataFrame, seed: int) -> dict[str, np.ndarray]:
     """The difference columns of ``llms`` (in order of S) under ``fitted``: each S drawn from a normal distribution
-    whose 95% interval is its S interval (a point where it has none)."""
+    centred on it, with standard deviation its interval's width / 3.92 (a point where it has none)."""
     sd = ((llms["s_high"] - llms["s_low"]) / (2 * _Z95)).fillna(0.0).to_numpy(float)
     found = stats.line_differences(fitted.s, fitted.delta, llms["sink_strength"], sd, seed=seed)
     return {
@@ -305,8 +305,9 @@ def _differences(fitted: TaskFit, llms: pd.DataFrame, seed: int) -> dict[str, np
 def _task_block(
     llms: pd.DataFrame, usable: pd.DataFrame, task: str, coverage: dict[str, intervals.Coverage], seed: int
 ) -> pd.DataFrame | None:
-    """Every LLM with the prediction of ``task``'s fit, its extrapolation flags and its differences, or None
-    without a fit."""
+    """Every LLM with the prediction of ``task``'s fit, its extrapolation flags and, for the LLMs inside what the
+    pairs cover and where the fit beats the mean (:func:`~sinkbench.tables.rules.beats_mean`), its differences
+    against the next such LLM and the first; None without a fit."""
     fitted = TaskFit.of(usable, coverage)
     if fitted is None:
         return None
@@ -316,12 +317,23 @@ def _task_block(
         )
         for row in llms.itertuples()
     ]
+    inside = np.array([not found for found in reasons], dtype=bool)
+    differences = {column: np.full(len(llms), np.nan) for column in _DIFFERENCE_COLUMNS}
+    if (
+        inside.any()
+        and beats_mean(stats.loo_mae(fitted.s, fitted.delta), stats.baseline_mae(fitted.delta)) == "yes"
+    ):
+        for column, values in _differences(fitted, llms[inside], seed).items():
+            differences[column][inside] = values
+        first = np.flatnonzero(inside)[0]  # the first inside is the one the others are taken against
+        for column in _DIFFERENCE_COLUMNS[4:]:
+            differences[column][first] = np.nan
     return llms.assign(
         task=task,
         **fitted.predict(llms["sink_strength"].to_numpy(float)),
-        extrapolated=[bool(found) for found in reasons],
+        extrapolated=~inside,
         extrapolation_reasons=["; ".join(found) for found in reasons],
-        **_differences(fitted, llms, seed),
+        **differences,
     )
 
 
