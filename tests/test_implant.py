@@ -50,10 +50,11 @@ def test_the_implanted_vlm_runs_the_lm_on_text_and_keeps_its_vision_tower(
 
 
 def test_an_lm_of_another_architecture_is_refused_and_nothing_written(tiny_pair, tmp_path: Path) -> None:
-    from sinkbench.interventions.qk_norm import write_qk_norm_injection
+    from sinkbench.interventions.checkpoint import write_intervention
+    from sinkbench.interventions.qk_norm import QK_NORM_INJECTION
 
     injected = tmp_path / "injected"
-    write_qk_norm_injection(str(tiny_pair.vlm_lm), injected, progress=False)
+    write_intervention(QK_NORM_INJECTION, {"source": str(tiny_pair.vlm_lm)}, injected, progress=False)
     with pytest.raises(ExtractError, match=r"a 'qwen3' causal LM .* runs as 'llama'") as error:
         implant_lm(str(tiny_pair.vlm), injected, tmp_path / "out")
     assert "\n" not in str(error.value) and not (tmp_path / "out").exists()

@@ -11,10 +11,11 @@ from tiny_models import lm_eval_tiny_choice, tiny_tokenizer
 from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, LlavaConfig
 
 from sinkbench.extract import implant_lm
-from sinkbench.interventions.ablation import write_channel_ablation
-from sinkbench.interventions.merging import write_merges
-from sinkbench.interventions.qk_norm import write_qk_norm_injection
-from sinkbench.interventions.random_control import write_random_control
+from sinkbench.interventions.ablation import CHANNEL_ABLATION, AblationParameters
+from sinkbench.interventions.checkpoint import write_intervention
+from sinkbench.interventions.merging import MERGE, MergeParameters
+from sinkbench.interventions.qk_norm import QK_NORM_INJECTION
+from sinkbench.interventions.random_control import RANDOM_CONTROL
 from sinkbench.sink.options import IntervalOptions
 from sinkbench.sink.probe_model import probe_model
 
@@ -26,17 +27,20 @@ CLIP = {"model_type": "clip_vision_model", "image_size": 28, "patch_size": 14, "
 def checkpoints(tiny_pair, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """One checkpoint of each intervention, from the tiny pair."""
     root = tmp_path_factory.mktemp("checkpoints")
-    write_random_control(str(tiny_pair.reference), str(tiny_pair.vlm_lm), root / "control", progress=False)
-    write_channel_ablation(str(tiny_pair.vlm_lm), root / "ablation", top_k=4, progress=False)
-    write_qk_norm_injection(str(tiny_pair.vlm_lm), root / "injected", progress=False)
+    pair = {"reference": str(tiny_pair.reference), "vlm_lm": str(tiny_pair.vlm_lm)}
+    write_intervention(RANDOM_CONTROL, pair, root / "control", progress=False)
+    ablation = AblationParameters(top_k=4)
+    write_intervention(
+        CHANNEL_ABLATION, {"model": pair["vlm_lm"]}, root / "ablation", ablation, progress=False
+    )
+    write_intervention(QK_NORM_INJECTION, {"source": pair["vlm_lm"]}, root / "injected", progress=False)
     found = {
         "control": root / "control",
         "ablation": root / "ablation" / "input_layernorm",
         "injected": root / "injected",
     }
     if importlib.util.find_spec("mergekit") is not None:  # the merge extra
-        reference, vlm_lm = str(tiny_pair.reference), str(tiny_pair.vlm_lm)
-        write_merges(reference, vlm_lm, root / "merge", ["ties"], sweep=False, progress=False)
+        write_intervention(MERGE, pair, root / "merge", MergeParameters(setting="ties"), progress=False)
         found["merge"] = root / "merge"
     return found
 

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,6 +43,9 @@ from experiments.vl_testbed.precision import with_precision
 from experiments.vl_testbed.schema import BaseRecord, Results, RunKey, RunRecord
 from sinkbench.safe_io import write_json_atomic
 from sinkbench.stats import mean_interval, sign_flip_p
+
+if TYPE_CHECKING:
+    from sinkbench.interventions.qk_norm import QkNormReport
 
 #: The running state of the study under its work folder.
 STUDY_FILE = "study.json"
@@ -306,12 +309,12 @@ class Study:
         }
 
     def _random_control(self) -> dict[str, Any]:
-        from sinkbench.interventions.random_control import write_random_control
+        from sinkbench.interventions.checkpoint import write_intervention
+        from sinkbench.interventions.random_control import RANDOM_CONTROL
 
         out = self.workdir / "random-control"
-        record = write_random_control(
-            self.study.inputs.base_dir, self._dirs("vl") / "lm", out, seed=0, overwrite=True, progress=False
-        )
+        models = {"reference": self.study.inputs.base_dir, "vlm_lm": self._dirs("vl") / "lm"}
+        record = write_intervention(RANDOM_CONTROL, models, out, overwrite=True, progress=False)
         measured = self._measure(self.testbed, out)
         shutil.rmtree(out)  # measured: the results keep its numbers, not its weights
         arm = self._arm(
@@ -319,24 +322,24 @@ class Study:
             "Gaussian ΔW at the VLM-LM's relative norms (seed 0)",
             measured,
             self._comparators(),
-            max_relative_error=record["max_relative_error"],
+            max_relative_error=record.max_relative_error,
             median_target_relative_frobenius=float(
-                np.median([row["target_relative_frobenius"] for row in record["projections"]])
+                np.median([row.target_relative_frobenius for row in record.projections])
             ),
         )
         return {"random_control": arm}
 
     def _merges(self) -> dict[str, Any]:
         from sinkbench.extract.implant import implant_lm
-        from sinkbench.interventions.merging import write_merges
+        from sinkbench.interventions.checkpoint import write_intervention
+        from sinkbench.interventions.merging import MERGE
 
         out = self.workdir / "merges"
-        report = write_merges(
-            self.study.inputs.base_dir, self._dirs("vl") / "lm", out, overwrite=True, progress=False
-        )
+        models = {"reference": self.study.inputs.base_dir, "vlm_lm": self._dirs("vl") / "lm"}
+        report = write_intervention(MERGE, models, out, overwrite=True, progress=False)
         comparators = self._comparators()
         arms = []
-        for name, record in report["settings"].items():
+        for name, record in report.settings.items():
             identical = record["distance"]["to_vlm_lm"] == 0
             if identical:  # the same weights as the VLM-LM: its measurements are this model's
                 measured = comparators["vlm_lm"]
@@ -362,13 +365,16 @@ class Study:
         return {"merges": arms}
 
     def _ablation(self, backbone: str, testbed: Testbed, model_dir: Path, template: str) -> Ablation:
-        from sinkbench.interventions.ablation import write_channel_ablation
+        from sinkbench.interventions.ablation import CHANNEL_ABLATION
+        from sinkbench.interventions.checkpoint import write_intervention
 
         out = self.workdir / f"ablation-{backbone}"
-        report = write_channel_ablation(model_dir, out, overwrite=True, progress=False)
+        report = write_intervention(
+            CHANNEL_ABLATION, {"model": model_dir}, out, overwrite=True, progress=False
+        )
         base = base_measured(testbed.ensure_base())
         settings = []
-        for name, setting in report["settings"].items():
+        for name, setting in report.settings.items():
             measured = self._measure(testbed, out / name)
             self.log(f"ablation {backbone} {name}: done")
             settings.append(
@@ -379,8 +385,8 @@ class Study:
                     {"base": base},
                     kinds=setting["kinds"],
                     norms_changed=setting["norms_changed"],
-                    top_k=report["top_k"],
-                    paper_kinds_absent=report["paper_kinds_absent"],
+                    top_k=report.top_k,
+                    paper_kinds_absent=report.paper_kinds_absent,
                 )
             )
         shutil.rmtree(out)
@@ -404,12 +410,17 @@ class Study:
     def _injected_dir(self) -> Path:
         return self.workdir / "injected"
 
-    def _injection_before(self) -> dict[str, Any]:
-        from sinkbench.interventions.qk_norm import write_qk_norm_injection
+    def _inject(self) -> QkNormReport:
+        from sinkbench.interventions.checkpoint import write_intervention
+        from sinkbench.interventions.qk_norm import QK_NORM_INJECTION
 
-        record = write_qk_norm_injection(
-            self.study.inputs.base_dir, self._injected_dir(), overwrite=True, progress=False
+        source = {"source": self.study.inputs.base_dir}
+        return write_intervention(
+            QK_NORM_INJECTION, source, self._injected_dir(), overwrite=True, progress=False
         )
+
+    def _injection_before(self) -> dict[str, Any]:
+        record = self._inject()
         measured = self._measure(self.testbed, self._injected_dir())
         base = {"base": self.state.base}
         before = self._arm(
@@ -417,8 +428,8 @@ class Study:
             "per-head QK-RMSNorm, γ = 1, no training",
             measured,
             base,
-            target_architecture=record["target_architecture"],
-            equivalence=record["equivalence"],
+            target_architecture=record.target_architecture,
+            equivalence=record.equivalence,
         )
         return {"injection": Injection(before=before, runs=[], vanilla_seeds=[], over_seeds={})}
 
@@ -426,13 +437,11 @@ class Study:
         """The injected SmolLM2 through stage 2 for each seed, each paired with a vanilla run of its seed: the
         testbed results', the re-made VL endpoint (seed 0), or one the study makes in its own testbed. Every run is
         written to the running state as it finishes, so a killed step resumes at the run it was in."""
-        from sinkbench.interventions.qk_norm import write_qk_norm_injection
-
         inputs = self.study.inputs
         if not (
             self._injected_dir() / "config.json"
         ).is_file():  # a work folder started from the results file
-            write_qk_norm_injection(inputs.base_dir, self._injected_dir(), overwrite=True, progress=False)
+            self._inject()
         injected = Inputs(
             self._injected_dir(), inputs.docs, inputs.non_trivial, inputs.problems, [], inputs.shape
         )

@@ -10,6 +10,7 @@ Section 5 and Appendices D.3, D.4, F.1-F.4):
   ``sinkbench[merge]``), with :mod:`.spectral` adding TSV and STAR to mergekit's methods.
 
 Each takes models as a spec, a folder or a :class:`~sinkbench.models.LoadedModel` and returns its numbers or a
-model; the ``write_*`` calls write a standard transformers checkpoint (:mod:`.checkpoint`) with the report beside
-its weights. Nothing here imports lm-eval, the submissions or the site.
+model; each that makes models declares one :class:`~.checkpoint.Intervention`, which
+:func:`~.checkpoint.write_intervention` writes as standard transformers checkpoints with the typed report beside
+the weights. Nothing here imports lm-eval, the submissions or the site.
 """

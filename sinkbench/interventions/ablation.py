@@ -12,27 +12,16 @@ taken before any is replaced; ties in |gamma| go to the lower channel index. The
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from sinkbench.errors import UserError
-from sinkbench.interventions.checkpoint import (
-    StrengthProbe,
-    check_out,
-    checkpoint_record,
-    measured,
-    publishing_checkpoints,
-    save_checkpoint,
-    write_report,
-)
+from sinkbench.interventions.checkpoint import Intervention, Output, Report, Run
 from sinkbench.interventions.modules import norm_scales, scale_offset
 from sinkbench.interventions.settings import ABLATION_SETTINGS, DEFAULT_TOP_K, PAPER_NORMS
-from sinkbench.models import ModelLike, as_loaded
 
 
 @dataclass(frozen=True)
@@ -134,70 +123,63 @@ def ablation_settings(
     return chosen
 
 
-def write_channel_ablation(
-    model: ModelLike,
-    out: str | Path,
-    *,
-    kinds: Sequence[str] | None = None,
-    top_k: int = DEFAULT_TOP_K,
-    settings: Sequence[str] = ABLATION_SETTINGS,
-    probe: StrengthProbe | None = None,
-    overwrite: bool = False,
-    progress: bool = True,
-    **load_options: Any,
-) -> dict[str, Any]:
-    """Write one checkpoint per ablation setting into ``out`` (``out/<setting>/``) and the report
-    (``out/intervention.json``), published as a whole.
+@dataclass(frozen=True)
+class AblationParameters:
+    """The ablation's parameters.
 
-    Args:
-        model: the model to ablate (a spec, folder or loaded model; restored afterwards).
-        out: the folder of checkpoints.
-        kinds: the norms to ablate (default: the paper's that the model has).
+    Attributes:
+        kinds: the norms to ablate (None: the paper's that the model has).
         top_k: channels per layer and norm.
         settings: ``single`` and/or ``joint``.
-        probe: also measure S of the model and of each ablated model (None: do not).
-        overwrite: replace an earlier ``out``.
-        progress: show progress bars.
-        load_options: how a spec is loaded (:func:`sinkbench.models.load_model`).
-
-    Returns:
-        The report: per setting the kinds, the channels changed and S; S of the unablated model.
     """
-    started = time.perf_counter()
-    check_out(out, overwrite)
-    loaded = as_loaded(model, **load_options)
-    chosen, absent = choose_kinds(loaded.model, kinds)
-    plan = ablation_settings(chosen, settings)
-    results = {}
-    with publishing_checkpoints(out, overwrite=overwrite, inputs=(loaded,)) as staging:
-        baseline = measured(probe, loaded, progress)
-        for name, setting_kinds in plan.items():
-            with ablated(loaded.model, setting_kinds, top_k) as records:
-                strength = measured(probe, loaded, progress)
-                record = checkpoint_record(
-                    "channel_ablation",
-                    {"model": loaded},
-                    setting=name,
-                    kinds=list(setting_kinds),
-                    top_k=top_k,
-                    norms=[asdict(item) for item in records],
-                    sink_strength=strength,
-                )
-                save_checkpoint(loaded, staging / name, record)
-            results[name] = {
-                "kinds": list(setting_kinds),
-                "norms_changed": len(records),
-                "sink_strength": strength,
-            }
-        report = checkpoint_record(
-            "channel_ablation",
-            {"model": loaded},
-            kinds=chosen,
-            paper_kinds_absent=absent,
-            top_k=top_k,
-            sink_strength=baseline,
-            settings=results,
-            seconds=round(time.perf_counter() - started, 3),
-        )
-        write_report(staging, report)
-    return report
+
+    kinds: Sequence[str] | None = None
+    top_k: int = DEFAULT_TOP_K
+    settings: Sequence[str] = ABLATION_SETTINGS
+
+
+@dataclass(frozen=True)
+class AblationReport(Report):
+    """The ablation's report: the norms ablated (and the paper's the model lacks), K, S of the unablated model
+    (None: not measured), and per setting the kinds, the norms changed and S."""
+
+    kinds: list[str]
+    paper_kinds_absent: list[str]
+    top_k: int
+    sink_strength: dict[str, Any] | None
+    settings: dict[str, dict[str, Any]]
+
+    @classmethod
+    def of(cls, run: Run[AblationParameters]) -> AblationReport:
+        kinds, absent = choose_kinds(run.loaded["model"].model, run.parameters.kinds)
+        settings = {
+            name: {"kinds": r["kinds"], "norms_changed": len(r["norms"]), "sink_strength": r["sink_strength"]}
+            for name, r in run.records.items()
+        }
+        return cls(kinds, absent, run.parameters.top_k, run.inputs and run.inputs["model"], settings)
+
+    def text(self) -> str:
+        lines = [f"top-{self.top_k} channel ablation of {', '.join(self.kinds)}"]
+        if self.paper_kinds_absent:
+            lines.append(f"  (the model has no {', '.join(self.paper_kinds_absent)})")
+        lines += self.strength_lines({"the unablated model": self.sink_strength})
+        for name, item in self.settings.items():
+            lines.append(
+                self.with_strength(f"  {name}: {item['norms_changed']} norms changed", item["sink_strength"])
+            )
+        return "\n".join(lines)
+
+
+def _ablate(run: Run[AblationParameters]) -> Iterator[Output]:
+    model, top_k = run.loaded["model"], run.parameters.top_k
+    chosen, _ = choose_kinds(model.model, run.parameters.kinds)
+    for name, kinds in ablation_settings(chosen, run.parameters.settings).items():
+        with ablated(model.model, kinds, top_k) as records:
+            norms = [asdict(item) for item in records]
+            yield name, model, {"setting": name, "kinds": list(kinds), "top_k": top_k, "norms": norms}
+
+
+#: Channel ablation of ``model``: one checkpoint per setting (``OUT/<setting>/``), the report beside them.
+CHANNEL_ABLATION = Intervention(
+    "channel_ablation", ("model",), AblationParameters, _ablate, AblationReport, sweep=lambda parameters: True
+)

@@ -1,5 +1,6 @@
-"""What every intervention writes and records: standard transformers checkpoints, published atomically, with the
-intervention's report beside the weights, and S of each model measured by the Sink Strength probe.
+"""What every intervention is and writes: one :class:`Intervention` spec per intervention (typed parameters, the
+transform, a typed :class:`Report`), run by :func:`write_intervention` (load, transform, measure S of inputs and
+outputs by the Sink Strength probe, save standard transformers checkpoints with the report beside the weights).
 
 A checkpoint folder holds ``config.json``, safetensors weights, the tokenizer and chat template (so that
 ``from_pretrained``, ``lm_eval --model hf``, ``sinkbench screen`` and ``extract-lm``'s verification all load it),
@@ -10,77 +11,21 @@ folder per setting and the sweep's report. Everything is built beside ``out`` an
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from sinkbench.errors import UserError
-from sinkbench.models import LoadedModel
+from sinkbench.models import LoadedModel, ModelLike, load_all
 from sinkbench.provenance import report_header
 from sinkbench.publish import publishing, refuse_overlap
 from sinkbench.sink.options import IntervalOptions, ProbeOptions
 
 #: The report written inside each checkpoint folder (and at the top of a folder of checkpoints).
 REPORT_FILE = "intervention.json"
-
-
-def checkpoint_record(kind: str, inputs: dict[str, LoadedModel], **fields: Any) -> dict[str, Any]:
-    """The report's common head: sinkbench's version and time, the intervention, and each input model's
-    provenance (:class:`~sinkbench.models.ModelInfo`)."""
-    return {
-        **report_header(),
-        "intervention": kind,
-        "inputs": {role: loaded.info.to_dict() for role, loaded in inputs.items()},
-        **fields,
-    }
-
-
-def save_checkpoint(loaded: LoadedModel, folder: Path, record: dict[str, Any]) -> None:
-    """Save the model, its tokenizer and ``record`` (as :data:`REPORT_FILE`) into ``folder``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    loaded.model.save_pretrained(folder)
-    loaded.tokenizer.save_pretrained(folder)
-    write_report(folder, record)
-
-
-def write_report(folder: Path, record: dict[str, Any]) -> None:
-    """Write ``record`` as strict JSON into ``folder`` / :data:`REPORT_FILE`."""
-    (folder / REPORT_FILE).write_text(json.dumps(record, indent=2, allow_nan=False) + "\n")
-
-
-def check_out(out: str | Path, overwrite: bool) -> Path:
-    """``out`` as a path, refusing an existing one unless ``overwrite`` (called before any model loads).
-
-    Raises:
-        UserError: ``out`` exists and ``overwrite`` is false.
-    """
-    out = Path(out)
-    if out.exists() and not overwrite:
-        raise UserError(f"OUT {out} already exists; choose a new folder or pass --overwrite")
-    return out
-
-
-@contextlib.contextmanager
-def publishing_checkpoints(
-    out: str | Path, *, overwrite: bool, inputs: Sequence[LoadedModel] = ()
-) -> Iterator[Path]:
-    """Yield a staging folder that becomes ``out`` when the block succeeds.
-
-    Raises:
-        UserError: ``out`` exists and ``overwrite`` is false, or ``out`` overlaps an input model's folder.
-        PublishError: ``out`` cannot be written, or exists and was not written by sinkbench.
-    """
-    out = check_out(out, overwrite)
-    for loaded in inputs:
-        folder = Path(loaded.info.id)
-        if loaded.info.source == "dir" and folder.is_dir():
-            refuse_overlap(out, folder, f"model {loaded.info.id}")
-    with publishing(out) as staging:
-        yield staging
 
 
 @dataclass(frozen=True)
@@ -120,8 +65,158 @@ class StrengthProbe:
         }
 
 
-def measured(
-    probe: StrengthProbe | None, loaded: LoadedModel, progress: bool = False
-) -> dict[str, Any] | None:
-    """``probe.measure(loaded)``, or None when no probe is asked for."""
-    return None if probe is None else probe.measure(loaded, progress)
+P = TypeVar("P")
+
+
+@dataclass
+class Run(Generic[P]):
+    """One run of an intervention: its parameters, the loaded inputs by role, whether progress bars show, S of
+    the inputs by role (None: not measured) and each output's record by folder (its S added as it is made)."""
+
+    parameters: P
+    loaded: dict[str, LoadedModel]
+    progress: bool
+    inputs: dict[str, Any] | None = None
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Report:
+    """An intervention's typed report: the fields of its ``intervention.json`` after the common head (sinkbench's
+    version and time, the intervention, each input's provenance), nested dataclasses written as objects."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as JSON."""
+        return asdict(self)
+
+    @classmethod
+    def of(cls, run: Run) -> Report:
+        """The report of a finished run."""
+        raise NotImplementedError
+
+    def text(self) -> str:
+        """What the command prints."""
+        raise NotImplementedError
+
+    @staticmethod
+    def strength(found: dict, label: str = "") -> str:
+        """``S of LABEL = +1.456 [+1.382, +1.518]`` (``S = ...`` without a label) of a measured strength."""
+        ci = found.get("sink_strength_ci")
+        interval = f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else ""
+        return f"S{f' of {label}' if label else ''} = {found['sink_strength']:+.3f}{interval}"
+
+    @staticmethod
+    def strength_lines(found: Mapping[str, dict | None] | None) -> list[str]:
+        """A line ``  S of ROLE = ...`` per measured role of ``found`` (none when S was not measured)."""
+        return [
+            f"  {Report.strength(value, role)}" for role, value in (found or {}).items() if value is not None
+        ]
+
+    @staticmethod
+    def with_strength(text: str, found: dict | None) -> str:
+        """``text`` followed by ``; S = ...`` when S was measured."""
+        return f"{text}; {Report.strength(found)}" if found is not None else text
+
+
+R = TypeVar("R", bound=Report)
+
+
+#: One model an intervention made: its folder inside OUT ("" for OUT itself), the model and its record.
+Output = tuple[str, LoadedModel, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Intervention(Generic[P, R]):
+    """One intervention, declared once; :func:`write_intervention` runs it.
+
+    Attributes:
+        kind: its name in reports (``intervention``).
+        roles: its input models, by role (an optional one may be left out).
+        parameters: its typed parameters, a dataclass whose defaults are the paper's.
+        transform: the outputs made in a run, one at a time (each is measured and saved before the next is made).
+        report: its typed report, made by ``report.of(run)`` when the run is done.
+        sweep: whether OUT is a folder of checkpoints, one per output, with the report beside them (else OUT is the
+            one output's checkpoint and the report its record).
+        load: loads the inputs (:func:`sinkbench.models.load_all`'s signature).
+    """
+
+    kind: str
+    roles: tuple[str, ...]
+    parameters: type[P]
+    transform: Callable[[Run[P]], Iterator[Output]]
+    report: type[R]
+    sweep: Callable[[P], bool] = lambda parameters: False
+    load: Callable[..., dict[str, LoadedModel]] = load_all
+
+
+def write_intervention(
+    spec: Intervention[P, R],
+    models: Mapping[str, ModelLike | None],
+    out: str | Path,
+    parameters: P | None = None,
+    *,
+    probe: StrengthProbe | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+    **load_options: Any,
+) -> R:
+    """Run ``spec`` on ``models`` and write what it made into ``out``, published as a whole.
+
+    Args:
+        spec: the intervention.
+        models: its input models by role (spec, folder or loaded model; None: a role left out).
+        out: the checkpoint folder, or with a sweep the folder of checkpoints (``out/<setting>/``).
+        parameters: the intervention's parameters (None: its defaults).
+        probe: also measure S of the inputs and of each output (None: do not).
+        overwrite: replace an earlier ``out``.
+        progress: show progress bars.
+        load_options: how specs are loaded (:func:`sinkbench.models.load_model`).
+
+    Returns:
+        The typed report, written as ``intervention.json`` after the head (and ``seconds``).
+
+    Raises:
+        UserError: ``out`` exists and ``overwrite`` is false (checked before any model loads), or ``out`` overlaps
+            an input model's folder.
+        PublishError: ``out`` cannot be written, or exists and was not written by sinkbench.
+    """
+    started, out = time.perf_counter(), Path(out)
+    if out.exists() and not overwrite:
+        raise UserError(f"OUT {out} already exists; choose a new folder or pass --overwrite")
+    parameters = spec.parameters() if parameters is None else parameters
+    loaded = spec.load({role: model for role, model in models.items() if model is not None}, **load_options)
+    for item in loaded.values():
+        if item.info.source == "dir" and Path(item.info.id).is_dir():
+            refuse_overlap(out, Path(item.info.id), f"model {item.info.id}")
+    measured = (lambda item: None) if probe is None else (lambda item: probe.measure(item, progress))
+    head = {**report_header(), "intervention": spec.kind}
+    head["inputs"] = {role: item.info.to_dict() for role, item in loaded.items()}
+    sweep = spec.sweep(parameters)
+    with publishing(out) as staging:
+        inputs = None if probe is None else {role: measured(item) for role, item in loaded.items()}
+        run = Run(parameters, loaded, progress, inputs)
+        for folder, model, record in spec.transform(run):
+            record["sink_strength"] = measured(model)
+            run.records[folder] = record
+            if sweep:
+                _save(model, staging / folder, {**head, **record})
+                del model  # freed before the next output is made
+        report = spec.report.of(run)
+        record = {**head, **report.to_dict(), "seconds": round(time.perf_counter() - started, 3)}
+        if sweep:
+            _write_report(staging, record)
+        else:
+            _save(model, staging, record)
+    return report
+
+
+def _save(loaded: LoadedModel, folder: Path, record: dict[str, Any]) -> None:
+    """Save the model, its tokenizer and ``record`` (as :data:`REPORT_FILE`) into ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    loaded.model.save_pretrained(folder)
+    loaded.tokenizer.save_pretrained(folder)
+    _write_report(folder, record)
+
+
+def _write_report(folder: Path, record: dict[str, Any]) -> None:
+    (folder / REPORT_FILE).write_text(json.dumps(record, indent=2, allow_nan=False) + "\n")

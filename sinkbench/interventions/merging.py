@@ -28,24 +28,15 @@ entries of each task vector to its original L1 norm (the DARE paper's 1 / (1 - p
 from __future__ import annotations
 
 import copy
-import time
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from tqdm.auto import tqdm
 
 from sinkbench.errors import UserError
-from sinkbench.interventions.checkpoint import (
-    StrengthProbe,
-    check_out,
-    checkpoint_record,
-    measured,
-    publishing_checkpoints,
-    save_checkpoint,
-    write_report,
-)
+from sinkbench.interventions.checkpoint import Intervention, Output, Report, Run
 from sinkbench.interventions.settings import MERGE_SETTING_NAMES, MergeSetting, merge_setting
 from sinkbench.models import LoadedModel, ModelLike, load_all, module_info
 
@@ -146,14 +137,12 @@ def merge(
     """The merged model of setting ``name`` (a copy of the VLM-LM with the merged weights, its tokenizer) and its
     record: the setting, the reading, the parameters and the distances (module docstring)."""
     chosen = merge_setting(name)
-    loaded = _inputs(reference, vlm_lm, base, load_options)
-    return _merged(chosen, loaded, seed)
-
-
-def _inputs(
-    reference: ModelLike, vlm_lm: ModelLike, base: ModelLike | None, load_options: dict
-) -> dict[str, LoadedModel]:
     models = {"reference": reference, "vlm_lm": vlm_lm, **({"base": base} if base is not None else {})}
+    return _merged(chosen, _load(models, **load_options), seed)
+
+
+def _load(models: dict[str, ModelLike], **load_options: Any) -> dict[str, LoadedModel]:
+    """:func:`~sinkbench.models.load_all`, checking that every model has the VLM-LM's tensors."""
     loaded = load_all(models, **load_options)
     keys = {role: set(item.model.state_dict()) for role, item in loaded.items()}
     for role, found in keys.items():
@@ -198,59 +187,64 @@ def _merged(
     return result, record
 
 
-def write_merges(
-    reference: ModelLike,
-    vlm_lm: ModelLike,
-    out: str | Path,
-    names: Sequence[str] = MERGE_SETTING_NAMES,
-    *,
-    sweep: bool = True,
-    base: ModelLike | None = None,
-    seed: int = 0,
-    probe: StrengthProbe | None = None,
-    overwrite: bool = False,
-    progress: bool = True,
-    **load_options: Any,
-) -> dict[str, Any]:
-    """Write merged checkpoints: with ``sweep``, one folder per setting in ``out`` (``out/<setting>/``) and the
-    sweep's report; without, ``out`` is the one setting's checkpoint (``names`` has one name).
+@dataclass(frozen=True)
+class MergeParameters:
+    """The merge's parameters.
 
-    Args:
-        reference, vlm_lm, base, seed: as for :func:`merge`.
-        out: the folder (published as a whole).
-        names: the settings to run (default: all seven).
-        sweep: write a folder of settings (else a single checkpoint).
-        probe: also measure S of the inputs and of each merged model (None: do not).
-        overwrite: replace an earlier ``out``.
-        progress: show progress bars.
-        load_options: how specs are loaded (:func:`sinkbench.models.load_model`).
-
-    Returns:
-        The report: each setting's record (with S), S of the inputs, the provenance.
+    Attributes:
+        setting: the one setting to run, OUT its checkpoint (None: the sweep of all seven, ``OUT/<setting>/``).
+        seed: DARE's mask seed.
     """
-    started = time.perf_counter()
-    chosen = [merge_setting(name) for name in names]
-    if not sweep and len(chosen) != 1:
-        raise UserError(f"a single merge takes one setting, got {len(chosen)}; use the sweep for several")
-    check_out(out, overwrite)
-    loaded = _inputs(reference, vlm_lm, base, load_options)
-    with publishing_checkpoints(out, overwrite=overwrite, inputs=tuple(loaded.values())) as staging:
-        inputs_strength = {role: measured(probe, item, progress) for role, item in loaded.items()}
-        records = {}
-        for item in tqdm(chosen, desc="merges", unit="setting", disable=not progress or not sweep):
-            merged, record = _merged(item, loaded, seed)
-            record["sink_strength"] = measured(probe, merged, progress)
-            head = checkpoint_record("merge", loaded, **record)
-            save_checkpoint(merged, staging / item.name if sweep else staging, head)
-            records[item.name] = record
-            del merged
-        report = checkpoint_record(
-            "merge_sweep" if sweep else "merge",
-            loaded,
-            inputs_sink_strength=inputs_strength if probe is not None else None,
-            settings=records,
-            seconds=round(time.perf_counter() - started, 3),
-        )
-        if sweep:
-            write_report(staging, report)
-    return report
+
+    setting: str | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.setting is not None:
+            merge_setting(self.setting)
+
+
+@dataclass(frozen=True)
+class MergeReport(Report):
+    """The merge's report: S of the inputs (None: not measured) and each setting's record (with S); a single
+    merge's file is its one record."""
+
+    sweep: bool
+    inputs_sink_strength: dict[str, Any] | None
+    settings: dict[str, dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        sweep = {"intervention": "merge_sweep", "inputs_sink_strength": self.inputs_sink_strength}
+        return {**sweep, "settings": self.settings} if self.sweep else next(iter(self.settings.values()))
+
+    @classmethod
+    def of(cls, run: Run[MergeParameters]) -> MergeReport:
+        settings = {record["setting"]: record for record in run.records.values()}
+        return cls(run.parameters.setting is None, run.inputs, settings)
+
+    def text(self) -> str:
+        lines = self.strength_lines(self.inputs_sink_strength)
+        for name, record in self.settings.items():
+            distance = record["distance"]["to_vlm_lm"]
+            moved = "" if distance is None else f" (distance to VLM-LM {distance:.3g} of the pair's)"
+            lines.append(self.with_strength(f"{name}: {record['title']}{moved}", record["sink_strength"]))
+        return "\n".join(lines)
+
+
+def _merges(run: Run[MergeParameters]) -> Iterator[Output]:
+    sweep = run.parameters.setting is None
+    names = MERGE_SETTING_NAMES if sweep else (run.parameters.setting,)
+    for name in tqdm(names, desc="merges", unit="setting", disable=not run.progress or not sweep):
+        yield name if sweep else "", *_merged(merge_setting(name), run.loaded, run.parameters.seed)
+
+
+#: The VLM-LM merged with its reference (over ``base``, if given): one setting's checkpoint, or the sweep's folder.
+MERGE = Intervention(
+    "merge",
+    ("reference", "vlm_lm", "base"),
+    MergeParameters,
+    _merges,
+    MergeReport,
+    sweep=lambda parameters: parameters.setting is None,
+    load=_load,
+)

@@ -23,22 +23,14 @@ that has QK-norm already, is refused in one line.
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from sinkbench.errors import ModelNotSupported, UserError
-from sinkbench.interventions.checkpoint import (
-    StrengthProbe,
-    check_out,
-    checkpoint_record,
-    measured,
-    publishing_checkpoints,
-    save_checkpoint,
-)
+from sinkbench.interventions.checkpoint import Intervention, Output, Report, Run
 from sinkbench.models import LoadedModel, ModelLike, as_loaded, module_info
 
 #: The per-head norms injected, by their name in the target's attention.
@@ -193,43 +185,47 @@ def _max_logit_difference(source: LoadedModel, target: torch.nn.Module) -> float
     return float((expected - found).abs().max())
 
 
-def write_qk_norm_injection(
-    model: ModelLike,
-    out: str | Path,
-    *,
-    probe: StrengthProbe | None = None,
-    overwrite: bool = False,
-    progress: bool = True,
-    **load_options: Any,
-) -> dict[str, Any]:
-    """Write the QK-norm-injected model as a checkpoint folder ``out`` (no training: the injection only).
+@dataclass(frozen=True)
+class QkNormParameters:
+    """The injection's parameters: the equivalence check's ``tolerance`` (max |logit difference|, float32)."""
 
-    Args:
-        model: the source model (spec, folder or loaded model).
-        out: the checkpoint folder (published atomically).
-        probe: also measure S of the source and of the injected model (None: do not).
-        overwrite: replace an earlier ``out``.
-        progress: show progress bars.
-        load_options: how a spec is loaded (:func:`sinkbench.models.load_model`).
+    tolerance: float = TOLERANCE
 
-    Returns:
-        The report written beside the weights.
-    """
-    started = time.perf_counter()
-    check_out(out, overwrite)
-    source = as_loaded(model, **load_options)
-    with publishing_checkpoints(out, overwrite=overwrite, inputs=(source,)) as staging:
-        injected, record = inject_qk_norm(source)
-        strengths = {
-            "source": measured(probe, source, progress),
-            "injected": measured(probe, injected, progress),
-        }
-        report = checkpoint_record(
-            "qk_norm_injection",
-            {"source": source},
-            **record,
-            sink_strength=strengths if probe is not None else None,
-            seconds=round(time.perf_counter() - started, 3),
+
+@dataclass(frozen=True)
+class QkNormReport(Report):
+    """The injection's report: source and target, the norms added and their scale, the equivalence check, and S
+    of the source and the injected model (None: not measured)."""
+
+    source_model_type: str
+    target_architecture: str
+    norms: list[str]
+    gamma: float
+    equivalence: dict[str, float]
+    sink_strength: dict[str, Any] | None
+
+    @classmethod
+    def of(cls, run: Run[QkNormParameters]) -> QkNormReport:
+        record = dict(run.records[""])
+        injected = record.pop("sink_strength")
+        return cls(
+            **record, sink_strength=None if run.inputs is None else {**run.inputs, "injected": injected}
         )
-        save_checkpoint(injected, staging, report)
-    return report
+
+    def text(self) -> str:
+        check = self.equivalence["max_abs_logit_diff_without_new_norms"]
+        return "\n".join(
+            [
+                f"{self.source_model_type} -> {self.target_architecture} with unit q_norm/k_norm "
+                f"(without them: max |logit diff| {check:.3g})",
+                *self.strength_lines(self.sink_strength),
+            ]
+        )
+
+
+def _inject(run: Run[QkNormParameters]) -> Iterator[Output]:
+    yield "", *inject_qk_norm(run.loaded["source"], tolerance=run.parameters.tolerance)
+
+
+#: Per-head QK-RMSNorm injected into ``source``: one checkpoint of the native target (no training).
+QK_NORM_INJECTION = Intervention("qk_norm_injection", ("source",), QkNormParameters, _inject, QkNormReport)

@@ -12,23 +12,14 @@ gives the same control on any device.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from tqdm.auto import tqdm
 
-from sinkbench.interventions.checkpoint import (
-    StrengthProbe,
-    check_out,
-    checkpoint_record,
-    measured,
-    publishing_checkpoints,
-    save_checkpoint,
-)
+from sinkbench.interventions.checkpoint import Intervention, Output, Report, Run
 from sinkbench.interventions.displacement import displacement_rows
 from sinkbench.interventions.modules import projections
 from sinkbench.models import LoadedModel, ModelLike, load_all
@@ -99,54 +90,58 @@ def random_control(
     return control, add_matched_noise(control.model, targets, seed=seed, progress=progress)
 
 
-def write_random_control(
-    reference: ModelLike,
-    vlm_lm: ModelLike,
-    out: str | Path,
-    *,
-    seed: int = 0,
-    probe: StrengthProbe | None = None,
-    overwrite: bool = False,
-    progress: bool = True,
-    **load_options: Any,
-) -> dict[str, Any]:
-    """Write the random-dW control of (``reference``, ``vlm_lm``) as a checkpoint folder ``out``.
+@dataclass(frozen=True)
+class RandomControlParameters:
+    """The control's parameters: ``seed``, of the noise."""
 
-    Args:
-        reference, vlm_lm, seed, progress, load_options: as for :func:`random_control`.
-        out: the checkpoint folder (published atomically).
-        probe: also measure S of the reference, the VLM-LM and the control (None: do not).
-        overwrite: replace an earlier ``out``.
+    seed: int = 0
 
-    Returns:
-        The report written beside the weights (``intervention.json``).
-    """
-    started = time.perf_counter()
-    check_out(out, overwrite)
-    loaded = load_all({"reference": reference, "vlm_lm": vlm_lm}, **load_options)
-    loaded_reference, vlm = loaded["reference"], loaded["vlm_lm"]
-    with publishing_checkpoints(out, overwrite=overwrite, inputs=(loaded_reference, vlm)) as staging:
-        strengths = {
-            "reference": measured(probe, loaded_reference, progress),
-            "vlm_lm": measured(probe, vlm, progress),
-        }
-        control, rows = random_control(loaded_reference, vlm, seed=seed, progress=progress)
-        strengths["control"] = measured(probe, control, progress)
+
+@dataclass(frozen=True)
+class RandomControlReport(Report):
+    """The control's report: its seed and method, how close each projection came to its target, and S of the
+    reference, the VLM-LM and the control (None: not measured)."""
+
+    seed: int
+    method: str
+    max_relative_error: float
+    projections: list[ControlRow]
+    sink_strength: dict[str, Any] | None
+
+    @classmethod
+    def of(cls, run: Run[RandomControlParameters]) -> RandomControlReport:
+        rows, strength = run.records[""]["projections"], run.records[""]["sink_strength"]
         errors = [
             abs(row.realised_relative_frobenius / row.target_relative_frobenius - 1)
             for row in rows
             if row.target_relative_frobenius > 0
         ]
-        record = checkpoint_record(
-            "random_control",
-            {"reference": loaded_reference, "vlm_lm": vlm},
-            seed=seed,
-            method="Gaussian dW per projection, ||dW||_F / ||W||_F matched to the VLM-LM's; norm scales, biases, "
+        return cls(
+            run.parameters.seed,
+            "Gaussian dW per projection, ||dW||_F / ||W||_F matched to the VLM-LM's; norm scales, biases, "
             "embeddings and LM head untouched",
-            max_relative_error=max(errors, default=0.0),
-            projections=[asdict(row) for row in rows],
-            sink_strength=strengths if probe is not None else None,
-            seconds=round(time.perf_counter() - started, 3),
+            max(errors, default=0.0),
+            rows,
+            None if run.inputs is None else {**run.inputs, "control": strength},
         )
-        save_checkpoint(control, staging, record)
-    return record
+
+    def text(self) -> str:
+        return "\n".join(
+            [
+                f"random control of {len(self.projections)} projections, seed {self.seed}: realised relative "
+                f"norms within {self.max_relative_error:.2%} of their targets",
+                *self.strength_lines(self.sink_strength),
+            ]
+        )
+
+
+def _control(run: Run[RandomControlParameters]) -> Iterator[Output]:
+    reference, vlm_lm = run.loaded["reference"], run.loaded["vlm_lm"]
+    control, rows = random_control(reference, vlm_lm, seed=run.parameters.seed, progress=run.progress)
+    yield "", control, {"projections": rows}
+
+
+#: The random-dW control of (``reference``, ``vlm_lm``): one checkpoint, the reference with matched noise.
+RANDOM_CONTROL = Intervention(
+    "random_control", ("reference", "vlm_lm"), RandomControlParameters, _control, RandomControlReport
+)
