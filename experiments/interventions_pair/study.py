@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -43,9 +43,6 @@ from experiments.vl_testbed.precision import with_precision
 from experiments.vl_testbed.schema import BaseRecord, Results, RunKey, RunRecord
 from sinkbench.safe_io import write_json_atomic
 from sinkbench.stats import mean_interval, sign_flip_p
-
-if TYPE_CHECKING:
-    from sinkbench.interventions.qk_norm import QkNormReport
 
 #: The running state of the study under its work folder.
 STUDY_FILE = "study.json"
@@ -291,6 +288,16 @@ class Study:
         """The base model and the VLM-LM (the re-made VL endpoint), which the pair's interventions are compared with."""
         return {"base": self.state.base, "vlm_lm": run_measured(self.state.endpoints.vl)}
 
+    def _intervene(self, spec: Any, models: dict[str, Path], out: Path) -> Any:
+        """``spec`` (an intervention of :mod:`sinkbench.interventions`) run on ``models`` into ``out``; its report."""
+        from sinkbench.interventions.checkpoint import write_intervention
+
+        return write_intervention(spec, models, out, overwrite=True, progress=False)
+
+    def _pair(self) -> dict[str, Path]:
+        """The base model and its VL endpoint's language model, as the interventions' reference and VLM-LM."""
+        return {"reference": self.study.inputs.base_dir, "vlm_lm": self._dirs("vl") / "lm"}
+
     # -- the steps -----------------------------------------------------------------------------------------------
 
     def _displacement(self) -> dict[str, Any]:
@@ -309,12 +316,10 @@ class Study:
         }
 
     def _random_control(self) -> dict[str, Any]:
-        from sinkbench.interventions.checkpoint import write_intervention
         from sinkbench.interventions.random_control import RANDOM_CONTROL
 
         out = self.workdir / "random-control"
-        models = {"reference": self.study.inputs.base_dir, "vlm_lm": self._dirs("vl") / "lm"}
-        record = write_intervention(RANDOM_CONTROL, models, out, overwrite=True, progress=False)
+        record = self._intervene(RANDOM_CONTROL, self._pair(), out)
         measured = self._measure(self.testbed, out)
         shutil.rmtree(out)  # measured: the results keep its numbers, not its weights
         arm = self._arm(
@@ -331,12 +336,10 @@ class Study:
 
     def _merges(self) -> dict[str, Any]:
         from sinkbench.extract.implant import implant_lm
-        from sinkbench.interventions.checkpoint import write_intervention
         from sinkbench.interventions.merging import MERGE
 
         out = self.workdir / "merges"
-        models = {"reference": self.study.inputs.base_dir, "vlm_lm": self._dirs("vl") / "lm"}
-        report = write_intervention(MERGE, models, out, overwrite=True, progress=False)
+        report = self._intervene(MERGE, self._pair(), out)
         comparators = self._comparators()
         arms = []
         for name, record in report.settings.items():
@@ -366,12 +369,9 @@ class Study:
 
     def _ablation(self, backbone: str, testbed: Testbed, model_dir: Path, template: str) -> Ablation:
         from sinkbench.interventions.ablation import CHANNEL_ABLATION
-        from sinkbench.interventions.checkpoint import write_intervention
 
         out = self.workdir / f"ablation-{backbone}"
-        report = write_intervention(
-            CHANNEL_ABLATION, {"model": model_dir}, out, overwrite=True, progress=False
-        )
+        report = self._intervene(CHANNEL_ABLATION, {"model": model_dir}, out)
         base = base_measured(testbed.ensure_base())
         settings = []
         for name, setting in report.settings.items():
@@ -410,13 +410,12 @@ class Study:
     def _injected_dir(self) -> Path:
         return self.workdir / "injected"
 
-    def _inject(self) -> QkNormReport:
-        from sinkbench.interventions.checkpoint import write_intervention
+    def _inject(self) -> Any:
+        """The QK-norm injection of the base model, written to the injected folder; its report."""
         from sinkbench.interventions.qk_norm import QK_NORM_INJECTION
 
-        source = {"source": self.study.inputs.base_dir}
-        return write_intervention(
-            QK_NORM_INJECTION, source, self._injected_dir(), overwrite=True, progress=False
+        return self._intervene(
+            QK_NORM_INJECTION, {"source": self.study.inputs.base_dir}, self._injected_dir()
         )
 
     def _injection_before(self) -> dict[str, Any]:
