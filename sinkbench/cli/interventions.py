@@ -124,13 +124,8 @@ def _displacement_parameters(parser: argparse.ArgumentParser) -> None:
         help="a second endpoint of REFERENCE, for the ratios (default: none)",
     )
     window = parser.add_mutually_exclusive_group()
-    window.add_argument(
-        "--window",
-        type=int,
-        default=ProbeOptions.num_layers,
-        metavar="K",
-        help="summarise the last K decoder layers (default: %(default)s)",
-    )
+    last = "summarise the last K decoder layers (default: %(default)s)"
+    window.add_argument("--window", type=int, default=ProbeOptions.num_layers, metavar="K", help=last)
     window.add_argument(
         "--layer-band",
         metavar="BAND",
