@@ -14,9 +14,10 @@ to the reader's choice).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from sinkbench.leaderboard.consistency import Fact, fact_key, model_ref
@@ -236,7 +237,7 @@ def _observed_of_pairs(view: BackboneView, prediction: Prediction) -> Figure:
     )
 
 
-def _backbone(view: BackboneView, pairs: Sequence[PairView]) -> CompareItem:
+def _backbone(view: BackboneView, fit: Callable[..., Basis]) -> CompareItem:
     ref = model_ref(view.model.model_id, view.model.revision)
     figures = [
         _s_figure(ref, view.sink_strength, view.s_interval, view.s_protocol),
@@ -245,7 +246,7 @@ def _backbone(view: BackboneView, pairs: Sequence[PairView]) -> CompareItem:
         Figure("Role", view.role),
     ]
     for prediction in view.predictions:
-        figures.append(_predicted_all(ref, prediction, _fit_basis(pairs, prediction.task, held_out=False)))
+        figures.append(_predicted_all(ref, prediction, fit(prediction.task, held_out=False)))
         figures.append(_observed_of_pairs(view, prediction))
     figures += [_own_score(ref, own) for own in view.scores]
     return CompareItem(
@@ -290,7 +291,7 @@ def _held_out(slug: str, label: str, task: str, held: HeldOut, source: Basis) ->
     )
 
 
-def _pair(view: PairView, pairs: Sequence[PairView]) -> CompareItem:
+def _pair(view: PairView, fit: Callable[..., Basis]) -> CompareItem:
     ref = model_ref(view.reference.model_id, view.reference.revision)
     figures = [
         _s_figure(ref, view.sink_strength, view.s_interval, view.s_protocol),
@@ -313,7 +314,7 @@ def _pair(view: PairView, pairs: Sequence[PairView]) -> CompareItem:
             )
         )
         if not view.testbed:
-            source = _fit_basis(pairs, result.task, held_out=True)
+            source = fit(result.task, held_out=True)
             figures.append(_held_out(view.slug, result.label, result.task, result.predicted, source))
     profile = _profile(view.heatmap)
     return CompareItem(
@@ -330,10 +331,12 @@ class ComparePage:
     @classmethod
     def of(cls, views: SiteViews) -> ComparePage:
         """The items of one build's views."""
+        # each fit's basis made once: every item quotes it
+        fit = functools.cache(functools.partial(_fit_basis, views.pairs))
         return cls(
             [
-                *(_backbone(b, views.pairs) for b in views.backbones),
-                *(_pair(p, views.pairs) for p in views.pairs),
+                *(_backbone(b, fit) for b in views.backbones),
+                *(_pair(p, fit) for p in views.pairs),
             ]
         )
 
