@@ -114,8 +114,6 @@ def jackknife_plus_held_out(x: ArrayLike, y: ArrayLike, confidence: float = CONF
     k, kept = jackknife_plus_rank(n - 1, confidence), n - 2  # pairs in each inner line
     xc, yc = x - x.mean(), y - y.mean()
     sum_x, sum_y, sum_xx, sum_xy = xc.sum(), yc.sum(), xc @ xc, xc @ yc
-    # each held-out pair's others, spread about their own mean: the scale of loo_lines' no-line rule
-    spread = (sum_xx - xc**2) - (sum_x - xc) ** 2 / (n - 1)
     square_x, product, x_mean, y_mean = xc**2, xc * yc, x.mean(), y.mean()
     block = max(1, _HELD_OUT_CELLS // n)
     for start in range(0, n, block):
@@ -139,7 +137,9 @@ def jackknife_plus_held_out(x: ArrayLike, y: ArrayLike, confidence: float = CONF
             at_held_out = np.multiply(slope, x[i], out=cov)
             at_held_out += intercept
         exists = np.isfinite(slope)
-        exists &= var > 1e-12 * np.maximum(1.0, spread[i])
+        # loo_lines' no-line rule, on the scale of all the data: the two pairs' terms taken off the totals leave
+        # rounding noise of that scale where the others share one S
+        exists &= var > 1e-12 * max(1.0, sum_xx)
         exists[diagonal] = True
         every_line = exists.all(axis=1)
         values = np.subtract(at_held_out, residuals, out=var)
