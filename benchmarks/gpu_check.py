@@ -17,7 +17,7 @@ Random weights have no meaningful S; what this checks is that the code paths run
 ``passed`` is false, and the exit status 1, when a probe's S is not finite, a route's |ΔS| exceeds its tolerance (1e-4 in float32; 0.05 in
 bfloat16 or float16, whose rounding the eager route's probabilities carry) or the extraction fails its check.
 Budget on one GPU: under 5 minutes, most of it writing and re-reading the LLaVA's 14 GB. ``--tiny`` runs the
-same on tiny shapes (and 3 prompts) in seconds, on the CPU too (``tests/test_gpu_check.py`` runs it).
+same on tiny shapes (and 3 prompts) in seconds, on the CPU too (``tests/benchmarks/test_gpu_check.py`` runs it).
 
 Usage: ``python benchmarks/gpu_check.py [--tiny] [--device cuda] [--dtype bfloat16] [--reps 3] [--workdir DIR]``.
 """

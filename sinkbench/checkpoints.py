@@ -67,7 +67,7 @@ def native_refusal(model_type: str, architectures: list[str], auto_map: bool = F
     is known.
 
     The known cases are answered without transformers' name table, whose import (transformers and torch) takes
-    seconds: the site asks this of every remote-code model on the board. ``tests/test_models.py`` checks that
+    seconds: the site asks this of every remote-code model on the board. ``tests/core/test_models.py`` checks that
     the installed transformers runs none of :data:`CONVERTED_TYPES` natively, so the order changes no answer."""
     original = next((name for name in architectures if name in ORIGINAL_LLAVA), None)
     if original is not None:

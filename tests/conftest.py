@@ -58,7 +58,7 @@ def _shifted(source: Path, target: Path, scale: float, seed: int) -> Path:
 @pytest.fixture(scope="session")
 def tiny_pair(tmp_path_factory: pytest.TempPathFactory) -> TinyPair:
     """The :class:`TinyPair`, built once per session."""
-    from test_extract import save_tiny_vlm
+    from tiny_vlms import save_tiny_vlm
 
     from sinkbench.extract import extract_lm
 

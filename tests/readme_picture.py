@@ -1,5 +1,5 @@
 """The README's picture: the leaderboard's own IFEval scatter (S against the observed delta of every pair), drawn by
-the site's chart code from the repository's ``submissions/``. ``tests/test_readme.py`` redraws it and compares;
+the site's chart code from the repository's ``submissions/``. ``tests/docs/test_readme.py`` redraws it and compares;
 after the board changes, ``python tests/readme_picture.py`` writes it again."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ The text config's fields carry over unchanged, with two exceptions:
   one of three position streams (temporal, height, width). For text-only input the three
   streams are the same 1-D positions, so every frequency rotates by the same angle whichever
   stream it reads: MRoPE is plain 1-D RoPE, and the ``mrope_*`` keys are dropped
-  (``tests/test_extract.py`` checks the cos/sin tables are identical).
+  (``tests/extract/test_extract.py`` checks the cos/sin tables are identical).
 * The tie flag is the VLM's (transformers reads it from the top-level config), so the
   extracted model ties its LM head exactly when the VLM does.
 """

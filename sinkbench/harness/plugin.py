@@ -4,7 +4,7 @@ sinkbench uses lm-eval's public API elsewhere (``ConfigurableTask``, ``Instance`
 ``CachingLM`` wrappers' attributes, and ``lm_eval.__main__.cli_evaluate`` for ``sinkbench eval``); what that API
 cannot do for the stock command line
 (``lm_eval --model hf --model_args pretrained=DIR --tasks sink_strength,ifeval_strict ...``) is done here, by the
-patches below. ``tests/test_lm_eval_adapter.py`` fails when the shape of a patched symbol changes.
+patches below. ``tests/harness/test_lm_eval_adapter.py`` fails when the shape of a patched symbol changes.
 
 1. **Task paths** (``lm_eval.tasks.manager.TaskIndex``, subclassed so that ``build`` indexes sinkbench's task folder
    right after lm-eval's own, before any ``--include_path``). Why: an installed package has no way to add tasks to

@@ -12,7 +12,7 @@ A partial's text depends on the page only through what it reads, so each is keye
   is rendered as usual.
 
 The texts live on the one Jinja environment of a build (MkDocs makes a new one for every build and every
-``mkdocs serve`` rebuild). ``tests/test_site_project.py`` builds a board with and without this and compares every
+``mkdocs serve`` rebuild). ``tests/leaderboard/test_site_project.py`` builds a board with and without this and compares every
 file byte for byte, so a theme version whose partial starts reading something else of the page fails there.
 """
 

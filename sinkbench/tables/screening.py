@@ -84,7 +84,7 @@ SCREENING_COLUMNS = [
 _Z95 = 1.959964
 #: The prompt-set band of a reported S, in nats: the paper's value +- the largest shift of S between two calibration
 #: prompt sets that this board measured (experiments/prompt_sets: +0.07 on SmolLM2-135M, +0.13 on Gemma 3 270M;
-#: tests/test_decision.py holds it to those results). What another prompt set may do to S, not a sampling interval.
+#: tests/leaderboard/test_decision.py holds it to those results). What another prompt set may do to S, not a sampling interval.
 REPORTED_S_BAND = 0.13
 #: How an LLM's S interval was made (``s_kind``), by whether its S was measured with a bootstrap or reported.
 S_KINDS = {"bootstrap": "bootstrap over prompts", "band": "prompt-set band", "none": "none"}
