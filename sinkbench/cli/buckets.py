@@ -6,51 +6,24 @@ import argparse
 from pathlib import Path
 
 from sinkbench.cli import options
-from sinkbench.cli.parser import add_command
-from sinkbench.sink.options import BucketRule
+from sinkbench.cli.parser import add_command, arg
+from sinkbench.sink.options import BucketRule, IntervalOptions, ProbeOptions
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``buckets`` subcommand."""
-    rule = BucketRule()
-    parser = add_command(subparsers, "buckets", run)
-    parser.add_argument(
-        "model", metavar="MODEL", help="the model to probe (as for `sinkbench screen`), e.g. the VLM-LM"
-    )
-    parser.add_argument(
-        "--samples",
-        type=Path,
-        required=True,
-        metavar="FILE.jsonl",
-        help="lm-eval's samples_<task>_*.jsonl of a --log_samples run, whose outcomes define the buckets",
-    )
-    parser.add_argument(
-        "--metric", default=rule.metric, help="the per-prompt metric of each sample (default: %(default)s)"
-    )
-    parser.add_argument(
-        "--threshold",
-        type=float,
-        default=rule.threshold,
-        help="a prompt passes when its metric is at least this (default: %(default)s, the paper's)",
-    )
-    parser.add_argument(
-        "--prompt-field",
-        default=rule.prompt_field,
-        help="the document field holding the prompt (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--filter", default=None, help="lm-eval filter of the samples to read (default: the file's only one)"
-    )
-    parser.add_argument(
-        "--per-bucket",
-        type=int,
-        default=None,
-        metavar="N",
-        help="draw N prompts per bucket without replacement, seeded (the paper: 100) (default: all)",
-    )
-    options.add_output(parser)
-    options.add_interval_options(parser, seed="of the per-bucket draws and the bootstraps")
-    options.add_measure_options(parser)
+    add_command(
+        subparsers, "buckets", run,
+        arg("model", metavar="MODEL", help="the model to probe (as for `sinkbench screen`), e.g. the VLM-LM"),
+        arg("--samples", type=Path, required=True, metavar="FILE.jsonl",
+            help="lm-eval's samples_<task>_*.jsonl of a --log_samples run, whose outcomes define the buckets"),
+        options.model_options(BucketRule),
+        arg("--per-bucket", type=int, metavar="N", shown="all",
+            help="draw N prompts per bucket without replacement, seeded (the paper: 100)"),
+        options.output(),
+        options.model_options(IntervalOptions, seed={"help": "seed of the per-bucket draws and the bootstraps"}),
+        options.measure_arguments(),
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,9 +40,9 @@ def run(args: argparse.Namespace) -> int:
     report = bucket_strength(
         args.model,
         args.samples,
-        BucketRule(args.metric, args.threshold, args.prompt_field, args.filter),
-        options.probe_options(args),
-        interval=options.interval_options(args),
+        options.from_args(BucketRule, args),
+        options.from_args(ProbeOptions, args),
+        interval=options.from_args(IntervalOptions, args),
         per_bucket=args.per_bucket,
         output=options.output_path(args),
         progress=not args.quiet,

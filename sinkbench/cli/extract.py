@@ -4,55 +4,51 @@ from __future__ import annotations
 
 import argparse
 
-from sinkbench.cli.options import keywords
-from sinkbench.cli.parser import add_command
+from sinkbench.cli.options import OVERWRITE, keywords
+from sinkbench.cli.parser import add_command, arg
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``extract-lm`` subcommand."""
+    """Add the ``extract-lm`` and ``implant-lm`` subcommands."""
     from sinkbench.extract.families import DEFAULT_MAX_SHARD_SIZE
 
-    parser = add_command(subparsers, "extract-lm", run_extract)
-    parser.add_argument("source", metavar="SOURCE", help="hub id or local directory of the VLM")
-    parser.add_argument("out", metavar="OUT", help="output directory (written atomically)")
-    parser.add_argument(
-        "--verify",
-        action="store_true",
-        help="compare the logits with the VLM's own language path and fail (exit 1) if they differ by more "
-        "than 1e-4 in float32 (default: off)",
+    add_command(
+        subparsers,
+        "extract-lm",
+        run_extract,
+        arg("source", metavar="SOURCE", help="hub id or local directory of the VLM"),
+        arg("out", metavar="OUT", help="output directory (written atomically)"),
+        arg(
+            "--verify",
+            action="store_true",
+            shown="off",
+            help="compare the logits with the VLM's own language path and fail (exit 1) if they differ by more "
+            "than 1e-4 in float32",
+        ),
+        arg(
+            "--tokenizer-from",
+            metavar="REFERENCE",
+            shown="the VLM's own",
+            help="take tokenizer and chat template from this LLM instead",
+        ),
+        arg(
+            "--max-shard-size",
+            default=DEFAULT_MAX_SHARD_SIZE,
+            help="largest output shard, e.g. 2GB; peak memory stays near one shard",
+        ),
+        arg("--revision", help="Hub revision of SOURCE", shown="main"),
+        OVERWRITE,
     )
-    parser.add_argument(
-        "--tokenizer-from",
-        metavar="REFERENCE",
-        help="take tokenizer and chat template from this LLM instead (default: the VLM's own)",
-    )
-    parser.add_argument(
-        "--max-shard-size",
-        default=DEFAULT_MAX_SHARD_SIZE,
-        help="largest output shard, e.g. 2GB; peak memory stays near one shard (default: %(default)s)",
-    )
-    parser.add_argument("--revision", help="Hub revision of SOURCE (default: main)")
-    parser.add_argument(
-        "--overwrite", action="store_true", help="replace OUT if it exists (default: refuse to overwrite)"
-    )
-    _register_implant(subparsers)
-
-
-def _register_implant(subparsers: argparse._SubParsersAction) -> None:
-    parser = add_command(subparsers, "implant-lm", run_implant)
-    parser.add_argument("vlm", metavar="VLM", help="hub id or local directory of the VLM")
-    parser.add_argument("lm", metavar="LM", help="the causal-LM folder to put into it")
-    parser.add_argument("out", metavar="OUT", help="output VLM directory (written atomically)")
-    parser.add_argument(
-        "--no-verify",
-        dest="verify",
-        action="store_false",
-        help="skip the logit check (default: checked; exit 1 if the logits differ by more than 1e-4 in float32)",
-    )
-    parser.add_argument("--revision", help="Hub revision of VLM (default: main)")
-    parser.add_argument(
-        "--overwrite", action="store_true", help="replace OUT if it exists (default: refuse to overwrite)"
-    )
+    add_command(
+        subparsers, "implant-lm", run_implant,
+        arg("vlm", metavar="VLM", help="hub id or local directory of the VLM"),
+        arg("lm", metavar="LM", help="the causal-LM folder to put into it"),
+        arg("out", metavar="OUT", help="output VLM directory (written atomically)"),
+        arg("--no-verify", dest="verify", action="store_false", help="skip the logit check",
+            shown="checked; exit 1 if the logits differ by more than 1e-4 in float32"),
+        arg("--revision", help="Hub revision of VLM", shown="main"),
+        OVERWRITE,
+    )  # fmt: skip
 
 
 def run_implant(args: argparse.Namespace) -> int:

@@ -5,34 +5,25 @@ from __future__ import annotations
 import argparse
 
 from sinkbench.cli import options
-from sinkbench.cli.parser import add_command
-from sinkbench.sink.heads import ALL_LAYERS, DEFAULT_TOP_FRAC
+from sinkbench.cli.parser import add_command, arg, exclusive
+from sinkbench.sink.options import ALL_LAYERS, DEFAULT_TOP_FRAC, ProbeOptions
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``heads`` subcommand."""
-    parser = add_command(subparsers, "heads", run)
-    options.add_model_argument(parser, "model to map")
-    options.add_output(parser, "the head map", required=True)
-    rule = parser.add_mutually_exclusive_group()
-    rule.add_argument(
-        "--top-frac",
-        type=float,
-        default=None,
-        metavar="F",
-        help=f"select the top fraction F of heads by median G (default: {DEFAULT_TOP_FRAC:g})",
-    )
-    rule.add_argument(
-        "--min-g",
-        type=float,
-        default=None,
-        metavar="G",
-        help="select every head whose median G is at least G, instead of --top-frac (default: not used)",
-    )
-    parser.add_argument(
-        "--plot", metavar="FILE.svg", default=None, help="also draw a layer x head heatmap (default: none)"
-    )
-    options.add_measure_options(parser, all_layers=ALL_LAYERS)
+    add_command(
+        subparsers, "heads", run,
+        options.model_argument("model to map"),
+        options.output("the head map", required=True),
+        exclusive(
+            arg("--top-frac", type=float, metavar="F", shown=f"{DEFAULT_TOP_FRAC:g}",
+                help="select the top fraction F of heads by median G"),
+            arg("--min-g", type=float, metavar="G", shown="not used",
+                help="select every head whose median G is at least G, instead of --top-frac"),
+        ),
+        arg("--plot", metavar="FILE.svg", help="also draw a layer x head heatmap", shown="none"),
+        options.measure_arguments(num_layers={"default": ALL_LAYERS, "shown": "all layers"}),
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     options.check_model_arguments([args.model], args.prompts)
     report = map_heads(
         args.model,
-        options.probe_options(args),
+        options.from_args(ProbeOptions, args),
         prompts=args.prompts,
         top_frac=args.top_frac,
         min_g=args.min_g,

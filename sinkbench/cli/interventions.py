@@ -13,14 +13,14 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from sinkbench.cli import options
-from sinkbench.cli.parser import add_command
+from sinkbench.cli.parser import Argument, add_command, arg, exclusive, group
 from sinkbench.interventions.settings import (
     ABLATION_SETTINGS,
     DEFAULT_TOP_K,
     MERGE_SETTING_NAMES,
     PAPER_NORMS,
 )
-from sinkbench.sink.options import ProbeOptions
+from sinkbench.sink.options import IntervalOptions, ProbeOptions
 
 _MODEL = "hub id, local folder, .gguf file or embedded name (as for `sinkbench screen`)"
 
@@ -37,7 +37,7 @@ class Intervention:
         out: what OUT holds (written atomically), or None for a command that only reports.
         spec: ``module:NAME`` of its :class:`~sinkbench.interventions.checkpoint.Intervention` in
             :mod:`sinkbench.interventions`, its parameters the options of their names (None: ``call`` does it all).
-        parameters: adds the intervention's own options, if it has any.
+        parameters: the intervention's own options, if it has any.
         call: the handler of a command without a spec (which measures no S: no ``--skip-strength``, no probe
             options); by default the one that runs its spec.
     """
@@ -47,7 +47,7 @@ class Intervention:
     models: tuple[tuple[str, str], ...]
     out: str | None
     spec: str | None = None
-    parameters: Callable[[argparse.ArgumentParser], None] | None = None
+    parameters: Argument | None = None
     call: Callable[[argparse.Namespace], None] | None = None
 
     def __post_init__(self) -> None:
@@ -65,31 +65,20 @@ class Intervention:
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add one subcommand per entry of :data:`INTERVENTIONS`."""
     for spec in INTERVENTIONS:
-        parser = add_command(subparsers, spec.name, spec.call)
-        for name, help in spec.models:
-            parser.add_argument(name, metavar=name.upper(), help=help)
-        if spec.out is not None:
-            parser.add_argument("out", metavar="OUT", help=f"{spec.out} (written atomically, as a whole)")
-            parser.add_argument(
-                "--overwrite",
-                action="store_true",
-                help="replace OUT when it is an earlier output of sinkbench (default: refuse an existing OUT)",
-            )
-        if spec.parameters is not None:
-            spec.parameters(parser)
         model = "the model" if len(spec.models) == 1 else None
-        if spec.strength:
-            parser.add_argument(
-                "--skip-strength",
-                action="store_true",
-                help="do not measure S of the input and output models (default: measured, as `sinkbench screen` "
-                "does)",
-            )
-            options.add_interval_options(parser, seed=None)
-            options.add_measure_options(parser, model=model)
-        else:
-            options.add_model_options(parser, model=model)
-            options.add_quiet(parser)
+        add_command(
+            subparsers, spec.name, spec.call,
+            *(arg(name, metavar=name.upper(), help=help) for name, help in spec.models),
+            *([arg("out", metavar="OUT", help=f"{spec.out} (written atomically, as a whole)"),
+               arg("--overwrite", action="store_true", shown="refuse an existing OUT",
+                   help="replace OUT when it is an earlier output of sinkbench")] if spec.out else []),
+            *([spec.parameters] if spec.parameters else []),
+            *([arg("--skip-strength", action="store_true", help="do not measure S of the input and output models",
+                   shown="measured, as `sinkbench screen` does"),
+               options.model_options(IntervalOptions, skip=["seed"]),
+               options.measure_arguments(model=model)] if spec.strength else
+              [options.load_arguments(model), options.QUIET]),
+        )  # fmt: skip
 
 
 def _common(args: argparse.Namespace) -> dict[str, Any]:
@@ -101,7 +90,9 @@ def _write(command: Intervention, args: argparse.Namespace) -> None:
     """Run the command's library spec on the parsed arguments and print its report."""
     from sinkbench.interventions.checkpoint import StrengthProbe, write_intervention
 
-    measure = StrengthProbe(options.probe_options(args), args.prompts, options.interval_options(args))
+    measure = StrengthProbe(
+        options.from_args(ProbeOptions, args), args.prompts, options.from_args(IntervalOptions, args)
+    )
     probe = None if args.skip_strength else measure
     module, _, name = command.spec.partition(":")
     spec = getattr(importlib.import_module(f"sinkbench.interventions.{module}"), name)
@@ -116,26 +107,17 @@ def _write(command: Intervention, args: argparse.Namespace) -> None:
     print(f"{report.text()}\nwritten to {args.out}")
 
 
-def _displacement_parameters(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--versus",
-        metavar="OTHER",
-        default=None,
-        help="a second endpoint of REFERENCE, for the ratios (default: none)",
-    )
-    window = parser.add_mutually_exclusive_group()
-    last = "summarise the last K decoder layers (default: %(default)s)"
-    window.add_argument("--window", type=int, default=ProbeOptions.num_layers, metavar="K", help=last)
-    window.add_argument(
-        "--layer-band",
-        metavar="BAND",
-        default=None,
-        help="summarise a band instead: first-third, middle-third, last-third or START-END (default: none)",
-    )
-    options.add_output(parser)
-    parser.add_argument(
-        "--plot", metavar="FILE.svg", help="draw ||dW||_2 per layer, one panel per projection (default: none)"
-    )
+_DISPLACEMENT_PARAMETERS = group(
+    arg("--versus", metavar="OTHER", help="a second endpoint of REFERENCE, for the ratios", shown="none"),
+    exclusive(
+        arg("--window", type=int, default=ProbeOptions.num_layers, metavar="K",
+            help="summarise the last K decoder layers"),
+        arg("--layer-band", metavar="BAND", shown="none",
+            help="summarise a band instead: first-third, middle-third, last-third or START-END"),
+    ),
+    options.output(),
+    arg("--plot", metavar="FILE.svg", help="draw ||dW||_2 per layer, one panel per projection", shown="none"),
+)  # fmt: skip
 
 
 def _displacement(args: argparse.Namespace) -> None:
@@ -171,60 +153,39 @@ def _displacement(args: argparse.Namespace) -> None:
             print(f"{what} written to {where}")
 
 
-def _random_control_parameters(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seed", type=int, default=0, help="seed of the noise (default: %(default)s)")
-
-
 def _names(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
-def _ablate_parameters(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+_ABLATION_PARAMETERS = group(
+    arg(
         "--norms",
         dest="kinds",
         type=_names,
-        default=None,
         metavar="A,B",
-        help=f"comma-separated norm names, as the model names them (default: those of {', '.join(PAPER_NORMS)} "
-        "the model has, as in the paper)",
-    )
-    parser.add_argument(
-        "--top-k",
-        type=int,
-        default=DEFAULT_TOP_K,
-        metavar="K",
-        help="channels per layer and norm (default: %(default)s)",
-    )
-    parser.add_argument(
+        help="comma-separated norm names, as the model names them",
+        shown=f"those of {', '.join(PAPER_NORMS)} the model has, as in the paper",
+    ),
+    arg("--top-k", type=int, default=DEFAULT_TOP_K, metavar="K", help="channels per layer and norm"),
+    arg(
         "--settings",
         type=_names,
         default=",".join(ABLATION_SETTINGS),
         metavar="S",
-        help="single (each norm alone) and/or joint (all at once), comma-separated (default: %(default)s)",
-    )
-
-
-def _merge_parameters(parser: argparse.ArgumentParser) -> None:
-    which = parser.add_mutually_exclusive_group(required=True)
-    which.add_argument(
-        "--setting",
-        choices=MERGE_SETTING_NAMES,
-        help="the one setting to run (default: none; this or --sweep)",
-    )
-    which.add_argument(
-        "--sweep", action="store_true", help="run all seven settings (default: off; this or --setting)"
-    )
-    parser.add_argument(
-        "--base",
-        metavar="BASE",
-        default=None,
-        help="the pretrained model both were fine-tuned from, for the two-task-vector reading (default: none, "
-        "the reference is the base)",
-    )
-    parser.add_argument(
-        "--seed", type=int, default=0, help="seed of DARE's random mask (default: %(default)s)"
-    )
+        help="single (each norm alone) and/or joint (all at once), comma-separated",
+    ),
+)
+_MERGE_PARAMETERS = group(
+    exclusive(
+        arg("--setting", choices=MERGE_SETTING_NAMES, help="the one setting to run",
+            shown="none; this or --sweep"),
+        arg("--sweep", action="store_true", help="run all seven settings", shown="off; this or --setting"),
+        required=True,
+    ),
+    arg("--base", metavar="BASE", shown="none, the reference is the base",
+        help="the pretrained model both were fine-tuned from, for the two-task-vector reading"),
+    arg("--seed", type=int, default=0, help="seed of DARE's random mask"),
+)  # fmt: skip
 
 
 _REFERENCE = ("reference", f"the reference LLM: {_MODEL}")
@@ -235,7 +196,7 @@ INTERVENTIONS = (
         _displacement.__doc__,
         models=(_REFERENCE, ("endpoint", "the model fine-tuned from it (same architecture)")),
         out=None,
-        parameters=_displacement_parameters,
+        parameters=_DISPLACEMENT_PARAMETERS,
         call=_displacement,
     ),
     Intervention(
@@ -250,7 +211,7 @@ INTERVENTIONS = (
         models=(_REFERENCE, ("vlm_lm", "its VLM-LM, whose relative changes the noise matches")),
         out="the control checkpoint folder",
         spec="random_control:RANDOM_CONTROL",
-        parameters=_random_control_parameters,
+        parameters=arg("--seed", type=int, default=0, help="seed of the noise"),
     ),
     Intervention(
         "ablate-norms",
@@ -264,7 +225,7 @@ INTERVENTIONS = (
         models=(("model", f"the model: {_MODEL}"),),
         out="the folder of ablated checkpoints",
         spec="ablation:CHANNEL_ABLATION",
-        parameters=_ablate_parameters,
+        parameters=_ABLATION_PARAMETERS,
     ),
     Intervention(
         "inject-qk-norm",
@@ -293,6 +254,6 @@ INTERVENTIONS = (
         models=(_REFERENCE, ("vlm_lm", "its VLM-LM (same architecture and size)")),
         out="the merged checkpoint folder (with --sweep: a folder of them)",
         spec="merging:MERGE",
-        parameters=_merge_parameters,
+        parameters=_MERGE_PARAMETERS,
     ),
 )

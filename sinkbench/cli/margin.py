@@ -5,22 +5,22 @@ from __future__ import annotations
 import argparse
 
 from sinkbench.cli import options
-from sinkbench.cli.parser import add_command
-from sinkbench.sink.options import PER_HEAD_SINK_MODES
+from sinkbench.cli.parser import add_command, arg
+from sinkbench.sink.options import PER_HEAD_SINK_MODES, ProbeOptions
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``margin`` subcommand."""
-    parser = add_command(subparsers, "margin", run)
-    parser.add_argument(
-        "reference", metavar="REFERENCE", help="reference LLM: hub id, dir, .gguf or embedded name"
-    )
-    parser.add_argument(
-        "vlm_lm", metavar="VLM_LM", help="the extracted VLM-LM (see extract-lm): hub id or dir"
-    )
-    options.add_output(parser, "the full result")
-    parser.add_argument("--vlm-lm-revision", default=None, help="Hub revision of VLM_LM (default: main)")
-    options.add_measure_options(parser, model="REFERENCE", sink_modes=PER_HEAD_SINK_MODES)
+    add_command(
+        subparsers, "margin", run,
+        arg("reference", metavar="REFERENCE", help="reference LLM: hub id, dir, .gguf or embedded name"),
+        arg("vlm_lm", metavar="VLM_LM", help="the extracted VLM-LM (see extract-lm): hub id or dir"),
+        options.output("the full result"),
+        arg("--vlm-lm-revision", help="Hub revision of VLM_LM", shown="main"),
+        options.measure_arguments(
+            model="REFERENCE", skip=["keep_degenerate"], sink_position={"choices": PER_HEAD_SINK_MODES}
+        ),
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         args.reference,
         args.vlm_lm,
         prompts=args.prompts,
-        options=options.probe_options(args),
+        options=options.from_args(ProbeOptions, args),
         revisions=(loading.pop("revision", None), args.vlm_lm_revision),
         output=options.output_path(args),
         progress=not args.quiet,

@@ -1,6 +1,7 @@
-"""How a ``sinkbench`` command is declared (:func:`add_command`: its help is its handler's docstring) and parsed
-(:class:`CommandParser`: a mistyped option or choice is refused under the usage of the command it was given to,
-naming the nearest one, ``did you mean --output?``, exit 2)."""
+"""How a ``sinkbench`` command is declared (:func:`add_command`: its help is its handler's docstring, its
+arguments made by :func:`arg` and :func:`group`) and parsed (:class:`CommandParser`: a mistyped option or choice is
+refused under the usage of the command it was given to, naming the nearest one, ``did you mean --output?``,
+exit 2)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+#: An argument (or a group of them) as it adds itself to a parser or a group of a parser.
+Argument = Callable[[Any], object]
 #: What argparse reads as a number, not an option (none of sinkbench's options looks like one).
 _NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
@@ -75,21 +78,44 @@ class CommandParser(argparse.ArgumentParser):
                 next(words, None)  # its value
 
 
+def arg(*flags: str, help: str, shown: str | None = None, **kwargs: Any) -> Argument:
+    """An argument: argparse's ``flags`` and keywords, its help ``help (default: shown)``.
+
+    ``shown`` says what happens when an option is left out (argparse's ``%(default)s`` unless given); a positional
+    or a required option has none, and ``shown=""`` leaves out the clause of a help that places it itself.
+    """
+    if shown is None and flags[0].startswith("-") and not kwargs.get("required"):
+        shown = "%(default)s"
+    text = f"{help} (default: {shown})" if shown else help
+    return lambda parser: parser.add_argument(*flags, help=text, **kwargs)
+
+
+def group(*arguments: Argument) -> Argument:
+    """Several arguments as one (a set of options that commands share)."""
+    return lambda parser: [argument(parser) for argument in arguments]
+
+
+def exclusive(*arguments: Argument, required: bool = False) -> Argument:
+    """``arguments`` of which a command takes at most one (exactly one when ``required``)."""
+    return lambda parser: group(*arguments)(parser.add_mutually_exclusive_group(required=required))
+
+
 def add_command(
     subparsers: argparse._SubParsersAction,
     name: str,
-    handler: Callable[[argparse.Namespace], int | None] | None = None,
-    *,
+    handler: Callable[[argparse.Namespace], int | None] | None,
+    *arguments: Argument,
     doc: str | None = None,
     **defaults: Any,
 ) -> argparse.ArgumentParser:
-    """Add the subcommand ``name``, run by ``handler`` (with ``defaults`` set on its arguments).
+    """Add the subcommand ``name`` with its ``arguments``, run by ``handler`` (with ``defaults`` set on them).
 
     Its line in the parent's ``--help`` is the first paragraph of ``doc`` (default: the handler's docstring), its
     own ``--help`` description the rest, as click and typer read a command's docstring.
     """
     summary, _, description = inspect.cleandoc(doc or handler.__doc__).partition("\n\n")
     parser = subparsers.add_parser(name, help=summary, description=description)
+    group(*arguments)(parser)
     if handler is not None:
         parser.set_defaults(handler=handler, **defaults)
     return parser

@@ -7,31 +7,27 @@ import sys
 from pathlib import Path
 
 from sinkbench.cli import options
-from sinkbench.cli.parser import add_command
+from sinkbench.cli.parser import add_command, arg
+from sinkbench.sink.options import IntervalOptions, ProbeOptions
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``screen`` subcommand."""
-    parser = add_command(subparsers, "screen", run)
-    options.add_model_argument(parser, "model to screen")
-    options.add_output(parser)
-    parser.add_argument(
-        "--print-model-dir",
-        action="store_true",
-        help="print the folder (or hub id) of MODEL that lm-eval's --model_args pretrained= takes, and exit without "
-        "screening: for an embedded or .gguf model its dequantized copy, built on first use, e.g. "
-        'lm_eval --model hf --model_args pretrained="$(sinkbench screen --print-model-dir)" (default: screen)',
-    )
-    options.add_interval_options(parser)
-    parser.add_argument(
-        "--against",
-        default=None,
-        metavar="DIR|none",
-        help="place the model among the backbones of this submissions folder: its rank by S and the deltas the "
-        "pairs' fits predict for it (default: ./submissions when it exists, else the packaged snapshot of the "
-        "seeded tables; none: skip)",
-    )
-    options.add_measure_options(parser)
+    add_command(
+        subparsers, "screen", run,
+        options.model_argument("model to screen"),
+        options.output(),
+        arg("--print-model-dir", action="store_true", shown="screen",
+            help="print the folder (or hub id) of MODEL that lm-eval's --model_args pretrained= takes, and exit "
+            "without screening: for an embedded or .gguf model its dequantized copy, built on first use, e.g. "
+            'lm_eval --model hf --model_args pretrained="$(sinkbench screen --print-model-dir)"'),
+        options.model_options(IntervalOptions),
+        arg("--against", metavar="DIR|none",
+            help="place the model among the backbones of this submissions folder: its rank by S and the deltas "
+            "the pairs' fits predict for it",
+            shown="./submissions when it exists, else the packaged snapshot of the seeded tables; none: skip"),
+        options.measure_arguments(),
+    )  # fmt: skip
 
 
 def _against(value: str | None) -> tuple[bool, Path | None]:
@@ -71,9 +67,9 @@ def run(args: argparse.Namespace) -> int:
         args.model,
         place_among=wanted,
         against=against,
-        options=options.probe_options(args),
+        options=options.from_args(ProbeOptions, args),
         prompts=args.prompts,
-        interval=options.interval_options(args),
+        interval=options.from_args(IntervalOptions, args),
         output=options.output_path(args),
         progress=not args.quiet,
         **options.load_options(args),

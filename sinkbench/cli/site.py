@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from sinkbench.cli.extras import require_extra
-from sinkbench.cli.options import FROM_THE_ROOT, add_folder, add_submissions_option, missing_paths
-from sinkbench.cli.parser import add_command
+from sinkbench.cli.options import FROM_THE_ROOT, SUBMISSIONS, folder, missing_paths
+from sinkbench.cli.parser import add_command, arg, group
 from sinkbench.leaderboard.sources import EXPERIMENTS_DIR
 
 
@@ -16,28 +16,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     Build the leaderboard site from a submissions folder, or preview it with live reload: the repository's MkDocs
     project (mkdocs.yml) with --submissions as its data.
     """
-    parser = add_command(subparsers, "site", doc=register.__doc__)
+    parser = add_command(subparsers, "site", None, doc=register.__doc__)
     actions = parser.add_subparsers(dest="site_command", metavar="ACTION", required=True)
-    build = add_command(actions, "build", _build, command_label="site build")
-    _add_common(build)
-    add_folder(
-        build, "--out", "where the built site goes, replaced as a whole (default: %(default)s)", "_site"
+    sources = group(
+        SUBMISSIONS,
+        folder(
+            "--experiments",
+            "folder of the experiments whose page/ folders the site publishes (the Training "
+            "dynamics and Interventions pages; default: %(default)s; without them those pages say so)",
+            EXPERIMENTS_DIR,
+            shown="",
+        ),
     )
-    serve = add_command(actions, "serve", _serve, command_label="site serve")
-    _add_common(serve)
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
-    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default: %(default)s)")
-
-
-def _add_common(parser: argparse.ArgumentParser) -> None:
-    add_submissions_option(parser)
-    add_folder(
-        parser,
-        "--experiments",
-        "folder of the experiments whose page/ folders the site publishes (the Training dynamics and "
-        "Interventions pages; default: %(default)s; without them those pages say so)",
-        EXPERIMENTS_DIR,
+    add_command(
+        actions,
+        "build",
+        _build,
+        sources,
+        folder("--out", "where the built site goes, replaced as a whole", "_site"),
+        command_label="site build",
     )
+    add_command(
+        actions, "serve", _serve, sources,
+        arg("--host", default="127.0.0.1", help="address to listen on"),
+        arg("--port", type=int, default=8000, help="port to listen on"),
+        command_label="site serve",
+    )  # fmt: skip
 
 
 def _build(args: argparse.Namespace) -> int:

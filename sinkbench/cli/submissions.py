@@ -6,61 +6,41 @@ import argparse
 import sys
 from pathlib import Path
 
-from sinkbench.cli.options import (
-    FROM_THE_ROOT,
-    add_entry_output,
-    add_folder,
-    add_submissions_option,
-    keywords,
-    missing_paths,
-)
-from sinkbench.cli.parser import add_command
+from sinkbench.cli.options import ENTRY_OUTPUT, FROM_THE_ROOT, SUBMISSIONS, folder, keywords, missing_paths
+from sinkbench.cli.parser import add_command, arg
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``validate``, ``aggregate`` and ``import-reported``."""
-    _add_validate(subparsers)
-    _add_aggregate(subparsers)
-    _add_import_reported(subparsers)
-
-
-def _add_validate(subparsers: argparse._SubParsersAction) -> None:
-    parser = add_command(subparsers, "validate", _validate)
-    parser.add_argument(
-        "paths",
-        nargs="*",
-        default=["submissions"],
-        metavar="PATH",
-        help="a submissions folder (holding pairs/ and backbones/), a kind folder or an entry folder "
-        "(default: submissions)",
+    add_command(
+        subparsers,
+        "validate",
+        _validate,
+        arg(
+            "paths",
+            nargs="*",
+            default=["submissions"],
+            metavar="PATH",
+            shown="submissions",
+            help="a submissions folder (holding pairs/ and backbones/), a kind folder or an entry folder",
+        ),
     )
-
-
-def _add_aggregate(subparsers: argparse._SubParsersAction) -> None:
-    parser = add_command(subparsers, "aggregate", _aggregate)
-    add_submissions_option(parser)
-    add_folder(
-        parser, "--out", "output folder, replaced as a whole (a folder sinkbench did not write is refused)"
+    add_command(
+        subparsers,
+        "aggregate",
+        _aggregate,
+        SUBMISSIONS,
+        folder("--out", "output folder, replaced as a whole (a folder sinkbench did not write is refused)"),
+        arg("--seed", type=int, default=0, help="seed of the bootstrap and permutation tests"),
     )
-    parser.add_argument(
-        "--seed",
-        type=int,
-        default=0,
-        help="seed of the bootstrap and permutation tests (default: %(default)s)",
-    )
-
-
-def _add_import_reported(subparsers: argparse._SubParsersAction) -> None:
-    parser = add_command(subparsers, "import-reported", _import_reported)
-    parser.add_argument("csv", type=Path, metavar="FILE.csv", help="one row per pair and task")
-    parser.add_argument("--source", required=True, metavar="CITATION", help="citation of the publication")
-    parser.add_argument("--url", default=None, help="link to the publication, http or https (default: none)")
-    parser.add_argument(
-        "--submitter",
-        default="sinkbench import-reported",
-        help="who transcribed the numbers (default: %(default)s)",
-    )
-    add_entry_output(parser)
+    add_command(
+        subparsers, "import-reported", _import_reported,
+        arg("csv", type=Path, metavar="FILE.csv", help="one row per pair and task"),
+        arg("--source", required=True, metavar="CITATION", help="citation of the publication"),
+        arg("--url", help="link to the publication, http or https", shown="none"),
+        arg("--submitter", default="sinkbench import-reported", help="who transcribed the numbers"),
+        ENTRY_OUTPUT,
+    )  # fmt: skip
 
 
 def _validate(args: argparse.Namespace) -> int:

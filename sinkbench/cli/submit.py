@@ -8,8 +8,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from sinkbench.cli.options import add_entry_output
-from sinkbench.cli.parser import add_command
+from sinkbench.cli.options import ENTRY_OUTPUT
+from sinkbench.cli.parser import Argument, add_command, arg, group
 
 QK_CLASSES = ("per-head", "layerwise", "none")
 #: The pull-request checklist of each kind of entry ({folder}: the entry folder, as the user can paste it).
@@ -35,65 +35,48 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     under --out, fill metadata.json from what they record, replace local paths by the model id or <local>
     (listing each change in metadata.json), and write the entry only if `sinkbench validate` would accept it.
     """
-    parser = add_command(subparsers, "submit", doc=register.__doc__)
+    parser = add_command(subparsers, "submit", None, doc=register.__doc__)
     kinds = parser.add_subparsers(dest="submit_kind", metavar="KIND", required=True)
-    pair = add_command(kinds, "pair", _submit_pair)
-    pair.add_argument(
-        "--reference", required=True, type=Path, metavar="RUN_DIR", help="the reference LLM's run folder"
-    )
-    pair.add_argument("--vlm", required=True, type=Path, metavar="RUN_DIR", help="the VLM-LM's run folder")
-    pair.add_argument(
-        "--vl-recipe",
-        default=None,
-        help="the VL training between the two, e.g. 'SFT+DPO on ...' (default: none; required)",
-    )
-    pair.add_argument(
-        "--testbed", action="store_true",
-        help="a pair made by sinkbench's VL testbed: shown apart, left out of the fits, ifeval_strict only and "
-        "--limit allowed (default: off)",
+    common = group(
+        arg("--name", help="entry folder name, e.g. qwen3-vl-8b-instruct", shown="none; required"),
+        arg("--submitter", help="who submits the entry, a name or handle", shown="none; required"),
+        arg("--profile", type=Path, metavar="FILE.json", shown="none",
+            help="a `sinkbench screen --output` report of the LLM, for its heatmap"),
+        arg("--qk-norm", choices=QK_CLASSES, help="QK-norm class, when the run's files cannot tell it",
+            shown="read from config.json or the GGUF file"),
+        ENTRY_OUTPUT,
     )  # fmt: skip
-    _model_options(pair, "reference", "the reference LLM")
-    _model_options(pair, "vlm", "the VLM (an extracted VLM-LM's provenance.json names it)")
-    _common(pair)
-    backbone = add_command(kinds, "backbone", _submit_backbone)
-    backbone.add_argument(
-        "run", type=Path, metavar="RUN_DIR", help="the LLM's run folder (with sink_strength)"
-    )
-    _model_options(backbone, "model", "the LLM")
-    backbone.add_argument(
-        "--display-name", default=None, help="name shown on the board (default: the model id)"
-    )
-    _common(backbone)
-
-
-def _model_options(parser: argparse.ArgumentParser, option: str, what: str) -> None:
-    parser.add_argument(
-        f"--{option}-id", default=None, metavar="ORG/NAME",
-        help=f"Hub id of {what}; needed when its run used a local folder (default: read from the run, an extracted VLM-LM's provenance.json, a Hub-cache snapshot folder, or the embedded model of sinkbench's GGUF cache folder)",
+    add_command(
+        kinds, "pair", _submit_pair,
+        arg("--reference", required=True, type=Path, metavar="RUN_DIR", help="the reference LLM's run folder"),
+        arg("--vlm", required=True, type=Path, metavar="RUN_DIR", help="the VLM-LM's run folder"),
+        arg("--vl-recipe", help="the VL training between the two, e.g. 'SFT+DPO on ...'", shown="none; required"),
+        arg("--testbed", action="store_true", shown="off",
+            help="a pair made by sinkbench's VL testbed: shown apart, left out of the fits, ifeval_strict only "
+            "and --limit allowed"),
+        _model_options("reference", "the reference LLM"),
+        _model_options("vlm", "the VLM (an extracted VLM-LM's provenance.json names it)"),
+        common,
     )  # fmt: skip
-    parser.add_argument(
-        f"--{option}-revision", default=None, metavar="REV",
-        help=f"revision of {what}: a commit, or sha256:HEX of a weights file, the model.sha256 of `sinkbench screen "
-        "--output` (default: read from the run, a Hub-cache snapshot folder or sinkbench's GGUF cache folder)",
+    add_command(
+        kinds, "backbone", _submit_backbone,
+        arg("run", type=Path, metavar="RUN_DIR", help="the LLM's run folder (with sink_strength)"),
+        _model_options("model", "the LLM"),
+        arg("--display-name", help="name shown on the board", shown="the model id"),
+        common,
     )  # fmt: skip
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--name", default=None, help="entry folder name, e.g. qwen3-vl-8b-instruct (default: none; required)"
-    )
-    parser.add_argument(
-        "--submitter", default=None, help="who submits the entry, a name or handle (default: none; required)"
-    )
-    parser.add_argument(
-        "--profile", type=Path, default=None, metavar="FILE.json",
-        help="a `sinkbench screen --output` report of the LLM, for its heatmap (default: none)",
+def _model_options(option: str, what: str) -> Argument:
+    return group(
+        arg(f"--{option}-id", metavar="ORG/NAME", help=f"Hub id of {what}; needed when its run used a local folder",
+            shown="read from the run, an extracted VLM-LM's provenance.json, a Hub-cache snapshot folder, or the "
+            "embedded model of sinkbench's GGUF cache folder"),
+        arg(f"--{option}-revision", metavar="REV",
+            help=f"revision of {what}: a commit, or sha256:HEX of a weights file, the model.sha256 of `sinkbench "
+            "screen --output`",
+            shown="read from the run, a Hub-cache snapshot folder or sinkbench's GGUF cache folder"),
     )  # fmt: skip
-    parser.add_argument(
-        "--qk-norm", choices=QK_CLASSES, default=None,
-        help="QK-norm class, when the run's files cannot tell it (default: read from config.json or the GGUF file)",
-    )  # fmt: skip
-    add_entry_output(parser)
 
 
 def pasteable(path: Path) -> str:

@@ -29,18 +29,15 @@ from sinkbench.numbers import finite_or_none
 from sinkbench.provenance import report_header
 from sinkbench.safe_io import write_json_atomic
 from sinkbench.sink.metrics import G_THRESHOLD, SHARE_G_ABOVE
-from sinkbench.sink.options import ProbeOptions
+from sinkbench.sink.options import ALL_LAYERS, DEFAULT_TOP_FRAC, ProbeOptions
 from sinkbench.sink.prompts import CalibrationSet, load_calibration
 
 if TYPE_CHECKING:
     from sinkbench.models import ModelInfo
     from sinkbench.sink.strength import PromptObservations
 
-#: ``num_layers`` that probes every layer of any model (the head map's default).
-ALL_LAYERS = 1000
-#: The selection rules, and the default rule and value.
+#: The selection rules (the default's value: :data:`~sinkbench.sink.options.DEFAULT_TOP_FRAC`).
 SELECTION_RULES = ("top_frac", "min_g")
-DEFAULT_TOP_FRAC = 0.1
 
 
 @dataclass(frozen=True)

@@ -27,13 +27,17 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from sinkbench.errors import UserError
 
-#: How the sink key is chosen: per head (received attention), per query (row argmax), or the first token.
-SINK_MODES = ("head", "query", "first")
+#: How the sink key is chosen, each mode with its meaning.
+SINK_MODES = {
+    "head": "the key each head attends to most",
+    "query": "each query's own argmax",
+    "first": "the first token",
+}
 #: Modes that give one ``p_sink`` per head, as the margin bound needs.
 PER_HEAD_SINK_MODES = ("head", "first")
 CHAT_TEMPLATE_MODES = ("auto", "on", "off")
@@ -41,6 +45,18 @@ PADDING_SIDES = ("right", "left")
 #: The named layer bands (thirds of the decoder); any ``START-END`` range of layer indices is a band too.
 LAYER_THIRDS = ("first-third", "middle-third", "last-third")
 _RANGE = re.compile(r"^(\d+)-(\d+)$")
+#: ``num_layers`` that probes every layer of any model (the head map's default).
+ALL_LAYERS = 1000
+#: The head map's default selection: the top tenth of heads by median G.
+DEFAULT_TOP_FRAC = 0.1
+
+
+def option(default: Any, help: str, **cli: Any) -> Any:
+    """A field of an options model with its command-line option: ``help`` (what the option does; the CLI adds its
+    default), and the argparse keywords ``cli`` (``metavar``, ``choices``: a mapping gives each choice's meaning,
+    ``flag`` and ``dest`` where they differ from the field's name, ``shown``: how the default reads). The CLI's
+    one source of the option (:func:`sinkbench.cli.options.model_options`)."""
+    return field(default=default, metadata={"help": help, **cli})
 
 
 @dataclass(frozen=True)
@@ -50,13 +66,32 @@ class ProbeOptions:
     This dataclass is the one home of the defaults: the CLI, the lm-eval task and the monitor read them here.
     """
 
-    num_layers: int = 10
-    layer_band: str | None = None
-    sink_position: str = "head"
-    keep_degenerate: bool = False
-    chat_template: str = "auto"
-    padding_side: str = "right"
-    batch_size: int = 8
+    num_layers: int = option(
+        10, "probe the last K decoder layers, all of them if the model has fewer", metavar="K"
+    )
+    layer_band: str | None = option(
+        None,
+        f"probe a band of decoder layers instead of the last K: {', '.join(LAYER_THIRDS)} (the paper's depth "
+        "ablation), or START-END, decoder-layer indices inclusive",
+        metavar="BAND",
+        shown="none, the last K",
+    )
+    sink_position: str = option("head", "how the sink key is chosen", choices=SINK_MODES)
+    keep_degenerate: bool = option(
+        False,
+        "count queries that can see only the sink key (attention 1, so G is infinite) as observations instead "
+        "of dropping them",
+        shown="dropped",
+    )
+    chat_template: str = option(
+        "auto",
+        "wrap each prompt as a user turn with the tokenizer's chat template: auto = when it has one",
+        choices=CHAT_TEMPLATE_MODES,
+    )
+    padding_side: str = option(
+        "right", "where batches are padded; S does not depend on it", choices=PADDING_SIDES
+    )
+    batch_size: int = option(8, "prompts per forward pass; S does not depend on it", metavar="N")
     max_tokens: int = 4096
     use_flash_kernel: bool = True
 
@@ -135,8 +170,13 @@ class IntervalOptions:
     """How S's bootstrap interval over prompts is drawn (:mod:`sinkbench.sink.uncertainty`); ``resamples=0``
     turns it off."""
 
-    resamples: int = 1000
-    seed: int = 0
+    resamples: int = option(
+        1000,
+        "resamples of the bootstrap over prompts behind each interval; 0: no intervals",
+        flag="--bootstrap-resamples",
+        metavar="N",
+    )
+    seed: int = option(0, "seed of the bootstrap", dest="interval_seed", metavar="SEED")
     confidence: float = 0.95
 
     def __post_init__(self) -> None:
@@ -152,16 +192,12 @@ class IntervalOptions:
 
 @dataclass(frozen=True)
 class BucketRule:
-    """How an lm-eval samples file splits into pass and fail buckets (:mod:`sinkbench.sink.buckets`).
+    """How an lm-eval samples file splits into pass and fail buckets (:mod:`sinkbench.sink.buckets`); each
+    field's help says what it is."""
 
-    Attributes:
-        metric: the per-prompt metric of each sample (a boolean or a number).
-        threshold: a prompt passes when its metric is at least this (the paper: 0.5).
-        prompt_field: the document field that holds the prompt text.
-        filter: lm-eval's filter name of the samples to read; None takes the file's only filter.
-    """
-
-    metric: str = "prompt_level_strict_acc"
-    threshold: float = 0.5
-    prompt_field: str = "prompt"
-    filter: str | None = None
+    metric: str = option("prompt_level_strict_acc", "the per-prompt metric of each sample")
+    threshold: float = option(
+        0.5, "a prompt passes when its metric is at least this", shown="%(default)s, the paper's"
+    )
+    prompt_field: str = option("prompt", "the document field holding the prompt")
+    filter: str | None = option(None, "lm-eval filter of the samples to read", shown="the file's only one")
