@@ -20,8 +20,6 @@ import os
 import re
 import shutil
 import tempfile
-import urllib.error
-import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -283,6 +281,9 @@ def _in_hub_cache(repo_id: str, revision: str | None) -> bool:
 def _hub_answers(endpoint: str) -> bool:
     """Whether the Hub at ``endpoint`` answers one HEAD request within :data:`HUB_TIMEOUT` (any HTTP status counts;
     proxies from the environment apply, as they do to the Hub's own client); asked once per process."""
+    import urllib.error
+    import urllib.request  # here, not at the top: the CLI's --help imports this module
+
     try:
         with urllib.request.urlopen(urllib.request.Request(endpoint, method="HEAD"), timeout=HUB_TIMEOUT):
             return True

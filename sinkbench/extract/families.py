@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sinkbench.conformance.table import warn_if_not_swept_version
 from sinkbench.extract import molmo2
 from sinkbench.extract.errors import ExtractError
 
@@ -114,6 +113,8 @@ def family_for(config: PretrainedConfig, vlm: torch.nn.Module, where: str) -> Fa
         ExtractError: no language model or LM head is found, or no causal LM runs the language model.
     """
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    from sinkbench.conformance.table import warn_if_not_swept_version  # not at --help time
 
     warn_if_not_swept_version()
     names = {id(module): name for name, module in vlm.named_modules()}
