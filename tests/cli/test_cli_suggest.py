@@ -3,6 +3,8 @@ nearest one named (sinkbench.cli.parser), exit 2, one line of error."""
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
 from sinkbench.cli import build_parser, main
@@ -63,3 +65,32 @@ def test_what_argparse_accepts_is_still_accepted(argv: list[str], dest: str, val
 def test_a_passthrough_command_keeps_the_arguments_it_does_not_know() -> None:
     args, extra = build_parser().parse_known_args(["eval", "--model", "hf", "--tasks", "t"])
     assert args.command == "eval" and extra == ["--model", "hf", "--tasks", "t"]
+
+
+def _leaf_options() -> list[tuple[tuple[str, ...], str]]:
+    """(command path, long option) for every option of every command that checks its arguments (not ``eval``)."""
+    found, parsers = [], [((), build_parser())]
+    while parsers:
+        path, parser = parsers.pop()
+        subcommands = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        parsers += [((*path, name), sub) for action in subcommands for name, sub in action.choices.items()]
+        if path and not subcommands and not parser.get_default("passthrough"):
+            found += [(path, o) for a in parser._actions for o in a.option_strings if o.startswith("--")]
+    return sorted(found)
+
+
+@pytest.mark.parametrize(
+    ("path", "option"), _leaf_options(), ids=lambda x: " ".join(x) if isinstance(x, tuple) else x
+)
+def test_every_option_of_every_command_mistyped_is_named(
+    path: tuple[str, ...], option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    at = next(i for i in range(3, len(option) - 1) if option[i] != option[i + 1])
+    typo = option[:at] + option[at + 1] + option[at] + option[at + 2 :]  # two letters swapped: --otuput
+    with pytest.raises(SystemExit) as exit_:
+        main([*path, typo, "x"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    prog = " ".join(("sinkbench", *path))
+    assert err.startswith(f"usage: {prog} "), err
+    assert err.strip().splitlines()[-1] == f"{prog}: error: unknown option {typo}; did you mean {option}?"
