@@ -9,17 +9,12 @@ import argparse
 import functools
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from sinkbench.cli import options
 from sinkbench.cli.parser import Argument, add_command, arg, exclusive, group
-from sinkbench.interventions.settings import (
-    ABLATION_SETTINGS,
-    DEFAULT_TOP_K,
-    MERGE_SETTING_NAMES,
-    PAPER_NORMS,
-)
+from sinkbench.interventions.settings import AblationParameters, MergeParameters, RandomControlParameters
 from sinkbench.sink.options import IntervalOptions, ProbeOptions
 
 _MODEL = "hub id, local folder, .gguf file or embedded name (as for `sinkbench screen`)"
@@ -36,7 +31,7 @@ class Intervention:
             name); a command of one model loads it with ``--revision``.
         out: what OUT holds (written atomically), or None for a command that only reports.
         spec: ``module:NAME`` of its :class:`~sinkbench.interventions.checkpoint.Intervention` in
-            :mod:`sinkbench.interventions`, its parameters the options of their names (None: ``call`` does it all).
+            :mod:`sinkbench.interventions`, its parameters those of ``parameters`` (None: ``call`` does it all).
         parameters: the intervention's own options, if it has any.
         call: the handler of a command without a spec (which measures no S: no ``--skip-strength``, no probe
             options); by default the one that runs its spec.
@@ -98,9 +93,7 @@ def _write(command: Intervention, args: argparse.Namespace) -> None:
     spec = getattr(importlib.import_module(f"sinkbench.interventions.{module}"), name)
     names = [model for model, _ in command.models] + list(spec.roles[len(command.models) :])
     models = {role: getattr(args, name) for role, name in zip(spec.roles, names, strict=True)}
-    parameters = spec.parameters(
-        **{field.name: getattr(args, field.name) for field in fields(spec.parameters) if field.name in args}
-    )
+    parameters = options.from_args(spec.parameters, args)
     report = write_intervention(
         spec, models, args.out, parameters, probe=probe, overwrite=args.overwrite, **_common(args)
     )
@@ -153,38 +146,15 @@ def _displacement(args: argparse.Namespace) -> None:
             print(f"{what} written to {where}")
 
 
-def _names(text: str) -> list[str]:
-    return [name.strip() for name in text.split(",") if name.strip()]
-
-
-_ABLATION_PARAMETERS = group(
-    arg(
-        "--norms",
-        dest="kinds",
-        type=_names,
-        metavar="A,B",
-        help="comma-separated norm names, as the model names them",
-        shown=f"those of {', '.join(PAPER_NORMS)} the model has, as in the paper",
-    ),
-    arg("--top-k", type=int, default=DEFAULT_TOP_K, metavar="K", help="channels per layer and norm"),
-    arg(
-        "--settings",
-        type=_names,
-        default=",".join(ABLATION_SETTINGS),
-        metavar="S",
-        help="single (each norm alone) and/or joint (all at once), comma-separated",
-    ),
-)
 _MERGE_PARAMETERS = group(
     exclusive(
-        arg("--setting", choices=MERGE_SETTING_NAMES, help="the one setting to run",
-            shown="none; this or --sweep"),
+        options.model_options(MergeParameters, only=["setting"]),
         arg("--sweep", action="store_true", help="run all seven settings", shown="off; this or --setting"),
         required=True,
     ),
     arg("--base", metavar="BASE", shown="none, the reference is the base",
         help="the pretrained model both were fine-tuned from, for the two-task-vector reading"),
-    arg("--seed", type=int, default=0, help="seed of DARE's random mask"),
+    options.model_options(MergeParameters, skip=["setting"]),
 )  # fmt: skip
 
 
@@ -211,7 +181,7 @@ INTERVENTIONS = (
         models=(_REFERENCE, ("vlm_lm", "its VLM-LM, whose relative changes the noise matches")),
         out="the control checkpoint folder",
         spec="random_control:RANDOM_CONTROL",
-        parameters=arg("--seed", type=int, default=0, help="seed of the noise"),
+        parameters=options.model_options(RandomControlParameters),
     ),
     Intervention(
         "ablate-norms",
@@ -225,7 +195,7 @@ INTERVENTIONS = (
         models=(("model", f"the model: {_MODEL}"),),
         out="the folder of ablated checkpoints",
         spec="ablation:CHANNEL_ABLATION",
-        parameters=_ABLATION_PARAMETERS,
+        parameters=options.model_options(AblationParameters),
     ),
     Intervention(
         "inject-qk-norm",

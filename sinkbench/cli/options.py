@@ -14,6 +14,7 @@ import argparse
 import os
 import sys
 import typing
+from collections import abc
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -40,40 +41,44 @@ def model_argument(what: str) -> Argument:
     return arg("model", nargs="?", metavar="MODEL", help=what, shown=f"{DEFAULT_MODEL}, embedded")
 
 
-def model_options(model: type, *, skip: Sequence[str] = (), **changes: dict[str, Any]) -> Argument:
+def model_options(
+    model: type, *, skip: Sequence[str] = (), only: Sequence[str] | None = None, **changes: dict[str, Any]
+) -> Argument:
     """An option per field of the options ``model`` declared with :func:`sinkbench.sink.options.option`, in field
-    order: ``--num-layers`` for ``num_layers`` (dest the field's name), a switch for a bool, int and float typed.
+    order: ``--num-layers`` for ``num_layers`` (dest the field's name); a bool is a switch, an int or float typed,
+    a sequence of strings comma-separated.
 
     Args:
         model: the options dataclass.
-        skip: fields the command does not offer.
+        skip: fields the command does not offer; ``only``: the only ones it offers (None: all).
         changes: per field, the keywords this command changes (``choices``: the ones it offers; ``default``).
     """
 
     def add(parser: argparse.ArgumentParser) -> None:
         hints = typing.get_type_hints(model)
         for field in fields(model):
-            cli = {
-                "default": field.default,
-                "dest": field.name,
-                **field.metadata,
-                **changes.get(field.name, {}),
-            }
-            if "help" not in cli or field.name in skip:
+            cli = {"default": field.default, "dest": field.name, **field.metadata}
+            cli.update(changes.get(field.name, {}))
+            if "help" not in cli or field.name in skip or (only is not None and field.name not in only):
                 continue
             flag = cli.pop("flag", "--" + field.name.replace("_", "-"))
-            kind = next(
-                (t for t in typing.get_args(hints[field.name]) if t is not type(None)), hints[field.name]
-            )
+            kind = hints[field.name]
+            if type(None) in typing.get_args(kind):  # X | None: X
+                kind = next(part for part in typing.get_args(kind) if part is not type(None))
             meanings = field.metadata.get("choices")
             if isinstance(meanings, dict):  # each choice the command offers with its meaning
                 cli["help"] += ": " + ", ".join(f"{choice} = {meanings[choice]}" for choice in cli["choices"])
-            typed = (
-                {"action": "store_true"} if kind is bool else {"type": kind} if kind in (int, float) else {}
-            )
+            if typing.get_origin(kind) is abc.Sequence:
+                kind = _comma_separated
+                cli["shown"] = cli.get("shown") or ",".join(cli["default"])
+            typed = {"action": "store_true"} if kind is bool else {} if kind is str else {"type": kind}
             arg(flag, **typed, **cli)(parser)
 
     return add
+
+
+def _comma_separated(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
 
 
 def from_args(model: type[Model], args: argparse.Namespace) -> Model:

@@ -6,10 +6,15 @@ import argparse
 import os
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sinkbench.cli.options import ENTRY_OUTPUT
+from sinkbench.cli.options import ENTRY_OUTPUT, keywords
 from sinkbench.cli.parser import Argument, add_command, arg, group
+
+if TYPE_CHECKING:
+    from sinkbench.submissions.submit import Submitted
 
 QK_CLASSES = ("per-head", "layerwise", "none")
 #: The pull-request checklist of each kind of entry ({folder}: the entry folder, as the user can paste it).
@@ -84,7 +89,7 @@ def pasteable(path: Path) -> str:
     return shlex.quote(os.path.relpath(path))
 
 
-def _report(submitted: object, kind: str) -> None:
+def _report(submitted: Submitted, kind: str) -> None:
     folder = submitted.folder
     print(
         f"wrote {pasteable(folder)} ({len(submitted.files)} files, {submitted.redactions} field(s) redacted):"
@@ -99,7 +104,11 @@ def _report(submitted: object, kind: str) -> None:
     print(CHECKLISTS[kind].format(folder=pasteable(folder)))
 
 
-def _submit(args: argparse.Namespace, action) -> int:
+#: The options both kinds hand to the library as they are.
+_COMMON = ("name", "out", "submitter", "profile", "qk_norm", "force")
+
+
+def _submit(args: argparse.Namespace, action: Callable[[], Submitted]) -> int:
     from sinkbench.cli.failures import printable
     from sinkbench.submissions.submit import MissingOptions
 
@@ -120,15 +129,8 @@ def _submit_pair(args: argparse.Namespace) -> int:
     """
     from sinkbench.submissions.submit import submit_pair
 
-    return _submit(
-        args,
-        lambda: submit_pair(
-            args.reference, args.vlm, name=args.name, out=args.out, submitter=args.submitter,
-            vl_recipe=args.vl_recipe, profile=args.profile, reference_id=args.reference_id,
-            reference_revision=args.reference_revision, vlm_id=args.vlm_id, vlm_revision=args.vlm_revision,
-            qk_norm=args.qk_norm, force=args.force, testbed=args.testbed,
-        ),
-    )  # fmt: skip
+    names = ("vl_recipe", "reference_id", "reference_revision", "vlm_id", "vlm_revision", "testbed")
+    return _submit(args, lambda: submit_pair(args.reference, args.vlm, **keywords(args, *_COMMON, *names)))
 
 
 def _submit_backbone(args: argparse.Namespace) -> int:
@@ -138,11 +140,7 @@ def _submit_backbone(args: argparse.Namespace) -> int:
     """
     from sinkbench.submissions.submit import submit_backbone
 
+    names = (*_COMMON, "model_id", "display_name")
     return _submit(
-        args,
-        lambda: submit_backbone(
-            args.run, name=args.name, out=args.out, submitter=args.submitter, profile=args.profile,
-            model_id=args.model_id, revision=args.model_revision, qk_norm=args.qk_norm,
-            display_name=args.display_name, force=args.force,
-        ),
-    )  # fmt: skip
+        args, lambda: submit_backbone(args.run, revision=args.model_revision, **keywords(args, *names))
+    )

@@ -21,7 +21,7 @@ import torch
 from sinkbench.errors import UserError
 from sinkbench.interventions.checkpoint import Intervention, Output, Report, Run
 from sinkbench.interventions.modules import norm_scales, scale_offset
-from sinkbench.interventions.settings import ABLATION_SETTINGS, DEFAULT_TOP_K, PAPER_NORMS
+from sinkbench.interventions.settings import ABLATION_SETTINGS, DEFAULT_TOP_K, PAPER_NORMS, AblationParameters
 
 
 @dataclass(frozen=True)
@@ -121,21 +121,6 @@ def ablation_settings(
     if "joint" in settings and len(kinds) > 1:
         chosen["joint"] = tuple(kinds)
     return chosen
-
-
-@dataclass(frozen=True)
-class AblationParameters:
-    """The ablation's parameters.
-
-    Attributes:
-        kinds: the norms to ablate (None: the paper's that the model has).
-        top_k: channels per layer and norm.
-        settings: ``single`` and/or ``joint``.
-    """
-
-    kinds: Sequence[str] | None = None
-    top_k: int = DEFAULT_TOP_K
-    settings: Sequence[str] = ABLATION_SETTINGS
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from tqdm.auto import tqdm
 
 from sinkbench.errors import UserError
 from sinkbench.interventions.checkpoint import Intervention, Output, Report, Run
-from sinkbench.interventions.settings import MERGE_SETTING_NAMES, MergeSetting, merge_setting
+from sinkbench.interventions.settings import MERGE_SETTING_NAMES, MergeParameters, MergeSetting, merge_setting
 from sinkbench.models import LoadedModel, ModelLike, load_all, module_info
 
 #: The readings of the inputs (module docstring).
@@ -185,23 +185,6 @@ def _merged(
         "added_rows": added,
     }
     return result, record
-
-
-@dataclass(frozen=True)
-class MergeParameters:
-    """The merge's parameters.
-
-    Attributes:
-        setting: the one setting to run, OUT its checkpoint (None: the sweep of all seven, ``OUT/<setting>/``).
-        seed: DARE's mask seed.
-    """
-
-    setting: str | None = None
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.setting is not None:
-            merge_setting(self.setting)
 
 
 @dataclass(frozen=True)

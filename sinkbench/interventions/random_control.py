@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 from sinkbench.interventions.checkpoint import Intervention, Output, Report, Run
 from sinkbench.interventions.displacement import displacement_rows
 from sinkbench.interventions.modules import projections
+from sinkbench.interventions.settings import RandomControlParameters
 from sinkbench.models import LoadedModel, ModelLike, load_all
 
 
@@ -88,13 +89,6 @@ def random_control(
     control, vlm = loaded["reference"], loaded["vlm_lm"]
     targets = matched_targets(control.model, vlm.model)
     return control, add_matched_noise(control.model, targets, seed=seed, progress=progress)
-
-
-@dataclass(frozen=True)
-class RandomControlParameters:
-    """The control's parameters: ``seed``, of the noise."""
-
-    seed: int = 0
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,14 @@
-"""The interventions' named choices and defaults, torch-free so that ``sinkbench --help`` stays instant: the
-paper's merge settings (F.4) and its channel-ablation norms (D.3)."""
+"""The interventions' named choices, defaults and parameters, torch-free so that ``sinkbench --help`` stays instant:
+the paper's merge settings (F.4), its channel-ablation norms (D.3), and each intervention's parameters (a dataclass
+whose fields are the command's options, :func:`sinkbench.sink.options.option`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sinkbench.errors import UserError
+from sinkbench.sink.options import option
 
 #: The norms the paper ablates, and K (D.3).
 PAPER_NORMS = ("input_layernorm", "q_norm", "k_norm")
@@ -62,3 +65,42 @@ def merge_setting(name: str) -> MergeSetting:
         if candidate.name == name:
             return candidate
     raise UserError(f"unknown merge setting {name!r}; choose from {', '.join(MERGE_SETTING_NAMES)}")
+
+
+@dataclass(frozen=True)
+class RandomControlParameters:
+    """The random-dW control's parameters."""
+
+    seed: int = option(0, "seed of the noise")
+
+
+@dataclass(frozen=True)
+class AblationParameters:
+    """The channel ablation's parameters (``kinds`` None: the paper's norms that the model has)."""
+
+    kinds: Sequence[str] | None = option(
+        None,
+        "comma-separated norm names, as the model names them",
+        flag="--norms",
+        metavar="A,B",
+        shown=f"those of {', '.join(PAPER_NORMS)} the model has, as in the paper",
+    )
+    top_k: int = option(DEFAULT_TOP_K, "channels per layer and norm", metavar="K")
+    settings: Sequence[str] = option(
+        ABLATION_SETTINGS, "single (each norm alone) and/or joint (all at once), comma-separated", metavar="S"
+    )
+
+
+@dataclass(frozen=True)
+class MergeParameters:
+    """The merge's parameters: the one setting to run, OUT its checkpoint (None: the sweep of all seven,
+    ``OUT/<setting>/``), and DARE's mask seed."""
+
+    setting: str | None = option(
+        None, "the one setting to run", choices=MERGE_SETTING_NAMES, shown="none; this or --sweep"
+    )
+    seed: int = option(0, "seed of DARE's random mask")
+
+    def __post_init__(self) -> None:
+        if self.setting is not None:
+            merge_setting(self.setting)
