@@ -92,3 +92,35 @@ def test_each_intervention_command_comes_from_its_spec() -> None:
         assert ("--revision" in options) == (len(spec.models) == 1), spec.name
         assert ("--overwrite" in options) == (spec.out is not None), spec.name
         assert parser.get_default("handler") is spec.call
+
+
+def test_the_options_models_are_the_options_and_come_back_from_them() -> None:
+    """sinkbench.cli.options.model_options / from_args: each field with help is an option; left out, the model's
+    default; given, its value, typed."""
+    from sinkbench.cli.options import from_args
+    from sinkbench.sink.options import BucketRule, IntervalOptions, ProbeOptions
+
+    given = ["--metric", "acc", "--threshold", "0.7", "--prompt-field", "q", "--filter", "f"]
+    given += ["--bootstrap-resamples", "5", "--seed", "3", "--num-layers", "4", "--layer-band", "2-3"]
+    given += [
+        "--sink-position",
+        "query",
+        "--keep-degenerate",
+        "--chat-template",
+        "off",
+        "--padding-side",
+        "left",
+    ]
+    args = build_parser().parse_args(["buckets", "m", "--samples", "s.jsonl", *given, "--batch-size", "2"])
+    assert from_args(BucketRule, args) == BucketRule("acc", 0.7, "q", "f")
+    assert from_args(IntervalOptions, args) == IntervalOptions(resamples=5, seed=3)
+    assert from_args(ProbeOptions, args) == ProbeOptions(
+        num_layers=4, layer_band="2-3", sink_position="query", keep_degenerate=True, chat_template="off",
+        padding_side="left", batch_size=2,
+    )  # fmt: skip
+    args = build_parser().parse_args(["buckets", "m", "--samples", "s.jsonl"])
+    assert (from_args(BucketRule, args), from_args(IntervalOptions, args)) == (
+        BucketRule(),
+        IntervalOptions(),
+    )
+    assert from_args(ProbeOptions, args) == ProbeOptions()
