@@ -1,11 +1,11 @@
 """Options shared by several commands: the model, how to load and probe it, S's interval, where a report goes,
 and the folders of submissions.
 
-The probe, interval and bucket options are the fields of their options models
+The probe, interval and bucket options and the interventions' parameters are the fields of their options models
 (:class:`~sinkbench.sink.options.ProbeOptions`, :class:`~sinkbench.sink.options.IntervalOptions`,
-:class:`~sinkbench.sink.options.BucketRule`): :func:`model_options` turns each field into an option (its name, type,
-default, choices and help declared once, on the field) and :func:`from_args` turns the parsed options back into the
-model. Every help line ends with the default, so ``--help`` says what happens when an option is left out.
+:class:`~sinkbench.sink.options.BucketRule`, those of :mod:`sinkbench.interventions.settings`): :func:`model_options`
+turns each field into an option (its name, type, default, choices and help declared once, on the field) and
+:func:`from_args` turns the parsed options back into the model. Every help line ends with the default, so ``--help`` says what happens when an option is left out.
 """
 
 from __future__ import annotations
