@@ -17,6 +17,7 @@ import pandas as pd
 
 from sinkbench import stats
 from sinkbench.sink.prompts import DEFAULT_SET
+from sinkbench.stats import prediction
 from sinkbench.submissions.catalogue import IFEVAL_TASK, TASKS
 from sinkbench.submissions.entry import Entry, TaskScore
 from sinkbench.submissions.facts import (
@@ -27,7 +28,6 @@ from sinkbench.submissions.facts import (
     score_basis,
     vlm_size,
 )
-from sinkbench.tables import intervals
 from sinkbench.tables.rules import delta_interval_kind, informative
 
 PAIRS_COLUMNS = [
@@ -253,14 +253,14 @@ def usable_pairs(pairs: pd.DataFrame, task: str) -> pd.DataFrame:
     return rows[rows["sink_strength"].notna() & rows["delta"].notna()]
 
 
-def task_coverage(usable: pd.DataFrame) -> dict[str, intervals.Coverage]:
-    """The leave-one-pair-out coverage of every interval method (:func:`intervals.loo_coverage`) on ``usable``
+def task_coverage(usable: pd.DataFrame) -> dict[str, prediction.Coverage]:
+    """The leave-one-pair-out coverage of every interval method (:func:`prediction.loo_coverage`) on ``usable``
     (:func:`usable_pairs` of one task), by method name."""
     s, delta = usable["sink_strength"].to_numpy(float), usable["delta"].to_numpy(float)
-    return {name: intervals.loo_coverage(s, delta, name) for name in intervals.METHODS}
+    return {name: prediction.loo_coverage(s, delta, name) for name in prediction.METHODS}
 
 
-def loo_coverages(pairs: pd.DataFrame) -> dict[str, dict[str, intervals.Coverage]]:
+def loo_coverages(pairs: pd.DataFrame) -> dict[str, dict[str, prediction.Coverage]]:
     """:func:`task_coverage` of every task, made once for the tables that report or carry it."""
     return {task: task_coverage(usable_pairs(pairs, task)) for task in TASKS}
 
@@ -284,15 +284,15 @@ def pairs_table(entries: Sequence[Entry], *, seed: int = 0) -> pd.DataFrame:
 
 
 def with_held_out_intervals(
-    pairs: pd.DataFrame, coverages: dict[str, dict[str, intervals.Coverage]]
+    pairs: pd.DataFrame, coverages: dict[str, dict[str, prediction.Coverage]]
 ) -> pd.DataFrame:
     """``pairs`` with each held-out prediction's interval: the one the predictions carry
-    (:data:`intervals.PREDICTION_METHOD`), made from all other pairs (``coverages``: :func:`loo_coverages`), its
+    (:data:`prediction.PREDICTION_METHOD`), made from all other pairs (``coverages``: :func:`loo_coverages`), its
     level, and whether it is informative (:func:`informative`)."""
     pairs = pairs.copy()
     for task in TASKS:
         usable = usable_pairs(pairs, task)
-        found = coverages[task][intervals.PREDICTION_METHOD]
+        found = coverages[task][prediction.PREDICTION_METHOD]
         if not found.lows:
             continue
         lows, highs = np.asarray(found.lows), np.asarray(found.highs)

@@ -14,8 +14,8 @@ import pytest
 from sinkbench import stats
 from sinkbench.cli import main
 from sinkbench.publish import MARKER, PublishError
+from sinkbench.stats import prediction
 from sinkbench.submissions import SubmissionsInvalid, load_submissions, load_valid_entries
-from sinkbench.tables import intervals
 from sinkbench.tables.aggregate import aggregate_submissions
 from sinkbench.tables.build import build_tables
 from sinkbench.tables.correlations import CORRELATION_COLUMNS
@@ -125,14 +125,14 @@ def test_each_task_s_held_out_coverage_is_computed_once(monkeypatch: pytest.Monk
     """The correlations table reports it and the screening table carries it: one computation per task and
     method serves both."""
     calls: Counter[tuple[bytes, str]] = Counter()
-    original = intervals.loo_coverage
+    original = prediction.loo_coverage
 
-    def counted(x, y, method: str, *args: object) -> intervals.Coverage:
+    def counted(x, y, method: str, *args: object) -> prediction.Coverage:
         if len(x):  # tasks without pairs all look alike
             calls[np.asarray(x, dtype=float).tobytes() + np.asarray(y, dtype=float).tobytes(), method] += 1
         return original(x, y, method, *args)
 
-    monkeypatch.setattr(intervals, "loo_coverage", counted)
+    monkeypatch.setattr(prediction, "loo_coverage", counted)
     tables = build_tables(load_valid_entries(REPO_SUBMISSIONS))
     assert tables.screening["interval_loo_checked"].max() > 0
     assert set(calls.values()) == {1}

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sinkbench.stats import prediction
 from sinkbench.submissions import load_valid_entries
 from sinkbench.submissions.facts import score_basis
-from sinkbench.tables import intervals
 from sinkbench.tables.build import build_tables
 from sinkbench.tables.pairs import OWN_S
 
@@ -39,7 +39,7 @@ def test_each_held_out_prediction_carries_the_jackknife_plus_interval_of_the_oth
     s, delta = rows["sink_strength"].to_numpy(float), rows["delta"].to_numpy(float)
     for position, (_, row) in enumerate(rows.iterrows()):
         others = np.arange(len(rows)) != position
-        low, high = intervals.jackknife_plus_interval(s[others], delta[others], s[position : position + 1])
+        low, high = prediction.jackknife_plus_interval(s[others], delta[others], s[position : position + 1])
         assert row["predicted_interval_low"] == pytest.approx(low[0])
         assert row["predicted_interval_high"] == pytest.approx(high[0])
         assert row["predicted_interval_kind"] == "jackknife+" and row["predicted_interval_level"] == 16 / 17
