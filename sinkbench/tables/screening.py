@@ -175,8 +175,10 @@ class TaskFit:
         }
 
 
-#: The prediction columns of a ranking without any fit (fewer than 3 pairs with distinct S for every task).
+#: The prediction columns of a ranking without any fit (fewer than 3 pairs with distinct S for every task): NaN but
+#: for these.
 _NO_PREDICTION = {
+    **dict.fromkeys(SCREENING_COLUMNS[SCREENING_COLUMNS.index("task") :], np.nan),
     "task": None,
     "interval_kind": None,
     "interval_loo_covered": 0,
@@ -185,21 +187,6 @@ _NO_PREDICTION = {
     "extrapolated": False,
     "extrapolation_reasons": "",
     "informative": False,
-    **dict.fromkeys(
-        [
-            "predicted_delta",
-            "interval_level",
-            "interval_guarantee",
-            "interval_low",
-            "interval_high",
-            "t_interval_low",
-            "t_interval_high",
-            "interval_loo_level",
-            "observed_delta_range",
-            *_DIFFERENCE_COLUMNS,
-        ],
-        np.nan,
-    ),
 }
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from boards import REPO_SUBMISSIONS, headline_board
 
 from sinkbench import stats
 from sinkbench.cli import main
@@ -22,7 +23,6 @@ from sinkbench.tables.correlations import CORRELATION_COLUMNS
 from sinkbench.tables.pairs import PAIRS_COLUMNS
 from sinkbench.tables.screening import SCREENING_COLUMNS
 
-REPO_SUBMISSIONS = Path(__file__).parents[2] / "submissions"
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "submissions"
 OUTPUTS = tuple(
     f"{name}.{suffix}"
@@ -48,21 +48,10 @@ TABLE_4 = {
 }
 
 
-#: The paper's six headline pairs (Table 1), the ones its Tables 4 and 10 are computed on.
-HEADLINE_PAIRS = tuple(TABLE_10_PREDICTED)
-
-
-def _headline_pairs(root: Path) -> Path:
-    """A submissions root holding the six headline pairs of the repository only."""
-    for name in HEADLINE_PAIRS:
-        shutil.copytree(REPO_SUBMISSIONS / "pairs" / name, root / "pairs" / name)
-    return root
-
-
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory: pytest.TempPathFactory):
     """The six headline pairs, aggregated."""
-    root = _headline_pairs(tmp_path_factory.mktemp("headline") / "submissions")
+    root = headline_board(tmp_path_factory.mktemp("headline") / "submissions")
     out = tmp_path_factory.mktemp("seeded") / "out"
     return aggregate_submissions(root, out), out
 
@@ -194,7 +183,7 @@ def test_measured_regressions_match_prompts_by_key() -> None:
 
 def _seeds_plus_fixture_backbone(tmp_path: Path) -> Path:
     """The six headline paper pairs (not the repository's other entries) plus the fixture backbone."""
-    root = _headline_pairs(tmp_path / "submissions")
+    root = headline_board(tmp_path / "submissions")
     shutil.copytree(FIXTURES / "backbones" / "tiny-llm", root / "backbones" / "tiny-llm")
     return root
 
@@ -311,13 +300,13 @@ def test_aggregate_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 def test_a_testbed_pair_is_tabled_but_left_out_of_every_fit(tmp_path: Path) -> None:
     """The six headline pairs plus the fixture's measured pair: as a testbed pair it changes no statistic."""
-    root = _headline_pairs(tmp_path / "submissions")
+    root = headline_board(tmp_path / "submissions")
     shutil.copytree(FIXTURES / "pairs" / "tiny-vlm", root / "pairs" / "tiny-vlm")
     with_pair = build_tables(load_submissions(root).entries)
     metadata = root / "pairs" / "tiny-vlm" / "metadata.json"
     metadata.write_text(json.dumps({**json.loads(metadata.read_text()), "testbed": True}), encoding="utf-8")
     testbed = build_tables(load_submissions(root).entries)
-    headline = build_tables(load_submissions(_headline_pairs(tmp_path / "headline")).entries)
+    headline = build_tables(load_submissions(headline_board(tmp_path / "headline")).entries)
     ifeval = {name: t.correlations.set_index("task").loc["ifeval_strict"] for name, t in
               {"with": with_pair, "testbed": testbed, "headline": headline}.items()}  # fmt: skip
     assert ifeval["with"]["n"] == 7 and ifeval["testbed"]["n"] == ifeval["headline"]["n"] == 6
