@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from boards import REPO_SUBMISSIONS, headline_board
+from boards import REPO_SUBMISSIONS, TABLE_10_PREDICTED, headline_board
 
 from sinkbench import stats
 from sinkbench.cli import main
@@ -30,15 +30,6 @@ OUTPUTS = tuple(
     for suffix in ("csv", "json")
 )
 
-# The paper (arXiv 2609.00746) Table 10, as transcribed in shared/paper/FACTS.md: held-out predicted IFEval delta per pair (leave-one-pair-out linear fit on S).
-TABLE_10_PREDICTED = {
-    "qwen3-vl-8b-instruct": -0.92,
-    "internvl3.5-8b": -3.41,
-    "qwen2.5-vl-7b-instruct": -10.78,
-    "internvl3-8b": -10.95,
-    "llava-onevision-qwen2-7b-ov": -9.04,
-    "molmo2-o-7b": -13.74,
-}
 # The paper's Table 4 (six pairs): Spearman and LOO error per task.
 TABLE_4 = {
     "ifeval_strict": (0.971, 2.54),
