@@ -50,18 +50,23 @@ CONFIGS = {
 }
 
 
-def tiny_causal_lm(model_type: str, seed: int = 0) -> torch.nn.Module:
-    """A 4-layer random-init causal LM of the given architecture, float32, eval mode."""
+def tiny_causal_lm(
+    model_type: str, seed: int = 0, layers: int = SMALL["num_hidden_layers"]
+) -> torch.nn.Module:
+    """A random-init causal LM of the given architecture (4 layers unless told), float32, eval mode."""
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(seed)
     config = CONFIGS[model_type](len(tiny_tokenizer()))
+    config.num_hidden_layers = layers
     return AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
 
 
-def save_tiny_model(directory: Path, model_type: str = "llama", seed: int = 0) -> Path:
-    """Save a tiny model and its tokenizer as a transformers directory; returns it."""
-    tiny_causal_lm(model_type, seed).save_pretrained(directory)
+def save_tiny_model(
+    directory: Path, model_type: str = "llama", seed: int = 0, layers: int = SMALL["num_hidden_layers"]
+) -> Path:
+    """Save a tiny model (:func:`tiny_causal_lm`) and its tokenizer as a transformers directory; returns it."""
+    tiny_causal_lm(model_type, seed, layers).save_pretrained(directory)
     tiny_tokenizer().save_pretrained(directory)
     return directory
 

@@ -65,6 +65,19 @@ def _continuous(_: Any) -> float:
     return 0.0
 
 
+def _ifeval(score: str, label: str, count: str, collapsed: str) -> Outcome:
+    """The IFEval ``score`` of a run (a share, in points), resolved to one of its ``count`` (prompts or
+    instructions)."""
+    return Outcome(
+        f"IFEval {label}",
+        "points",
+        True,
+        lambda r: 100 * getattr(r.text.ifeval, score),
+        lambda r: 100 / getattr(r.text.ifeval, count),
+        collapsed,
+    )
+
+
 OUTCOMES: dict[str, Outcome] = {
     "nll_continue": Outcome(
         "NLL of the base model's answers, stopping left out",
@@ -90,30 +103,16 @@ OUTCOMES: dict[str, Outcome] = {
         lambda r: 100 / r.text.non_trivial_prompts,
         "0 by construction: both an empty answer and 'Red.' fail every one of these prompts",
     ),
-    "prompt_strict": Outcome(
-        "IFEval prompt-level strict",
-        "points",
-        True,
-        lambda r: 100 * r.text.ifeval.prompt_strict,
-        lambda r: 100 / r.text.ifeval.prompts,
+    "prompt_strict": _ifeval(
+        "prompt_strict",
+        "prompt-level strict",
+        "prompts",
         "see the trivial answers' scores: an almost empty answer passes the negative constraints",
     ),
-    "inst_strict": Outcome(
-        "IFEval instruction-level strict",
-        "points",
-        True,
-        lambda r: 100 * r.text.ifeval.inst_strict,
-        lambda r: 100 / r.text.ifeval.instructions,
-        "see the trivial answers' scores",
+    "inst_strict": _ifeval(
+        "inst_strict", "instruction-level strict", "instructions", "see the trivial answers' scores"
     ),
-    "prompt_loose": Outcome(
-        "IFEval prompt-level loose",
-        "points",
-        True,
-        lambda r: 100 * r.text.ifeval.prompt_loose,
-        lambda r: 100 / r.text.ifeval.prompts,
-        "at least the strict score",
-    ),
+    "prompt_loose": _ifeval("prompt_loose", "prompt-level loose", "prompts", "at least the strict score"),
     "answer_tokens": Outcome(
         "median answer length",
         "tokens",

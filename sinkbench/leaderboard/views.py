@@ -30,10 +30,10 @@ from sinkbench.leaderboard.pair_views import order_pairs, pair_view
 from sinkbench.leaderboard.plots import ScatterChart, ScatterPoint
 from sinkbench.leaderboard.precision import SourcePrecision
 from sinkbench.numbers import finite_or_none
+from sinkbench.stats.prediction import METHODS
 from sinkbench.submissions.catalogue import IFEVAL_TASK, TASKS
 from sinkbench.submissions.entry import Entry
 from sinkbench.tables.build import AggregateTables
-from sinkbench.tables.intervals import METHODS
 from sinkbench.tables.pairs import llm_keys
 
 #: The task the home page and the leaderboard's prediction column are about.

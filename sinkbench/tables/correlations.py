@@ -1,7 +1,7 @@
 """The correlations table: per task, how well S ranks and predicts the observed deltas of the pairs, and where
 that evidence stops: how many distinct values of S it rests on, whether the leave-one-pair-out fit beats the
-constant-mean baseline, how often each kind of prediction interval (:mod:`.intervals`) held a pair left out, and
-whether the task is a format-sensitive one or a knowledge control."""
+constant-mean baseline, how often each kind of prediction interval (:mod:`sinkbench.stats.prediction`) held a pair
+left out, and whether the task is a format-sensitive one or a knowledge control."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 
 from sinkbench import stats
+from sinkbench.stats import prediction
 from sinkbench.submissions.catalogue import TASKS
-from sinkbench.tables import intervals
 from sinkbench.tables.pairs import usable_pairs
 from sinkbench.tables.rules import beats_mean, control_as_strong_as
 
@@ -18,7 +18,7 @@ from sinkbench.tables.rules import beats_mean, control_as_strong_as
 #: held-out intervals, pairs inside them, pairs checked, median width (points), and the entries outside (``;``).
 _COVERAGE_FIELDS = ("level", "guarantee", "covered", "checked", "median_width", "outside")
 COVERAGE_COLUMNS = [
-    f"{method.column}_loo_{field}" for method in intervals.METHODS.values() for field in _COVERAGE_FIELDS
+    f"{method.column}_loo_{field}" for method in prediction.METHODS.values() for field in _COVERAGE_FIELDS
 ]
 CORRELATION_COLUMNS = [
     "task",
@@ -50,18 +50,18 @@ def _permutation_method(n: int) -> str | None:
     return "exact" if n <= stats.EXACT_PERMUTATION_MAX_N else "monte-carlo"
 
 
-def _coverage(usable: pd.DataFrame, coverage: dict[str, intervals.Coverage]) -> dict:
+def _coverage(usable: pd.DataFrame, coverage: dict[str, prediction.Coverage]) -> dict:
     """The interval the predictions carry with its level and guarantee with all pairs, and the leave-one-pair-out
     ``coverage`` of every interval method on ``usable`` (:func:`sinkbench.tables.pairs.task_coverage`)."""
     entries = usable["entry"].tolist()
-    carried = intervals.METHODS[intervals.PREDICTION_METHOD]
-    level = carried.level(len(usable), intervals.CONFIDENCE)
+    carried = prediction.METHODS[prediction.PREDICTION_METHOD]
+    level = carried.level(len(usable), prediction.CONFIDENCE)
     row: dict = {
         "prediction_interval": carried.name,
         "prediction_interval_level": level,
         "prediction_interval_guarantee": carried.guarantee(level),
     }
-    for name, method in intervals.METHODS.items():
+    for name, method in prediction.METHODS.items():
         found = coverage[name]
         values = (found.level, found.guarantee, found.covered, found.checked, found.median_width)
         outside = ";".join(entries[i] for i in found.outside)
@@ -71,7 +71,9 @@ def _coverage(usable: pd.DataFrame, coverage: dict[str, intervals.Coverage]) -> 
     return row
 
 
-def _correlation(task: str, usable: pd.DataFrame, coverage: dict[str, intervals.Coverage], seed: int) -> dict:
+def _correlation(
+    task: str, usable: pd.DataFrame, coverage: dict[str, prediction.Coverage], seed: int
+) -> dict:
     s, delta = usable["sink_strength"].to_numpy(), usable["delta"].to_numpy()
     fit = stats.fit_line(s, delta) if len(s) >= stats.MIN_PAIRS else None
     loo, baseline = stats.loo_mae(s, delta), stats.baseline_mae(delta)
@@ -96,7 +98,7 @@ def _correlation(task: str, usable: pd.DataFrame, coverage: dict[str, intervals.
 
 
 def correlations_table(
-    pairs: pd.DataFrame, coverages: dict[str, dict[str, intervals.Coverage]], *, seed: int
+    pairs: pd.DataFrame, coverages: dict[str, dict[str, prediction.Coverage]], *, seed: int
 ) -> pd.DataFrame:
     """One row per task with pairs: Spearman, bootstrap CI, Kendall, permutation p, LOO and baseline MAE, and the
     leave-one-pair-out coverage of each kind of prediction interval (``coverages``:

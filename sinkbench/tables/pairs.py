@@ -17,6 +17,7 @@ import pandas as pd
 
 from sinkbench import stats
 from sinkbench.sink.prompts import DEFAULT_SET
+from sinkbench.stats import prediction
 from sinkbench.submissions.catalogue import IFEVAL_TASK, TASKS
 from sinkbench.submissions.entry import Entry, TaskScore
 from sinkbench.submissions.facts import (
@@ -27,62 +28,46 @@ from sinkbench.submissions.facts import (
     score_basis,
     vlm_size,
 )
-from sinkbench.tables import intervals
 from sinkbench.tables.rules import delta_interval_kind, informative
 
-PAIRS_COLUMNS = [
-    "entry",
-    "vlm_id",
-    "vlm_revision",
-    "reference_llm_id",
-    "reference_llm_revision",
-    "task",
-    "reference_score",
-    "vlm_score",
-    "delta",
-    "reported_delta",
-    "relative_degradation",
-    "delta_ci_low",
-    "delta_ci_high",
-    "delta_ci_kind",
-    "delta_ci_reason",
-    "sink_strength",
-    "s_protocol",
-    "qk_norm",
-    "vlm_params_b",
-    "reference_params_b",
-    "provenance",
-    "predicted_delta",
-    "derived",
-    "source",
-    "testbed",
-    "reference_basis",
-    "vlm_basis",
-    "s_source",
-    "reported_sink_strength",
-    "predicted_interval_kind",
-    "predicted_interval_level",
-    "predicted_interval_low",
-    "predicted_interval_high",
-    "predicted_informative",
-]
-_FLOAT_COLUMNS = [
-    "reference_score",
-    "vlm_score",
-    "delta",
-    "reported_delta",
-    "relative_degradation",
-    "delta_ci_low",
-    "delta_ci_high",
-    "sink_strength",
-    "vlm_params_b",
-    "reference_params_b",
-    "predicted_delta",
-    "reported_sink_strength",
-    "predicted_interval_level",
-    "predicted_interval_low",
-    "predicted_interval_high",
-]
+#: The pairs table's columns, in order, with the type each is cast to (None: as the rows give it).
+_COLUMN_TYPES: dict[str, type | None] = {
+    "entry": None,
+    "vlm_id": None,
+    "vlm_revision": None,
+    "reference_llm_id": None,
+    "reference_llm_revision": None,
+    "task": None,
+    "reference_score": float,
+    "vlm_score": float,
+    "delta": float,
+    "reported_delta": float,
+    "relative_degradation": float,
+    "delta_ci_low": float,
+    "delta_ci_high": float,
+    "delta_ci_kind": None,
+    "delta_ci_reason": None,
+    "sink_strength": float,
+    "s_protocol": None,
+    "qk_norm": None,
+    "vlm_params_b": float,
+    "reference_params_b": float,
+    "provenance": None,
+    "predicted_delta": float,
+    "derived": None,
+    "source": None,
+    "testbed": None,
+    "reference_basis": None,
+    "vlm_basis": None,
+    "s_source": None,
+    "reported_sink_strength": float,
+    "predicted_interval_kind": object,
+    "predicted_interval_level": float,
+    "predicted_interval_low": float,
+    "predicted_interval_high": float,
+    "predicted_informative": object,
+}
+PAIRS_COLUMNS = list(_COLUMN_TYPES)
 #: The S of a pair that is its own (measured with the pair, or printed by its source).
 OWN_S = "the pair's own"
 
@@ -253,14 +238,14 @@ def usable_pairs(pairs: pd.DataFrame, task: str) -> pd.DataFrame:
     return rows[rows["sink_strength"].notna() & rows["delta"].notna()]
 
 
-def task_coverage(usable: pd.DataFrame) -> dict[str, intervals.Coverage]:
-    """The leave-one-pair-out coverage of every interval method (:func:`intervals.loo_coverage`) on ``usable``
+def task_coverage(usable: pd.DataFrame) -> dict[str, prediction.Coverage]:
+    """The leave-one-pair-out coverage of every interval method (:func:`prediction.loo_coverage`) on ``usable``
     (:func:`usable_pairs` of one task), by method name."""
     s, delta = usable["sink_strength"].to_numpy(float), usable["delta"].to_numpy(float)
-    return {name: intervals.loo_coverage(s, delta, name) for name in intervals.METHODS}
+    return {name: prediction.loo_coverage(s, delta, name) for name in prediction.METHODS}
 
 
-def loo_coverages(pairs: pd.DataFrame) -> dict[str, dict[str, intervals.Coverage]]:
+def loo_coverages(pairs: pd.DataFrame) -> dict[str, dict[str, prediction.Coverage]]:
     """:func:`task_coverage` of every task, made once for the tables that report or carry it."""
     return {task: task_coverage(usable_pairs(pairs, task)) for task in TASKS}
 
@@ -269,13 +254,7 @@ def pairs_table(entries: Sequence[Entry], *, seed: int = 0) -> pd.DataFrame:
     """Per pair and task: scores with their bases, delta (points) with its interval, relative degradation, S and
     its protocol, QK class, sizes, held-out prediction (its interval: :func:`with_held_out_intervals`)."""
     pairs = pd.DataFrame(_pair_rows(entries, seed), columns=PAIRS_COLUMNS)
-    pairs = pairs.astype(
-        {
-            **dict.fromkeys(_FLOAT_COLUMNS, float),
-            "predicted_interval_kind": object,
-            "predicted_informative": object,
-        }
-    )
+    pairs = pairs.astype({column: kind for column, kind in _COLUMN_TYPES.items() if kind is not None})
     for task in TASKS:
         usable = usable_pairs(pairs, task)
         held_out = stats.loo_predictions(usable["sink_strength"], usable["delta"])
@@ -284,15 +263,15 @@ def pairs_table(entries: Sequence[Entry], *, seed: int = 0) -> pd.DataFrame:
 
 
 def with_held_out_intervals(
-    pairs: pd.DataFrame, coverages: dict[str, dict[str, intervals.Coverage]]
+    pairs: pd.DataFrame, coverages: dict[str, dict[str, prediction.Coverage]]
 ) -> pd.DataFrame:
     """``pairs`` with each held-out prediction's interval: the one the predictions carry
-    (:data:`intervals.PREDICTION_METHOD`), made from all other pairs (``coverages``: :func:`loo_coverages`), its
+    (:data:`prediction.PREDICTION_METHOD`), made from all other pairs (``coverages``: :func:`loo_coverages`), its
     level, and whether it is informative (:func:`informative`)."""
     pairs = pairs.copy()
     for task in TASKS:
         usable = usable_pairs(pairs, task)
-        found = coverages[task][intervals.PREDICTION_METHOD]
+        found = coverages[task][prediction.PREDICTION_METHOD]
         if not found.lows:
             continue
         lows, highs = np.asarray(found.lows), np.asarray(found.highs)

@@ -1,6 +1,7 @@
 """The screening table: every backbone and reference LLM ranked by S, with the deltas the fit on the pairs
-predicts for it, their prediction intervals (jackknife+, with the t interval beside it: :mod:`.intervals`) and how
-often those intervals have held on the pairs, and where such a prediction stops being evidence.
+predicts for it, their prediction intervals (jackknife+, with the t interval beside it:
+:mod:`sinkbench.stats.prediction`) and how often those intervals have held on the pairs, and where such a prediction
+stops being evidence.
 
 A prediction is flagged ``extrapolated`` (with its reasons) when the LLM's S lies outside the range of S
 among the pairs behind the fit, when its size lies outside their reference LLMs' sizes, or when its S was
@@ -24,10 +25,10 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from sinkbench import stats
+from sinkbench.stats import prediction
 from sinkbench.submissions.catalogue import TASKS
 from sinkbench.submissions.entry import Entry
 from sinkbench.submissions.facts import llm_size, s_protocol
-from sinkbench.tables import intervals
 from sinkbench.tables.pairs import llm_keys, usable_pairs
 from sinkbench.tables.rules import beats_mean, informative, tiers
 
@@ -129,33 +130,33 @@ class FitDomain:
 @dataclass(frozen=True)
 class TaskFit:
     """One task's straight line of delta on S over its pairs, what the pairs cover, and how the interval the
-    predictions carry (:data:`intervals.PREDICTION_METHOD`) has held on them, left out one at a time."""
+    predictions carry (:data:`prediction.PREDICTION_METHOD`) has held on them, left out one at a time."""
 
     s: np.ndarray
     delta: np.ndarray
     fit: stats.LinearFit
     domain: FitDomain
-    coverage: intervals.Coverage
+    coverage: prediction.Coverage
 
     @classmethod
-    def of(cls, usable: pd.DataFrame, coverage: dict[str, intervals.Coverage]) -> TaskFit | None:
+    def of(cls, usable: pd.DataFrame, coverage: dict[str, prediction.Coverage]) -> TaskFit | None:
         """The fit of the pairs in ``usable`` (rows of the pairs table) with their leave-one-pair-out ``coverage``
         (:func:`sinkbench.tables.pairs.task_coverage`), or None below 3 pairs or with one S."""
         s, delta = usable["sink_strength"].to_numpy(float), usable["delta"].to_numpy(float)
         fit = stats.fit_line(s, delta)
         if fit is None or fit.n < stats.MIN_PAIRS:
             return None
-        return cls(s, delta, fit, FitDomain.of(usable), coverage[intervals.PREDICTION_METHOD])
+        return cls(s, delta, fit, FitDomain.of(usable), coverage[prediction.PREDICTION_METHOD])
 
     def predict(self, new_s: ArrayLike) -> dict[str, Any]:
         """The screening columns of a prediction at each of ``new_s``: the predicted delta, the interval it carries
         (kind, the level it attains with these pairs, its distribution-free guarantee, bounds), the 95% t interval,
         and the leave-one-pair-out record of the carried interval (its level with one pair fewer, covered, checked).
         """
-        method = intervals.METHODS[intervals.PREDICTION_METHOD]
-        level = method.level(self.fit.n, intervals.CONFIDENCE)
-        low, high = method.interval(self.s, self.delta, new_s, intervals.CONFIDENCE)
-        t_low, t_high = self.fit.prediction_interval(new_s, intervals.CONFIDENCE)
+        method = prediction.METHODS[prediction.PREDICTION_METHOD]
+        level = method.level(self.fit.n, prediction.CONFIDENCE)
+        low, high = method.interval(self.s, self.delta, new_s, prediction.CONFIDENCE)
+        t_low, t_high = self.fit.prediction_interval(new_s, prediction.CONFIDENCE)
         return {
             "predicted_delta": self.fit.predict(new_s),
             "interval_kind": method.name,
@@ -174,8 +175,10 @@ class TaskFit:
         }
 
 
-#: The prediction columns of a ranking without any fit (fewer than 3 pairs with distinct S for every task).
+#: The prediction columns of a ranking without any fit (fewer than 3 pairs with distinct S for every task): NaN but
+#: for these.
 _NO_PREDICTION = {
+    **dict.fromkeys(SCREENING_COLUMNS[SCREENING_COLUMNS.index("task") :], np.nan),
     "task": None,
     "interval_kind": None,
     "interval_loo_covered": 0,
@@ -184,21 +187,6 @@ _NO_PREDICTION = {
     "extrapolated": False,
     "extrapolation_reasons": "",
     "informative": False,
-    **dict.fromkeys(
-        [
-            "predicted_delta",
-            "interval_level",
-            "interval_guarantee",
-            "interval_low",
-            "interval_high",
-            "t_interval_low",
-            "t_interval_high",
-            "interval_loo_level",
-            "observed_delta_range",
-            *_DIFFERENCE_COLUMNS,
-        ],
-        np.nan,
-    ),
 }
 
 
@@ -303,7 +291,7 @@ def _differences(fitted: TaskFit, llms: pd.DataFrame, seed: int) -> dict[str, np
 
 
 def _task_block(
-    llms: pd.DataFrame, usable: pd.DataFrame, task: str, coverage: dict[str, intervals.Coverage], seed: int
+    llms: pd.DataFrame, usable: pd.DataFrame, task: str, coverage: dict[str, prediction.Coverage], seed: int
 ) -> pd.DataFrame | None:
     """Every LLM with the prediction of ``task``'s fit, its extrapolation flags and, for the LLMs inside what the
     pairs cover and where the fit beats the mean (:func:`~sinkbench.tables.rules.beats_mean`), its differences
@@ -340,7 +328,7 @@ def _task_block(
 def screening_table(
     entries: Sequence[Entry],
     pairs: pd.DataFrame,
-    coverages: dict[str, dict[str, intervals.Coverage]],
+    coverages: dict[str, dict[str, prediction.Coverage]],
     *,
     seed: int = 0,
     band: float = REPORTED_S_BAND,

@@ -7,25 +7,17 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
+from boards import headline_board
 from tiny_models import save_tiny_model
 
 from sinkbench.submissions import load_valid_entries
 from sinkbench.tables.build import build_tables
 
 ROOT = Path(__file__).resolve().parents[2]
-HEADLINE = (
-    "qwen3-vl-8b-instruct",
-    "internvl3.5-8b",
-    "qwen2.5-vl-7b-instruct",
-    "internvl3-8b",
-    "llava-onevision-qwen2-7b-ov",
-    "molmo2-o-7b",
-)
 #: The board's ids re-measured here, with the model type of the tiny random model standing in for each (its config
 #: must agree with the QK-norm class the board records: Qwen3 has per-head QK-norm). One model, two lm-eval runs:
 #: each costs a minute or more on a loaded 2-core machine.
@@ -44,10 +36,7 @@ def _script():
 
 @pytest.fixture(scope="module")
 def board(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("remeasure") / "submissions"
-    for name in HEADLINE:
-        shutil.copytree(ROOT / "submissions" / "pairs" / name, root / "pairs" / name)
-    return root
+    return headline_board(tmp_path_factory.mktemp("remeasure") / "submissions")
 
 
 def test_the_plan_lists_every_board_llm_with_its_expected_time(board: Path, capsys) -> None:

@@ -314,3 +314,74 @@ def test_the_unpaired_interval_is_newcombes_hybrid_score_interval() -> None:
     assert stats.unpaired_delta_interval(72.09, n1, 63.22, n2) == pytest.approx(expected, abs=1e-6)
     assert all(math.isnan(v) for v in stats.unpaired_delta_interval(72.0, 0, 63.0, 541))
     assert all(math.isnan(v) for v in stats.unpaired_delta_interval(120.0, 541, 63.0, 541))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=300),
+    st.floats(0.01, 0.99),
+)
+def test_scipys_percentile_rule_is_scipy_quantile_to_the_last_bit(
+    replicates: list[float], confidence: float
+) -> None:
+    """The partition behind the paired deltas' intervals takes the quantiles ``scipy.stats.quantile`` takes."""
+    from sinkbench.stats.resampling import scipy_percentile_interval
+
+    values = np.asarray(replicates)
+    tail = (1 - confidence) / 2
+    expected = scipy_stats.quantile(values, np.array([tail, 1 - tail]))
+    assert scipy_percentile_interval(values, confidence) == (float(expected[0]), float(expected[1]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.integers(-50, 50), min_size=1, max_size=15),
+    st.integers(-20, 20),
+    st.integers(0, 2**32 - 1),
+)
+def test_the_mean_interval_of_symmetric_data_contains_its_centre(
+    half: list[int], centre: int, seed: int
+) -> None:
+    """Data symmetric about c: the bootstrap distribution of the mean is symmetric about c, so its percentile
+    interval holds c (integers keep every mean exact)."""
+    values = np.array([*half, *(2 * centre - v for v in half)], dtype=float)
+    low, high = stats.mean_interval(values, seed=seed)
+    assert low <= centre <= high
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.floats(-100, 100), min_size=1, max_size=60),
+    st.floats(0.5, 0.95),
+    st.floats(0.01, 0.04),
+)
+def test_percentile_intervals_nest_as_the_confidence_grows(
+    replicates: list[float], lower: float, more: float
+) -> None:
+    narrow = stats.percentile_interval([*replicates, math.nan], lower)
+    wide = stats.percentile_interval(replicates, lower + more)
+    assert wide[0] <= narrow[0] <= narrow[1] <= wide[1]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(-6, 6), min_size=2, max_size=9).filter(lambda d: sum(d) != 0))
+def test_the_power_simulations_sign_flip_p_is_the_tests(differences: list[int]) -> None:
+    """The vectorised p-values :func:`stats.minimum_detectable_difference` simulates with equal
+    :func:`stats.sign_flip_p` (and the test is blind to the sign of every difference at once)."""
+    from sinkbench.stats.sign_flip import _sign_flip_p_rows
+
+    d = np.asarray(differences, dtype=float)
+    p = stats.sign_flip_p(d)
+    assert p == pytest.approx(_sign_flip_p_rows(d[None, :])[0]) and p == pytest.approx(stats.sign_flip_p(-d))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 60), st.integers(1, 60), st.integers(0, 60), st.integers(1, 60))
+def test_newcombes_interval_holds_the_delta_and_turns_with_the_pair(
+    a: int, n_a: int, b: int, n_b: int
+) -> None:
+    reference, vlm = 100 * min(a, n_a) / n_a, 100 * min(b, n_b) / n_b
+    low, high = stats.unpaired_delta_interval(reference, n_a, vlm, n_b)
+    assert low <= vlm - reference <= high and min(low, -high) >= -100 - 1e-9
+    swapped = stats.unpaired_delta_interval(vlm, n_b, reference, n_a)
+    assert swapped == pytest.approx((-high, -low), abs=1e-9)

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from tiny_testbed import TINY_DOCS, TINY_PROBLEMS, TINY_SHAPE, TINY_SINK_HEADS
+from tiny_testbed import TINY_DOCS, TINY_PROBLEMS, TINY_SHAPE, TINY_SINK_HEADS, refusal
 
 from experiments.interventions_pair.page import (
     FLOAT32_FILE,
@@ -269,16 +269,14 @@ def test_a_merge_with_the_vlm_lms_weights_up_to_rounding_is_marked(tiny_study, t
 
 
 def test_a_malformed_results_file_is_one_line(tiny_study, tmp_path: Path) -> None:
-    data = json.loads(tiny_study[0].read_text())
-    del data["merges"][0]["measured"]
-    (tmp_path / INTERVENTIONS_FILE).write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(SourceInvalid) as raised:
-        read_study(tmp_path / INTERVENTIONS_FILE, "results/interventions_pair.json")
-    message = str(raised.value)
-    assert (
-        message.startswith("results/interventions_pair.json: merges.0.measured: Field required")
-        and "\n" not in message
+    message = refusal(
+        read_study,
+        tiny_study[0],
+        lambda data: data["merges"][0].pop("measured"),
+        tmp_path / INTERVENTIONS_FILE,
+        "results/interventions_pair.json",
     )
+    assert message.startswith("results/interventions_pair.json: merges.0.measured: Field required")
 
 
 @pytest.mark.parametrize("name", STUDY_FILES)

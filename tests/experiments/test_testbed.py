@@ -14,10 +14,9 @@ import numpy as np
 import pytest
 import torch
 from tiny_models import tiny_causal_lm, tiny_tokenizer
-from tiny_testbed import TINY_DOCS, TINY_PROBLEMS, TINY_SHAPE, TINY_SINK_HEADS, tiny_testbed_config
+from tiny_testbed import TINY_DOCS, TINY_PROBLEMS, TINY_SHAPE, TINY_SINK_HEADS, refusal, tiny_testbed_config
 from transformers import TrainerCallback
 
-from experiments.page_fragment import SourceInvalid
 from experiments.vl_testbed import analysis
 from experiments.vl_testbed import run as driver
 from experiments.vl_testbed.controls import ARMS, arm_heads, band_of, frozen_units, matched_random_heads
@@ -427,18 +426,15 @@ def test_the_page_reads_the_results_and_draws_every_run(testbed_run) -> None:
 
 
 def test_a_malformed_or_unfinished_results_file_is_one_line(tmp_path: Path, testbed_run) -> None:
-    data = json.loads(testbed_run[0].read_text())
-    del data["runs"][0]["text"]
-    (tmp_path / TESTBED_FILE).write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(SourceInvalid) as raised:
-        read_testbed(tmp_path / TESTBED_FILE, "results/vl_testbed.json")
-    message = str(raised.value)
-    assert message.startswith("results/vl_testbed.json: runs.0.text: ") and "\n" not in message
-    data = json.loads(testbed_run[0].read_text())
-    data["analysis"] = None
-    (tmp_path / TESTBED_FILE).write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(SourceInvalid, match="analysis: missing"):
-        read_testbed(tmp_path / TESTBED_FILE, "results/vl_testbed.json")
+    def refused(change) -> str:
+        return refusal(
+            read_testbed, testbed_run[0], change, tmp_path / TESTBED_FILE, "results/vl_testbed.json"
+        )
+
+    assert refused(lambda data: data["runs"][0].pop("text")).startswith(
+        "results/vl_testbed.json: runs.0.text: "
+    )
+    assert "analysis: missing" in refused(lambda data: data.update(analysis=None))
 
 
 def test_visual_accuracy_is_tested_against_chance() -> None:

@@ -1,11 +1,13 @@
 """The VL testbed's tiny set-up, shared by the experiments' tests: a tiny Llama's sink heads and shape, IFEval- and
-GSM8K-like documents, the tiny configuration, and the whole pipeline run on them."""
+GSM8K-like documents, the tiny configuration, the whole pipeline run on them, and results files broken on purpose."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from tiny_models import save_tiny_model
 
 #: The sink heads and attention shape the tiny testbed run uses (4 layers, 4 heads, 2 key/value heads).
@@ -94,3 +96,20 @@ def run_tiny_testbed(
     inputs = experiment.Inputs(base, TINY_DOCS, non_trivial, TINY_PROBLEMS, TINY_SINK_HEADS, TINY_SHAPE)
     experiment.Testbed(config, inputs, root / "work", results, header, log=log).run(report_only=report_only)
     return results
+
+
+def refusal(
+    read: Callable[[Path, str], object], results: Path, change: Callable[[dict], object], to: Path, shown: str
+) -> str:
+    """The error ``read`` raises (``SourceInvalid``, one line; ``shown`` names the file) on a copy at ``to`` of the
+    results file ``results`` whose JSON ``change`` broke in place."""
+    from experiments.page_fragment import SourceInvalid
+
+    data = json.loads(results.read_text())
+    change(data)
+    to.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(SourceInvalid) as raised:
+        read(to, shown)
+    message = str(raised.value)
+    assert "\n" not in message
+    return message

@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
+from commands import help_text
 from markupsafe import Markup
 
 from sinkbench.cli import build_parser, main
@@ -448,10 +449,7 @@ def test_missing_sources_name_the_file_and_the_fix(tmp_path: Path) -> None:
     "argv", [["site", "--help"], ["site", "build", "--help"], ["site", "serve", "--help"]]
 )
 def test_site_commands_have_help(argv: list[str], capsys) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    assert exit_info.value.code == 0
-    assert "--submissions" in capsys.readouterr().out or argv == ["site", "--help"]
+    assert "--submissions" in help_text(argv, capsys) or argv == ["site", "--help"]
 
 
 def test_submit_guide_uses_only_commands_and_tasks_that_exist() -> None:

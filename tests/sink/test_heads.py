@@ -7,8 +7,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from tiny_models import CORPUS, tiny_causal_lm, tiny_tokenizer
-from transformers import AutoModelForCausalLM, LlamaConfig
+from tiny_models import CORPUS, save_tiny_model, tiny_causal_lm, tiny_tokenizer
 
 from sinkbench.cli import main
 from sinkbench.models import load_model
@@ -25,22 +24,7 @@ LAYERS = 12  # deeper than the default window of 10 layers, so "every layer" is 
 @pytest.fixture(scope="module")
 def deep_dir(tmp_path_factory):
     """A 12-layer tiny Llama saved with the tiny tokenizer."""
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tiny_tokenizer()),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        pad_token_id=0,
-        bos_token_id=1,
-        eos_token_id=2,
-    )
-    directory = tmp_path_factory.mktemp("deep") / "model"
-    AutoModelForCausalLM.from_config(config).save_pretrained(directory)
-    tiny_tokenizer().save_pretrained(directory)
-    return directory
+    return save_tiny_model(tmp_path_factory.mktemp("deep") / "model", "llama", layers=LAYERS)
 
 
 def test_head_map_matches_the_observations():

@@ -373,28 +373,28 @@ def render_everything(loaded_entries: Any) -> None:
         assert all(_URL_PART.fullmatch(part) for part in raw.path.split("/")), raw.path
 
 
-@settings(max_examples=80, **CI_SETTINGS)
-@given(items=entries(tame=False))
-def test_whatever_validate_accepts_is_aggregated_and_rendered(items: list[tuple[str, str, Any]]) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        root = write_tree(items, Path(tmp))
-        loaded = load_submissions(root)
-        _assert_problems_print_safely(loaded.problems)
-        event("refused" if loaded.problems else "accepted")
-        if not loaded.problems:
-            render_everything(loaded.entries)
-
-
-@settings(max_examples=25, **CI_SETTINGS)
-@given(items=entries(tame=True))
-def test_tame_entries_with_hostile_text_are_accepted_and_rendered(items: list[tuple[str, str, Any]]) -> None:
-    """Visible Unicode, markup and formulas are valid text: most tame trees validate and must render."""
+def _validate_then_render(items: list[tuple[str, str, Any]]) -> None:
+    """Write ``items`` as a submissions tree and load it: every problem prints safely, and an accepted tree is
+    aggregated and rendered."""
     with tempfile.TemporaryDirectory() as tmp:
         loaded = load_submissions(write_tree(items, Path(tmp)))
         _assert_problems_print_safely(loaded.problems)
         event("refused" if loaded.problems else "accepted")
         if not loaded.problems:
             render_everything(loaded.entries)
+
+
+@settings(max_examples=80, **CI_SETTINGS)
+@given(items=entries(tame=False))
+def test_whatever_validate_accepts_is_aggregated_and_rendered(items: list[tuple[str, str, Any]]) -> None:
+    _validate_then_render(items)
+
+
+@settings(max_examples=25, **CI_SETTINGS)
+@given(items=entries(tame=True))
+def test_tame_entries_with_hostile_text_are_accepted_and_rendered(items: list[tuple[str, str, Any]]) -> None:
+    """Visible Unicode, markup and formulas are valid text: most tame trees validate and must render."""
+    _validate_then_render(items)
 
 
 @settings(max_examples=5, **CI_SETTINGS)

@@ -10,19 +10,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from boards import REPO_SUBMISSIONS, TABLE_10_PREDICTED, headline_board
 
 from sinkbench import stats
 from sinkbench.cli import main
 from sinkbench.publish import MARKER, PublishError
+from sinkbench.stats import prediction
 from sinkbench.submissions import SubmissionsInvalid, load_submissions, load_valid_entries
-from sinkbench.tables import intervals
 from sinkbench.tables.aggregate import aggregate_submissions
 from sinkbench.tables.build import build_tables
 from sinkbench.tables.correlations import CORRELATION_COLUMNS
 from sinkbench.tables.pairs import PAIRS_COLUMNS
 from sinkbench.tables.screening import SCREENING_COLUMNS
 
-REPO_SUBMISSIONS = Path(__file__).parents[2] / "submissions"
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "submissions"
 OUTPUTS = tuple(
     f"{name}.{suffix}"
@@ -30,15 +30,6 @@ OUTPUTS = tuple(
     for suffix in ("csv", "json")
 )
 
-# The paper (arXiv 2609.00746) Table 10, as transcribed in shared/paper/FACTS.md: held-out predicted IFEval delta per pair (leave-one-pair-out linear fit on S).
-TABLE_10_PREDICTED = {
-    "qwen3-vl-8b-instruct": -0.92,
-    "internvl3.5-8b": -3.41,
-    "qwen2.5-vl-7b-instruct": -10.78,
-    "internvl3-8b": -10.95,
-    "llava-onevision-qwen2-7b-ov": -9.04,
-    "molmo2-o-7b": -13.74,
-}
 # The paper's Table 4 (six pairs): Spearman and LOO error per task.
 TABLE_4 = {
     "ifeval_strict": (0.971, 2.54),
@@ -48,21 +39,10 @@ TABLE_4 = {
 }
 
 
-#: The paper's six headline pairs (Table 1), the ones its Tables 4 and 10 are computed on.
-HEADLINE_PAIRS = tuple(TABLE_10_PREDICTED)
-
-
-def _headline_pairs(root: Path) -> Path:
-    """A submissions root holding the six headline pairs of the repository only."""
-    for name in HEADLINE_PAIRS:
-        shutil.copytree(REPO_SUBMISSIONS / "pairs" / name, root / "pairs" / name)
-    return root
-
-
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory: pytest.TempPathFactory):
     """The six headline pairs, aggregated."""
-    root = _headline_pairs(tmp_path_factory.mktemp("headline") / "submissions")
+    root = headline_board(tmp_path_factory.mktemp("headline") / "submissions")
     out = tmp_path_factory.mktemp("seeded") / "out"
     return aggregate_submissions(root, out), out
 
@@ -125,14 +105,14 @@ def test_each_task_s_held_out_coverage_is_computed_once(monkeypatch: pytest.Monk
     """The correlations table reports it and the screening table carries it: one computation per task and
     method serves both."""
     calls: Counter[tuple[bytes, str]] = Counter()
-    original = intervals.loo_coverage
+    original = prediction.loo_coverage
 
-    def counted(x, y, method: str, *args: object) -> intervals.Coverage:
+    def counted(x, y, method: str, *args: object) -> prediction.Coverage:
         if len(x):  # tasks without pairs all look alike
             calls[np.asarray(x, dtype=float).tobytes() + np.asarray(y, dtype=float).tobytes(), method] += 1
         return original(x, y, method, *args)
 
-    monkeypatch.setattr(intervals, "loo_coverage", counted)
+    monkeypatch.setattr(prediction, "loo_coverage", counted)
     tables = build_tables(load_valid_entries(REPO_SUBMISSIONS))
     assert tables.screening["interval_loo_checked"].max() > 0
     assert set(calls.values()) == {1}
@@ -194,7 +174,7 @@ def test_measured_regressions_match_prompts_by_key() -> None:
 
 def _seeds_plus_fixture_backbone(tmp_path: Path) -> Path:
     """The six headline paper pairs (not the repository's other entries) plus the fixture backbone."""
-    root = _headline_pairs(tmp_path / "submissions")
+    root = headline_board(tmp_path / "submissions")
     shutil.copytree(FIXTURES / "backbones" / "tiny-llm", root / "backbones" / "tiny-llm")
     return root
 
@@ -311,13 +291,13 @@ def test_aggregate_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 def test_a_testbed_pair_is_tabled_but_left_out_of_every_fit(tmp_path: Path) -> None:
     """The six headline pairs plus the fixture's measured pair: as a testbed pair it changes no statistic."""
-    root = _headline_pairs(tmp_path / "submissions")
+    root = headline_board(tmp_path / "submissions")
     shutil.copytree(FIXTURES / "pairs" / "tiny-vlm", root / "pairs" / "tiny-vlm")
     with_pair = build_tables(load_submissions(root).entries)
     metadata = root / "pairs" / "tiny-vlm" / "metadata.json"
     metadata.write_text(json.dumps({**json.loads(metadata.read_text()), "testbed": True}), encoding="utf-8")
     testbed = build_tables(load_submissions(root).entries)
-    headline = build_tables(load_submissions(_headline_pairs(tmp_path / "headline")).entries)
+    headline = build_tables(load_submissions(headline_board(tmp_path / "headline")).entries)
     ifeval = {name: t.correlations.set_index("task").loc["ifeval_strict"] for name, t in
               {"with": with_pair, "testbed": testbed, "headline": headline}.items()}  # fmt: skip
     assert ifeval["with"]["n"] == 7 and ifeval["testbed"]["n"] == ifeval["headline"]["n"] == 6

@@ -10,22 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from boards import REPO_SUBMISSIONS, headline_board
 
+from sinkbench.stats import prediction
 from sinkbench.submissions import load_valid_entries
 from sinkbench.submissions.facts import score_basis
-from sinkbench.tables import intervals
 from sinkbench.tables.build import build_tables
 from sinkbench.tables.pairs import OWN_S
-
-REPO_SUBMISSIONS = Path(__file__).parents[2] / "submissions"
-HEADLINE = (
-    "qwen3-vl-8b-instruct",
-    "internvl3.5-8b",
-    "qwen2.5-vl-7b-instruct",
-    "internvl3-8b",
-    "llava-onevision-qwen2-7b-ov",
-    "molmo2-o-7b",
-)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +30,7 @@ def test_each_held_out_prediction_carries_the_jackknife_plus_interval_of_the_oth
     s, delta = rows["sink_strength"].to_numpy(float), rows["delta"].to_numpy(float)
     for position, (_, row) in enumerate(rows.iterrows()):
         others = np.arange(len(rows)) != position
-        low, high = intervals.jackknife_plus_interval(s[others], delta[others], s[position : position + 1])
+        low, high = prediction.jackknife_plus_interval(s[others], delta[others], s[position : position + 1])
         assert row["predicted_interval_low"] == pytest.approx(low[0])
         assert row["predicted_interval_high"] == pytest.approx(high[0])
         assert row["predicted_interval_kind"] == "jackknife+" and row["predicted_interval_level"] == 16 / 17
@@ -123,9 +114,7 @@ def test_an_llm_measured_by_several_entries_keeps_its_own_entry_s_and_interval(b
 def test_re_measured_s_replaces_the_publication_s_in_the_fits(tmp_path: Path) -> None:
     """A measured backbone entry of a reported pair's reference LLM (sinkbench's default calibration set) gives the
     S every fit, prediction and extrapolation check then uses, and the pairs table says so."""
-    root = tmp_path / "submissions"
-    for name in HEADLINE:
-        shutil.copytree(REPO_SUBMISSIONS / "pairs" / name, root / "pairs" / name)
+    root = headline_board(tmp_path / "submissions")
     before = build_tables(load_valid_entries(root))
     remeasured = root / "backbones" / "qwen3-8b-sinkbench-v1"
     shutil.copytree(REPO_SUBMISSIONS / "backbones" / "smollm2-135m-instruct", remeasured)

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sinkbench.stats import prediction
 from sinkbench.submissions import load_submissions
-from sinkbench.tables import intervals
 from sinkbench.tables.build import build_tables
 from sinkbench.tables.placement import PlacementData, format_placement, place, write_snapshot
 
@@ -136,8 +136,8 @@ def test_screening_flags_each_kind_of_extrapolation_with_its_reason(tables) -> N
 def test_screening_rows_carry_the_jackknife_plus_interval_and_the_t_interval_beside_it(tables) -> None:
     s, delta = [row[3] for row in PAIRS], [row[4] for row in PAIRS]
     inside = _ifeval_row(tables, "org/inside")  # S = 1.2
-    low, high = intervals.jackknife_plus_interval(s, delta, [1.2])
-    t_low, t_high = intervals.t_interval(s, delta, [1.2])
+    low, high = prediction.jackknife_plus_interval(s, delta, [1.2])
+    t_low, t_high = prediction.t_interval(s, delta, [1.2])
     assert (inside["interval_low"], inside["interval_high"]) == (
         pytest.approx(low[0]),
         pytest.approx(high[0]),

@@ -1,4 +1,4 @@
-"""Prediction intervals (sinkbench.tables.intervals): levels, a jackknife+ interval by hand, leave-one-pair-out
+"""Prediction intervals (sinkbench.stats.prediction): levels, a jackknife+ interval by hand, leave-one-pair-out
 coverage, and coverage over many synthetic draws with known error distributions."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sinkbench.tables import intervals
+from sinkbench.stats import prediction
 
 # x = 0..3, y = (0, 1, 2, 4). Leave-one-out lines: without pair 0, y = -2/3 + 3/2 x; without 1, -1/7 + 9/7 x;
 # without 2, -1/7 + 19/14 x; without 3, y = x. Held-out residuals R = (2/3, 1/7, 4/7, 1).
@@ -21,54 +21,54 @@ X, Y = [0.0, 1.0, 2.0, 3.0], [0.0, 1.0, 2.0, 4.0]
 
 def test_attainable_jackknife_plus_levels_are_quantiles_of_n_plus_1_points() -> None:
     # 17 pairs: 95% would need the 18th of 17 values, so the widest finite interval, 17/18, is the level.
-    assert intervals.jackknife_plus_level(17) == pytest.approx(17 / 18)
-    assert intervals.jackknife_plus_guarantee(17 / 18) == pytest.approx(16 / 18)
-    assert intervals.jackknife_plus_level(6) == pytest.approx(6 / 7)
-    assert intervals.jackknife_plus_level(19) == pytest.approx(0.95)  # the 19th of 19: 95% exactly
-    assert intervals.jackknife_plus_level(40) == pytest.approx(39 / 41)  # ceil(0.95 * 41) = 39
-    assert intervals.jackknife_plus_level(17, 0.8) == pytest.approx(15 / 18)  # ceil(0.8 * 18) = 15
-    assert math.isnan(intervals.jackknife_plus_level(2)) and intervals.t_level(6) == 0.95
+    assert prediction.jackknife_plus_level(17) == pytest.approx(17 / 18)
+    assert prediction.jackknife_plus_guarantee(17 / 18) == pytest.approx(16 / 18)
+    assert prediction.jackknife_plus_level(6) == pytest.approx(6 / 7)
+    assert prediction.jackknife_plus_level(19) == pytest.approx(0.95)  # the 19th of 19: 95% exactly
+    assert prediction.jackknife_plus_level(40) == pytest.approx(39 / 41)  # ceil(0.95 * 41) = 39
+    assert prediction.jackknife_plus_level(17, 0.8) == pytest.approx(15 / 18)  # ceil(0.8 * 18) = 15
+    assert math.isnan(prediction.jackknife_plus_level(2)) and prediction.t_level(6) == 0.95
 
 
 def test_jackknife_plus_interval_by_hand() -> None:
     # At x = 1.5 the lines give 19/12, 25/14, 53/28, 3/2. Lower values line - R: 11/12, 23/14, 37/28, 1/2;
     # upper values line + R: 9/4, 27/14, 69/28, 5/2. With 4 pairs k = 4 (level 4/5): [min lower, max upper];
     # at 60% k = 3: [2nd smallest lower, 3rd smallest upper].
-    low, high = intervals.jackknife_plus_interval(X, Y, [1.5])
+    low, high = prediction.jackknife_plus_interval(X, Y, [1.5])
     assert (low[0], high[0]) == (pytest.approx(0.5), pytest.approx(2.5))
-    low, high = intervals.jackknife_plus_interval(X, Y, [1.5], confidence=0.6)
+    low, high = prediction.jackknife_plus_interval(X, Y, [1.5], confidence=0.6)
     assert (low[0], high[0]) == (pytest.approx(11 / 12), pytest.approx(69 / 28))
 
 
 def test_jackknife_plus_needs_every_leave_one_out_line() -> None:
-    low, high = intervals.jackknife_plus_interval([1.0, 1.0, 2.0], [0.0, 1.0, 5.0], [1.5])
+    low, high = prediction.jackknife_plus_interval([1.0, 1.0, 2.0], [0.0, 1.0, 5.0], [1.5])
     assert math.isnan(low[0]) and math.isnan(high[0])  # without pair 2 the others share one S: no line
 
 
 def test_leave_one_pair_out_coverage_by_hand() -> None:
     # Pairs (0,0), (1,1), (2,2), (3,4), (4,4). Each held-out jackknife+ interval comes from 4 pairs (level 4/5).
     x, y = [0.0, 1.0, 2.0, 3.0, 4.0], [0.0, 1.0, 2.0, 4.0, 4.0]
-    coverage = intervals.loo_coverage(x, y, "jackknife+")
+    coverage = prediction.loo_coverage(x, y, "jackknife+")
     expected = []
     for i in range(5):
         others = [j for j in range(5) if j != i]
-        low, high = intervals.jackknife_plus_interval([x[j] for j in others], [y[j] for j in others], [x[i]])
+        low, high = prediction.jackknife_plus_interval([x[j] for j in others], [y[j] for j in others], [x[i]])
         expected.append((low[0], high[0]))
     inside = [low <= y[i] <= high for i, (low, high) in enumerate(expected)]
     assert coverage.level == pytest.approx(4 / 5) and coverage.guarantee == pytest.approx(3 / 5)
     assert (coverage.covered, coverage.checked) == (sum(inside), 5)
     assert coverage.outside == tuple(i for i, ok in enumerate(inside) if not ok)
     assert coverage.median_width == pytest.approx(np.median([high - low for low, high in expected]))
-    t = intervals.loo_coverage(x, y, "t")
+    t = prediction.loo_coverage(x, y, "t")
     assert t.level == 0.95 and math.isnan(t.guarantee) and t.checked == 5
 
 
-@pytest.mark.parametrize("method", intervals.METHODS)
+@pytest.mark.parametrize("method", prediction.METHODS)
 def test_held_out_intervals_equal_refitting_without_each_pair(method: str) -> None:
     rng = np.random.default_rng(0)
     x, y = rng.normal(1.0, 1.0, size=12), rng.standard_t(2, size=12)
     x[3] = x[4]  # a shared S, as pairs sharing a reference LLM have
-    spec = intervals.METHODS[method]
+    spec = prediction.METHODS[method]
     lows, highs = spec.held_out(x, y, 0.9)
     for i in range(len(x)):
         low, high = spec.interval(np.delete(x, i), np.delete(y, i), x[i : i + 1], 0.9)
@@ -86,13 +86,13 @@ def test_jackknife_plus_held_out_equals_an_interval_per_pair_whatever_the_ties_a
     s_values: list[float], seed: int, scale: float, cells: int
 ) -> None:
     """The held-out intervals, all computed at once a block of rows at a time, against one
-    :func:`intervals.jackknife_plus_interval` per left-out pair; shared S values make some inner lines not exist."""
+    :func:`prediction.jackknife_plus_interval` per left-out pair; shared S values make some inner lines not exist."""
     x = np.array(s_values) * scale
     y = np.random.default_rng(seed).standard_t(2, size=len(x))
-    with patch.object(intervals, "_HELD_OUT_CELLS", cells):
-        lows, highs = intervals.jackknife_plus_held_out(x, y)
+    with patch.object(prediction, "_HELD_OUT_CELLS", cells):
+        lows, highs = prediction.jackknife_plus_held_out(x, y)
     for i in range(len(x)):
-        low, high = intervals.jackknife_plus_interval(np.delete(x, i), np.delete(y, i), x[i : i + 1])
+        low, high = prediction.jackknife_plus_interval(np.delete(x, i), np.delete(y, i), x[i : i + 1])
         for got, expected in ((lows[i], low[0]), (highs[i], high[0])):
             assert math.isnan(got) == math.isnan(expected), (i, got, expected)
             assert math.isnan(got) or got == pytest.approx(expected, rel=1e-9, abs=1e-9), i
@@ -117,13 +117,13 @@ def test_order_statistic_of_lines_is_that_of_every_line_sorted(
     intercept, slope, shift = (np.array(column) for column in zip(*lines, strict=True))
     rank, x = min(rank, len(lines) - 1), np.array(x_new, dtype=float)
     every = np.sort((intercept[:, None] + slope[:, None] * x[None, :]) + shift[:, None], axis=0)
-    with patch.object(intervals, "_LINES_BLOCK", block):
-        found = intervals.order_statistic_of_lines(intercept, slope, shift, x, rank)
+    with patch.object(prediction, "_LINES_BLOCK", block):
+        found = prediction.order_statistic_of_lines(intercept, slope, shift, x, rank)
     assert np.array_equal(found, every[rank] if len(x) else found, equal_nan=True)
 
 
 def test_too_few_pairs_check_nothing() -> None:
-    coverage = intervals.loo_coverage([0.0, 1.0, 2.0], [0.0, 1.0, 3.0], "jackknife+")
+    coverage = prediction.loo_coverage([0.0, 1.0, 2.0], [0.0, 1.0, 3.0], "jackknife+")
     assert (coverage.covered, coverage.checked, coverage.outside) == (0, 0, ())
     assert math.isnan(coverage.level) and math.isnan(coverage.median_width)
 
@@ -143,13 +143,13 @@ _s_values = st.integers(-30, 30).map(lambda tenths: tenths / 10)
 def test_jackknife_plus_is_equivariant_and_ignores_the_order_of_pairs(pairs, scale, shift, random) -> None:
     x, y = (np.array(values) for values in zip(*pairs, strict=True))
     x_new = np.array([x.min() - 1.0, x.mean(), x.max() + 1.0])
-    low, high = intervals.jackknife_plus_interval(x, y, x_new)
-    moved = intervals.jackknife_plus_interval(x, scale * y + shift, x_new)
+    low, high = prediction.jackknife_plus_interval(x, y, x_new)
+    moved = prediction.jackknife_plus_interval(x, scale * y + shift, x_new)
     np.testing.assert_allclose(moved, (scale * low + shift, scale * high + shift), rtol=1e-6, atol=1e-6)
     order = list(range(len(x)))
     random.shuffle(order)
     np.testing.assert_allclose(
-        intervals.jackknife_plus_interval(x[order], y[order], x_new), (low, high), atol=1e-7
+        prediction.jackknife_plus_interval(x[order], y[order], x_new), (low, high), atol=1e-7
     )
     assert (low <= high).all()
 
@@ -173,14 +173,14 @@ def _coverage(method: str, n: int, errors: str, seed: int) -> tuple[float, float
     """Coverage of ``method`` over DRAWS exchangeable draws: delta = -15 + 5 S + 3 e, S uniform on [-0.5, 2.5]
     (about the board's range), e from ``errors``; and the method's nominal level with n pairs."""
     rng = np.random.default_rng(seed)
-    spec = intervals.METHODS[method]
+    spec = prediction.METHODS[method]
     hits = 0
     for _ in range(DRAWS):
         s = rng.uniform(-0.5, 2.5, n + 1)
         delta = -15.0 + 5.0 * s + 3.0 * ERRORS[errors](rng, n + 1)
-        low, high = spec.interval(s[:n], delta[:n], s[n:], intervals.CONFIDENCE)
+        low, high = spec.interval(s[:n], delta[:n], s[n:], prediction.CONFIDENCE)
         hits += bool(low[0] <= delta[n] <= high[0])
-    return hits / DRAWS, spec.level(n, intervals.CONFIDENCE)
+    return hits / DRAWS, spec.level(n, prediction.CONFIDENCE)
 
 
 def _margin(level: float) -> float:
@@ -192,8 +192,8 @@ def _margin(level: float) -> float:
 def test_the_prediction_interval_keeps_its_level_under_any_errors(n: int, errors: str) -> None:
     """The board's interval (whichever PREDICTION_METHOD names) covers at least its stated level. Jackknife+'s
     theorem promises 1 - 2α; at its nominal level 1 - α this is the behaviour Barber et al. report, checked here."""
-    coverage, level = _coverage(intervals.PREDICTION_METHOD, n, errors, seed=n)
-    guarantee = intervals.METHODS[intervals.PREDICTION_METHOD].guarantee(level)
+    coverage, level = _coverage(prediction.PREDICTION_METHOD, n, errors, seed=n)
+    guarantee = prediction.METHODS[prediction.PREDICTION_METHOD].guarantee(level)
     assert math.isnan(guarantee) or coverage >= guarantee
     assert coverage >= level - _margin(level), f"{coverage:.4f} < {level:.4f} - {_margin(level):.4f}"
 

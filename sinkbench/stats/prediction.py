@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from sinkbench import stats
+from sinkbench.stats.correlation import MIN_PAIRS
+from sinkbench.stats.regression import fit_line, loo_lines, t_half_width
 
 #: The level asked for; jackknife+ states the level it can attain (see :func:`jackknife_plus_rank`).
 CONFIDENCE = 0.95
@@ -45,9 +46,9 @@ Bounds = tuple[np.ndarray, np.ndarray]
 
 
 def t_interval(x: ArrayLike, y: ArrayLike, x_new: ArrayLike, confidence: float = CONFIDENCE) -> Bounds:
-    """The t prediction interval of :meth:`stats.LinearFit.prediction_interval` at ``x_new`` (normal, independent,
+    """The t prediction interval of :meth:`~.regression.LinearFit.prediction_interval` at ``x_new`` (normal, independent,
     equal-variance errors assumed); NaN without a line or with fewer than 3 pairs."""
-    fit = stats.fit_line(x, y)
+    fit = fit_line(x, y)
     if fit is None:
         nan = np.full(np.shape(np.asarray(x_new, dtype=float)), np.nan)
         return nan, nan.copy()
@@ -58,32 +59,32 @@ def t_held_out(x: ArrayLike, y: ArrayLike, confidence: float = CONFIDENCE) -> Bo
     """For each pair i, the t interval at x_i of the line through all other pairs (:func:`t_interval` refitted
     without pair i), vectorised.
 
-    The left-out line is :func:`stats.loo_lines`; its residual sum of squares is SSE - e_i² / (1 - h_i) (e_i the
+    The left-out line is :func:`~.regression.loo_lines`; its residual sum of squares is SSE - e_i² / (1 - h_i) (e_i the
     full fit's residual, h_i = 1/n + (x_i - mean)² / Sxx its leverage), its mean and Sxx those of the other
     pairs. NaN below 4 pairs or where the other pairs share one S.
     """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     n = len(x)
-    if n <= stats.MIN_PAIRS or np.ptp(x) == 0:
+    if n <= MIN_PAIRS or np.ptp(x) == 0:
         return np.full(n, np.nan), np.full(n, np.nan)
-    slope, intercept = stats.loo_lines(x, y)
+    slope, intercept = loo_lines(x, y)
     x_mean, deviation = x.mean(), x - x.mean()
     sxx = float(deviation @ deviation)
-    fit = stats.fit_line(x, y)
+    fit = fit_line(x, y)
     residuals = y - fit.predict(x)
     with np.errstate(invalid="ignore", divide="ignore"):
         sse = float(residuals @ residuals) - residuals**2 / (1 - (1 / n + deviation**2 / sxx))
         others_mean = (n * x_mean - x) / (n - 1)
         others_sxx = sxx - n / (n - 1) * deviation**2
         sd = np.sqrt(np.maximum(sse, 0.0) / (n - 3))
-        half = stats.t_half_width(x, n - 1, sd, others_mean, others_sxx, confidence)
+        half = t_half_width(x, n - 1, sd, others_mean, others_sxx, confidence)
     centre = intercept + slope * x
     return centre - half, centre + half
 
 
 def t_level(n: int, confidence: float = CONFIDENCE) -> float:
     """The t interval's nominal level with ``n`` pairs: ``confidence``; NaN below 3 pairs."""
-    return confidence if n >= stats.MIN_PAIRS else math.nan
+    return confidence if n >= MIN_PAIRS else math.nan
 
 
 def jackknife_plus_rank(n: int, confidence: float = CONFIDENCE) -> int:
@@ -95,7 +96,7 @@ def jackknife_plus_rank(n: int, confidence: float = CONFIDENCE) -> int:
 def jackknife_plus_level(n: int, confidence: float = CONFIDENCE) -> float:
     """The nominal level k/(n+1) jackknife+ attains with ``n`` pairs (k: :func:`jackknife_plus_rank`); NaN below
     3 pairs."""
-    return jackknife_plus_rank(n, confidence) / (n + 1) if n >= stats.MIN_PAIRS else math.nan
+    return jackknife_plus_rank(n, confidence) / (n + 1) if n >= MIN_PAIRS else math.nan
 
 
 def jackknife_plus_held_out(x: ArrayLike, y: ArrayLike, confidence: float = CONFIDENCE) -> Bounds:
@@ -103,13 +104,13 @@ def jackknife_plus_held_out(x: ArrayLike, y: ArrayLike, confidence: float = CONF
     n - 1 others, so nested leave-one-out lines, each through all pairs but i and j.
 
     All of them at once, a block of held-out pairs at a time: each line from the totals of the data (centred first,
-    for accuracy) minus the two pairs' terms, as :func:`stats.loo_lines` does for one left out. NaN for a pair
+    for accuracy) minus the two pairs' terms, as :func:`~.regression.loo_lines` does for one left out. NaN for a pair
     whose others are fewer than 3, or among whose others some line does not exist.
     """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     n = len(x)
     lows, highs = np.full(n, np.nan), np.full(n, np.nan)
-    if n - 1 < stats.MIN_PAIRS:
+    if n - 1 < MIN_PAIRS:
         return lows, highs
     k, kept = jackknife_plus_rank(n - 1, confidence), n - 2  # pairs in each inner line
     xc, yc = x - x.mean(), y - y.mean()
@@ -164,7 +165,7 @@ def jackknife_plus_interval(
 ) -> Bounds:
     """The jackknife+ prediction interval of the least-squares line of y on x at ``x_new``.
 
-    Estimator: the leave-one-out lines line_-i (:func:`stats.loo_lines`) and residuals R_i = |y_i - line_-i(x_i)|;
+    Estimator: the leave-one-out lines line_-i (:func:`~.regression.loo_lines`) and residuals R_i = |y_i - line_-i(x_i)|;
     the interval is [(n+1-k)-th smallest of line_-i(x_new) - R_i, k-th smallest of line_-i(x_new) + R_i], k from
     :func:`jackknife_plus_rank`. Assumes only that the pairs and the new point are exchangeable (no normality, no
     equal variances); then it covers with probability at least 1 - 2(1 - k/(n+1)). NaN with fewer than 3 pairs
@@ -172,9 +173,9 @@ def jackknife_plus_interval(
     """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     x_new = np.asarray(x_new, dtype=float)
-    slope, intercept = stats.loo_lines(x, y)
+    slope, intercept = loo_lines(x, y)
     n = len(x)
-    if n < stats.MIN_PAIRS or not np.isfinite(slope).all():
+    if n < MIN_PAIRS or not np.isfinite(slope).all():
         nan = np.full(x_new.shape, np.nan)
         return nan, nan.copy()
     residuals = np.abs(y - (intercept + slope * x))  # each pair against the line fitted without it
@@ -285,8 +286,8 @@ def loo_coverage(x: ArrayLike, y: ArrayLike, method: str, confidence: float = CO
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     spec = METHODS[method]
     n = len(x)
-    level = spec.level(n - 1, confidence) if n > stats.MIN_PAIRS else math.nan
-    lows, highs = spec.held_out(x, y, confidence) if n > stats.MIN_PAIRS else (np.full(n, np.nan),) * 2
+    level = spec.level(n - 1, confidence) if n > MIN_PAIRS else math.nan
+    lows, highs = spec.held_out(x, y, confidence) if n > MIN_PAIRS else (np.full(n, np.nan),) * 2
     checked = np.isfinite(lows) & np.isfinite(highs)
     inside = checked & (lows <= y) & (y <= highs)
     widths = (highs - lows)[checked]
