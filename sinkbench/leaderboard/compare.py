@@ -340,10 +340,10 @@ class ComparePage:
             ]
         )
 
-    @property
+    @functools.cached_property
     def shown(self) -> list[CompareItem]:
         """The two items the page shows before a reader chooses: the first, and the first other one with a
-        per-layer profile (else the second)."""
+        per-layer profile (else the second); found once (the page's template asks for it once per item)."""
         if not self.items:
             return []
         first = self.items[0]

@@ -118,6 +118,7 @@ def test_the_page_and_its_data_carry_bases_and_the_notice(board, items: dict[str
     assert html.count('class="sb-muted sb-basis"') == sum(
         figure.source is not None for item in page.shown for figure in item.figures
     )
+    assert page.shown is page.shown  # found once per page, not once per item of its two pickers
     quiet = renderer.pages(views, tables, ComparePage([items[COUNTED], items[UNCOUNTED]]), updated="today")
     assert "data-sb-compare-notice hidden" in quiet["compare.md"]
     data = page.script()
