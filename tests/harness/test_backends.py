@@ -116,6 +116,7 @@ def _without_model_args(config: dict[str, Any], model_args: set[str]) -> dict[st
     return {**config, "metadata": metadata}
 
 
+@pytest.mark.slow  # every strict task run by lm_eval on two backends (the runs fixture)
 def test_both_groups_give_the_same_results_under_another_backend(runs: dict[str, Path]) -> None:
     hf, replay = _results(runs["hf"]), _results(runs["replay"])
     assert hf["group_subtasks"]["sinkbench_format"] == [
@@ -135,6 +136,7 @@ def test_both_groups_give_the_same_results_under_another_backend(runs: dict[str,
     assert replay["configs"]["boolq"]["metadata"]["tensor_parallel_size"] == 2  # the backend's own arguments
 
 
+@pytest.mark.slow  # every strict task run by lm_eval on two backends (the runs fixture)
 def test_results_files_have_the_structure_of_an_hf_run(runs: dict[str, Path]) -> None:
     hf, replay = _results(runs["hf"]), _results(runs["replay"])
     assert replay.keys() == hf.keys()
@@ -145,6 +147,7 @@ def test_results_files_have_the_structure_of_an_hf_run(runs: dict[str, Path]) ->
     assert replay["config"]["model_args"]["tensor_parallel_size"] == 2
 
 
+@pytest.mark.slow  # every strict task run by lm_eval on two backends (the runs fixture)
 def test_samples_files_match_the_hf_run_line_by_line(runs: dict[str, Path]) -> None:
     hf, replay = _samples(runs["hf"]), _samples(runs["replay"])
     assert replay.keys() == hf.keys() and "ifeval_strict" in hf and "boolq" in hf
@@ -155,6 +158,7 @@ def test_samples_files_match_the_hf_run_line_by_line(runs: dict[str, Path]) -> N
             assert theirs == ours, task
 
 
+@pytest.mark.slow  # every strict task run by lm_eval on two backends (the runs fixture)
 def test_sink_strength_refuses_the_backend_before_any_request_runs(
     runs: dict[str, Path], tmp_path: Path
 ) -> None:

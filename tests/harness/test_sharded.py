@@ -94,6 +94,7 @@ def _lm_eval_s(lm: HFLM) -> float:
     return results["results"]["sink_strength"]["sink_strength,none"]
 
 
+@pytest.mark.slow  # a whole lm_eval evaluation
 def test_lm_eval_parallelize_gives_the_same_s(model_dir: Path, tmp_path: Path) -> None:
     split = _hf(model_dir, parallelize=True, device_map=SPLIT, offload_folder=str(tmp_path / "offload"))
     assert split.model.hf_device_map == SPLIT
@@ -115,6 +116,7 @@ def test_probe_with_offloaded_embeddings(model_dir: Path, tmp_path: Path) -> Non
         torch.testing.assert_close(theirs.g, ours.g, equal_nan=True, atol=1e-6, rtol=0)
 
 
+@pytest.mark.slow  # a whole lm_eval evaluation
 def test_lm_eval_parallelize_without_a_gpu(model_dir: Path, tmp_path: Path) -> None:
     lm = _hf(model_dir, parallelize=True, offload_folder=str(tmp_path / "offload"))
     assert _lm_eval_s(lm) == pytest.approx(_lm_eval_s(_hf(model_dir)), abs=1e-6)

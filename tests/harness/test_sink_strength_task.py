@@ -65,6 +65,7 @@ def _load(directory):
     return transformers.AutoModelForCausalLM.from_pretrained(directory, dtype="float32").eval()
 
 
+@pytest.mark.slow  # a whole lm_eval evaluation
 def test_metadata_overrides_probe_options(tiny_dir):
     from sinkbench.sink.observe import measure
 
@@ -77,6 +78,7 @@ def test_metadata_overrides_probe_options(tiny_dir):
     )
 
 
+@pytest.mark.slow  # a whole lm_eval evaluation of the full calibration set
 def test_limit_never_shortens_the_calibration_set(tiny_dir, caplog):
     from sinkbench.sink.observe import measure
 

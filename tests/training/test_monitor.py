@@ -275,6 +275,7 @@ def _ddp_worker(rank: int, port: int, out: Path) -> None:
     os._exit(0)
 
 
+@pytest.mark.slow  # spawns a process group of fresh interpreters
 def test_under_ddp_the_main_process_measures_and_every_process_stops(tmp_path):
     import socket
 
