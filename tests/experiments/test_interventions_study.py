@@ -70,6 +70,7 @@ def tiny_study(testbed_run, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
     return out, logged
 
 
+@pytest.mark.slow  # the whole tiny interventions study, run twice (the tiny_study fixture)
 def test_every_step_runs_once_and_a_rerun_resumes(tiny_study) -> None:
     from experiments.interventions_pair.study import STEPS
 
@@ -83,6 +84,7 @@ def test_every_step_runs_once_and_a_rerun_resumes(tiny_study) -> None:
     assert set(data.seconds) == set(STEPS) - {"ablation_gemma"}
 
 
+@pytest.mark.slow  # the whole tiny interventions study, run twice (the tiny_study fixture)
 def test_a_step_that_reads_the_endpoints_re_makes_them_in_a_new_work_folder(
     tiny_study, testbed_run, tmp_path: Path
 ) -> None:
@@ -108,6 +110,7 @@ def test_a_step_that_reads_the_endpoints_re_makes_them_in_a_new_work_folder(
     assert again.displacement["summary"] == on_file.displacement["summary"]
 
 
+@pytest.mark.slow  # the whole tiny interventions study, run twice (the tiny_study fixture)
 def test_the_re_made_pair_equals_the_testbed_runs(tiny_study) -> None:
     data = StudyResults.model_validate_json(tiny_study[0].read_text())
     assert data.endpoints.vl.key.data == "vl" and data.endpoints.text.key.data == "text"
@@ -116,6 +119,8 @@ def test_the_re_made_pair_equals_the_testbed_runs(tiny_study) -> None:
         assert difference == pytest.approx(0, abs=1e-4), name
 
 
+@pytest.mark.slow  # a whole study of its own
+@pytest.mark.slow  # the whole tiny VL testbed, trained twice (the testbed_run fixture)
 def test_a_study_in_another_precision_measures_afresh_and_makes_its_own_vanilla_runs(
     testbed_run, tmp_path: Path
 ) -> None:
@@ -135,7 +140,6 @@ def test_a_study_in_another_precision_measures_afresh_and_makes_its_own_vanilla_
     logged: list[str] = []
     study = Study(
         StudyInputs(in_float32, inputs, None, (0, 1)),
-        tmp_path / "work",
         tmp_path / "out.json",
         HEADER,
         log=logged.append,
@@ -192,6 +196,7 @@ def test_a_study_in_another_precision_measures_afresh_and_makes_its_own_vanilla_
         )
 
 
+@pytest.mark.slow  # the whole tiny interventions study, run twice (the tiny_study fixture)
 def test_each_intervention_records_what_it_did(tiny_study) -> None:
     data = StudyResults.model_validate_json(tiny_study[0].read_text())
     assert data.displacement["window"]["layers"] == [0, 1, 2, 3]
@@ -222,6 +227,7 @@ def test_each_intervention_records_what_it_did(tiny_study) -> None:
     }
 
 
+@pytest.mark.slow  # the whole tiny interventions study, run twice (the tiny_study fixture)
 def test_a_model_against_itself_differs_by_nothing(tiny_study) -> None:
     from experiments.interventions_pair.study import over_seeds
 
@@ -237,6 +243,7 @@ def test_a_model_against_itself_differs_by_nothing(tiny_study) -> None:
     assert all(entry["mean"] == 0 and entry["p_sign_flip"] == 1.0 for entry in same.values())
 
 
+@pytest.mark.slow  # the whole tiny interventions study, run twice (the tiny_study fixture)
 def test_the_page_answers_each_question_and_draws_its_charts(tiny_study) -> None:
     page = InterventionsPage(INTERVENTIONS_FILE, read_study(tiny_study[0], INTERVENTIONS_FILE))
     answers = page.answers()
@@ -256,6 +263,7 @@ def test_the_page_answers_each_question_and_draws_its_charts(tiny_study) -> None
     json.dumps(page.plots()[1].chart.figure())  # the interactive figure is plain JSON
 
 
+@pytest.mark.slow  # the whole tiny interventions study, run twice (the tiny_study fixture)
 def test_a_merge_with_the_vlm_lms_weights_up_to_rounding_is_marked(tiny_study, tmp_path: Path) -> None:
     """A float32 task vector added back to its base misses the fine-tuned weights by about 1e-9: the row says so."""
     data = json.loads(tiny_study[0].read_text())
@@ -282,6 +290,7 @@ def test_a_merge_with_the_vlm_lms_weights_up_to_rounding_is_marked(tiny_study, t
     assert notes["Uniform averaging"] == ""
 
 
+@pytest.mark.slow  # the whole tiny interventions study, run twice (the tiny_study fixture)
 def test_a_malformed_results_file_is_one_line(tiny_study, tmp_path: Path) -> None:
     data = json.loads(tiny_study[0].read_text())
     del data["merges"][0]["measured"]
@@ -328,6 +337,7 @@ def test_the_committed_page_is_what_the_committed_results_render() -> None:
         )
 
 
+@pytest.mark.slow  # the whole tiny interventions study, run twice (the tiny_study fixture)
 def test_the_page_renders_every_answer_beside_the_papers_and_every_model(tiny_study, tmp_path: Path) -> None:
     page = InterventionsPage(INTERVENTIONS_FILE, read_study(tiny_study[0], INTERVENTIONS_FILE))
     html = _render(page)
@@ -343,6 +353,7 @@ def test_the_page_renders_every_answer_beside_the_papers_and_every_model(tiny_st
         page_files(tmp_path)
 
 
+@pytest.mark.slow  # the whole tiny interventions study, run twice (the tiny_study fixture)
 def test_a_float32_study_is_a_section_of_its_own(tiny_study, tmp_path: Path) -> None:
     """The same study in float32 (its own file) is shown beside the testbed's recipe, never mixed with it: its own
     heading, table, charts and resume command."""

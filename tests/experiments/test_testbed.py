@@ -372,6 +372,7 @@ def test_verdict_rules(mean, p, ci, mde, protection, separated, expected) -> Non
     )
 
 
+@pytest.mark.slow  # the whole tiny VL testbed, trained twice (the testbed_run fixture)
 def test_pipeline_records_every_run_and_resumes(testbed_run) -> None:
     results, logged = testbed_run
     data = Results.model_validate_json(results.read_text())
@@ -412,6 +413,7 @@ def test_pipeline_records_every_run_and_resumes(testbed_run) -> None:
     assert not (results.parent.parent / "work" / "seed1" / "vl-high-sink").exists()
 
 
+@pytest.mark.slow  # trains the tiny testbed
 def test_a_report_of_an_interrupted_run_runs_nothing_and_says_which_seeds_ran(tmp_path: Path) -> None:
     from tiny_testbed import run_tiny_testbed
 
@@ -425,6 +427,7 @@ def test_a_report_of_an_interrupted_run_runs_nothing_and_says_which_seeds_ran(tm
     assert data.machine.resumed_at_load == []  # a report is not a resumption
 
 
+@pytest.mark.slow  # the whole tiny VL testbed, trained twice (the testbed_run fixture)
 def test_the_page_reads_the_results_and_draws_every_run(testbed_run) -> None:
     results, _ = testbed_run
     page = read_testbed(results, "vl_testbed.json")
@@ -440,6 +443,7 @@ def test_the_page_reads_the_results_and_draws_every_run(testbed_run) -> None:
         assert chart.svg().startswith("<?xml")
 
 
+@pytest.mark.slow  # the whole tiny VL testbed, trained twice (the testbed_run fixture)
 def test_a_malformed_or_unfinished_results_file_is_one_line(tmp_path: Path, testbed_run) -> None:
     data = json.loads(testbed_run[0].read_text())
     del data["runs"][0]["text"]

@@ -24,6 +24,7 @@ def _committed() -> dict:
     return json.loads(COMMITTED.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow  # recomputes the whole committed analysis
 def test_the_committed_analysis_is_recomputed_from_its_runs() -> None:
     """The benchmark wrote its own analysis; recomputing it from the per-run records must give the same numbers."""
     results = Results.model_validate(_committed())
@@ -112,6 +113,7 @@ def test_groups_with_fewer_seeds_are_named_with_their_counts(tiny_results: Path)
     assert "2 seeds; within a seed" not in page
 
 
+@pytest.mark.slow  # the whole tiny VL testbed, trained twice (the testbed_run fixture)
 def test_a_rerun_records_the_load_it_resumed_at(testbed_run) -> None:
     """The fixture's second run resumed the first: its load average is on file, the first one's is kept."""
     machine = json.loads(testbed_run[0].read_text(encoding="utf-8"))["machine"]
