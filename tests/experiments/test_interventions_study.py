@@ -120,7 +120,6 @@ def test_the_re_made_pair_equals_the_testbed_runs(tiny_study) -> None:
 
 
 @pytest.mark.slow  # a whole study of its own
-@pytest.mark.slow  # the whole tiny VL testbed, trained twice (the testbed_run fixture)
 def test_a_study_in_another_precision_measures_afresh_and_makes_its_own_vanilla_runs(
     testbed_run, tmp_path: Path
 ) -> None:
@@ -140,6 +139,7 @@ def test_a_study_in_another_precision_measures_afresh_and_makes_its_own_vanilla_
     logged: list[str] = []
     study = Study(
         StudyInputs(in_float32, inputs, None, (0, 1)),
+        tmp_path / "work",
         tmp_path / "out.json",
         HEADER,
         log=logged.append,
