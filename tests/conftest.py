@@ -16,6 +16,13 @@ def pytest_configure(config):
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A browser test is a slow test: the fast tier (``-m "not slow"``) leaves it out."""
+    for item in items:
+        if item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def task_manager(tmp_path_factory: pytest.TempPathFactory):
     """An lm-eval TaskManager that knows only a tiny local multiple-choice task (no network)."""

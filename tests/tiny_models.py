@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-import torch
-from transformers import (
-    Gemma3TextConfig,
-    LlamaConfig,
-    MistralConfig,
-    Olmo2Config,
-    Qwen2Config,
-    Qwen3Config,
-)
 
 from sinkbench.conformance.tiny import CHAT_TEMPLATE, CORPUS, tiny_tokenizer
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PretrainedConfig
 
 __all__ = [
     "CHAT_TEMPLATE",
@@ -24,6 +20,7 @@ __all__ = [
     "CORPUS",
     "TASK_YAML",
     "lm_eval_tiny_choice",
+    "model_config",
     "save_tiny_model",
     "tiny_causal_lm",
     "tiny_tokenizer",
@@ -38,15 +35,32 @@ SMALL = {
     "bos_token_id": 1,
     "eos_token_id": 2,
 }
+
+
+def model_config(model_type: str, **fields) -> PretrainedConfig:
+    """transformers' config of ``model_type`` with ``fields`` (transformers is imported when it is called)."""
+    from transformers import AutoConfig
+
+    return AutoConfig.for_model(model_type, **fields)
+
+
 CONFIGS = {
-    "llama": lambda v: LlamaConfig(vocab_size=v, num_key_value_heads=2, **SMALL),
-    "mistral": lambda v: MistralConfig(vocab_size=v, num_key_value_heads=2, sliding_window=None, **SMALL),
-    "qwen2": lambda v: Qwen2Config(vocab_size=v, num_key_value_heads=2, **SMALL),
-    "qwen3": lambda v: Qwen3Config(vocab_size=v, num_key_value_heads=2, head_dim=8, **SMALL),
-    "gemma3_text": lambda v: Gemma3TextConfig(
-        vocab_size=v, num_key_value_heads=1, head_dim=8, sliding_window=6, layer_types=None, **SMALL
+    "llama": lambda v: model_config("llama", vocab_size=v, **SMALL, num_key_value_heads=2),
+    "mistral": lambda v: model_config(
+        "mistral", vocab_size=v, **SMALL, num_key_value_heads=2, sliding_window=None
     ),
-    "olmo2": lambda v: Olmo2Config(vocab_size=v, num_key_value_heads=2, **SMALL),
+    "qwen2": lambda v: model_config("qwen2", vocab_size=v, **SMALL, num_key_value_heads=2),
+    "qwen3": lambda v: model_config("qwen3", vocab_size=v, **SMALL, num_key_value_heads=2, head_dim=8),
+    "gemma3_text": lambda v: model_config(
+        "gemma3_text",
+        vocab_size=v,
+        **SMALL,
+        num_key_value_heads=1,
+        head_dim=8,
+        sliding_window=6,
+        layer_types=None,
+    ),
+    "olmo2": lambda v: model_config("olmo2", vocab_size=v, **SMALL, num_key_value_heads=2),
 }
 
 
@@ -54,6 +68,7 @@ def tiny_causal_lm(
     model_type: str, seed: int = 0, layers: int = SMALL["num_hidden_layers"]
 ) -> torch.nn.Module:
     """A random-init causal LM of the given architecture (4 layers unless told), float32, eval mode."""
+    import torch
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(seed)
@@ -97,6 +112,8 @@ metric_list:
 
 def _loglikelihood(model, tokenizer, context: str, continuation: str) -> float:
     """log p(continuation | context), split into tokens the way lm-eval's HF model does."""
+    import torch
+
     context_ids = tokenizer(context, add_special_tokens=False).input_ids
     whole = tokenizer(context + continuation, add_special_tokens=False).input_ids
     with torch.no_grad():
@@ -110,6 +127,7 @@ def lm_eval_tiny_choice(folder: Path, task_manager) -> tuple[float, float]:
     scored checked against one computed here (to 1e-4). Returns lm-eval's accuracy and the accuracy of the
     log-likelihoods computed here."""
     import lm_eval
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     results = lm_eval.simple_evaluate(

@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
 from tiny_models import tiny_tokenizer
-from transformers import (
-    AutoModelForImageTextToText,
-    Idefics3Config,
-    InternVLConfig,
-    LlavaConfig,
-    LlavaNextConfig,
-    LlavaOnevisionConfig,
-    PretrainedConfig,
-    Qwen2_5_VLConfig,
-    Qwen2VLConfig,
-    Qwen3VLConfig,
-)
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PretrainedConfig
 
 VOCAB = 320  # the tiny tokenizer's 300 tokens, then image/video placeholder ids
 TEXT = {"vocab_size": VOCAB, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 3}
@@ -44,6 +36,17 @@ def _text(model_type: str | None = None, **extra) -> dict:
 
 def vlm_config(model_type: str, tie: bool = False) -> PretrainedConfig:
     """A tiny config of each supported family (text backbones as the real checkpoints use)."""
+    from transformers import (
+        Idefics3Config,
+        InternVLConfig,
+        LlavaConfig,
+        LlavaNextConfig,
+        LlavaOnevisionConfig,
+        Qwen2_5_VLConfig,
+        Qwen2VLConfig,
+        Qwen3VLConfig,
+    )
+
     builders = {
         "llava": lambda: LlavaConfig(text_config=_text("llama"), vision_config=CLIP, image_token_index=319),
         "llava_next": lambda: LlavaNextConfig(
@@ -85,6 +88,8 @@ def vlm_config(model_type: str, tie: bool = False) -> PretrainedConfig:
 
 def randomize(model: torch.nn.Module, seed: int) -> None:
     """Give every weight O(1) spread so that a wrong tensor or wrong RoPE moves logits far above 1e-4."""
+    import torch
+
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, parameter in model.named_parameters():
@@ -95,6 +100,8 @@ def randomize(model: torch.nn.Module, seed: int) -> None:
 
 def save_tiny_vlm(path: Path, model_type: str, *, tie: bool = False, seed: int = 0, **save_kwargs) -> Path:
     """Build, randomise and save a tiny VLM with the tiny tokenizer; return its directory."""
+    from transformers import AutoModelForImageTextToText
+
     model = AutoModelForImageTextToText.from_config(vlm_config(model_type, tie))
     randomize(model, seed)
     model.save_pretrained(path, **save_kwargs)

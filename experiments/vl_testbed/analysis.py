@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from experiments.vl_testbed.schema import (
     Analysis,
@@ -215,6 +214,8 @@ def spread(values: Sequence[float]) -> Spread:
 
 def above_chance(visual: Any) -> float:
     """One-sided exact binomial p-value of a run's visual accuracy against its (mean) chance accuracy."""
+    from scipy import stats
+
     hits = round(visual.accuracy * visual.n)
     return float(stats.binomtest(hits, visual.n, visual.chance, alternative="greater").pvalue)
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any
-
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import AutoConfig, PretrainedConfig, PreTrainedTokenizerFast
+from typing import TYPE_CHECKING, Any
 
 from sinkbench.conformance.verdicts import FAILED, REFUSED, UNTESTED, Verdict
 from sinkbench.errors import described
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig, PreTrainedTokenizerFast
 
 VOCAB = 512
 #: The tiny tokenizer's chat template: one line per turn, then the assistant prompt.
@@ -140,6 +140,8 @@ def tiny_config(model_type: str) -> PretrainedConfig:
 
 
 def _tiny_config(model_type: str) -> PretrainedConfig:
+    from transformers import AutoConfig
+
     fixes = TYPE_FIXES.get(model_type, {})
     defaults = AutoConfig.for_model(model_type, **fixes).to_dict()
     fields = shrunk(defaults)
@@ -203,6 +205,9 @@ def _inside_vocabulary(key: str, value: Any, vocab: int) -> Any:
 
 def tiny_tokenizer() -> PreTrainedTokenizerFast:
     """A byte-level BPE tokenizer trained in memory on ``CORPUS``, with a chat template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
     backend = Tokenizer(models.BPE())
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     backend.decoder = decoders.ByteLevel()

@@ -26,6 +26,9 @@ ROUTE_KEYS = {
 }
 
 
+pytestmark = pytest.mark.slow  # the script runs in a fresh interpreter (the report fixture)
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> dict:
     command = [sys.executable, str(SCRIPT), "--tiny", "--device", "cpu", "--dtype", "float32", "--reps", "1"]

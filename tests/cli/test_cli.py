@@ -58,6 +58,7 @@ def test_tasks_path_command(capsys):
     assert capsys.readouterr().out.strip().endswith("harness_tasks")
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_help_is_fast_and_imports_no_torch():
     code = "import sys; from sinkbench.cli import build_parser; build_parser(); print('torch' in sys.modules)"
     assert (

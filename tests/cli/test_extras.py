@@ -32,6 +32,7 @@ def _without(modules: list[str], argv: list[str], cwd: Path) -> subprocess.Compl
     return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow  # a fresh interpreter
 @pytest.mark.parametrize("module", EXTRA_MODULES["site"])
 @pytest.mark.parametrize("action", ["build", "serve"])
 def test_site_without_the_site_extra_names_it_in_one_line(module: str, action: str, tmp_path: Path) -> None:
@@ -45,6 +46,7 @@ def test_site_without_the_site_extra_names_it_in_one_line(module: str, action: s
     assert done.stdout == "" and sorted(tmp_path.iterdir()) == []  # refused before anything was written
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_help_needs_no_extra(tmp_path: Path) -> None:
     """``--help`` of every command imports none of the extras' packages."""
     modules = list(EXTRA_OF_MODULE)

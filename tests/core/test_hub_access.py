@@ -39,6 +39,7 @@ def _screen(tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess, fl
     return done, time.monotonic() - started
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_an_unreachable_hub_is_one_whole_line_within_seconds(tmp_path: Path) -> None:
     done, seconds = _screen(tmp_path)
     assert done.returncode == 1 and done.stdout == ""
@@ -50,6 +51,7 @@ def test_an_unreachable_hub_is_one_whole_line_within_seconds(tmp_path: Path) -> 
     assert seconds < 10, f"{seconds:.1f} s"
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_offline_mode_without_the_model_cached_is_one_whole_line(tmp_path: Path) -> None:
     done, seconds = _screen(tmp_path, HF_HUB_OFFLINE="1")
     assert done.returncode == 1

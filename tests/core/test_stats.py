@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats as scipy_stats
 
 from sinkbench import stats
 
@@ -94,6 +93,8 @@ def test_resampled_ranks_and_the_interval_equal_scipys_on_tied_data(
     """The bootstrap resamples value codes and ranks each resample by counting (:func:`stats.resample_ranks`): the
     same mid-ranks as ``scipy.stats.rankdata``, and the same interval as ``scipy.stats.bootstrap`` resampling the
     values and ranking every resample itself."""
+    from scipy import stats as scipy_stats
+
     values = np.asarray(x, dtype=float) / 2
     other = values + np.asarray(noise[: len(x)], dtype=float)
     distinct, codes = np.unique(values, return_inverse=True)
@@ -213,6 +214,8 @@ def test_sign_flip_p_value_and_detectable_difference() -> None:
 )
 def test_bootstrap_draws_are_scipys(pairs: list[tuple[int, int]], seed: int) -> None:
     # The same replicates as scipy.stats.bootstrap, paired, to the last bit (the board's numbers rest on it).
+    from scipy import stats as scipy_stats
+
     x, y = (np.array(side, dtype=float) for side in zip(*pairs, strict=True))
 
     def difference(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -301,6 +304,8 @@ def _wilson_by_root(successes: float, n: int, z: float) -> tuple[float, float]:
 
 def test_the_unpaired_interval_is_newcombes_hybrid_score_interval() -> None:
     # Newcombe (1998), Table II, example (a): 56/70 against 48/80, method 10: 0.0524 to 0.3339.
+    from scipy import stats as scipy_stats
+
     low, high = stats.unpaired_delta_interval(100 * 48 / 80, 80, 100 * 56 / 70, 70)
     assert (low, high) == pytest.approx((5.24, 33.39), abs=0.01)
     # Against Wilson's limits found by root-finding, combined as Newcombe does.

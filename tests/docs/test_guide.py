@@ -1,13 +1,12 @@
 """Every code block of the Guide (``site/docs/guide/``; its generated Reference aside) runs as written.
 
 A page's examples are its ``##`` sections: the ``bash`` and ``python`` blocks of one section run in order, each in a
-fresh process with a timeout, in one temporary folder laid out like a clone's root (a copy of ``submissions/``,
-the test fixtures at ``tests/fixtures``, and ``../shared/data`` where the section needs the real data). A ``text``
-block right after a run block is that block's expected output: its lines must appear in the output in order, with
-a line ``...`` standing for any lines. A ``text`` block after prose is shown, not run. A section states what it
-needs in an HTML comment, ``<!-- guide-test: OPTION ... -->``:
+fresh process with a timeout (so the examples are in the slow tier), in one temporary folder laid out like a clone's
+root (a copy of ``submissions/``, the test fixtures at ``tests/fixtures``, and ``../shared/data`` where the
+section needs the real data). A ``text`` block right after a run block is that block's expected output: its lines
+must appear in the output in order, with a line ``...`` standing for any lines. A ``text`` block after prose is
+shown, not run. A section states what it needs in an HTML comment, ``<!-- guide-test: OPTION ... -->``:
 
-* ``slow``: real weights or an lm_eval generation run (``@pytest.mark.slow``);
 * ``data``: ``../shared/data`` holds the real evaluation files (skipped, with the reason, where they are absent);
 * ``after=PAGE#SLUG``: the section starts from a copy of what that section made (run once per session, after
   what it needs in turn);
@@ -33,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "site" / "docs" / "guide"
 SHARED_DATA = ROOT.parent / "shared" / "data"
 #: Options a section may state, and the seconds one block may run.
-OPTIONS = {"slow", "data", "install"}
+OPTIONS = {"data", "install"}
 BLOCK_TIMEOUT = 840
 MARKER = re.compile(r"<!-- guide-test: (.*?) -->")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.DOTALL | re.MULTILINE)
@@ -121,14 +120,6 @@ def _needs(example: Example) -> frozenset[str]:
     return frozenset().union(*(step.options for step in _chain(example)))
 
 
-def _params() -> list:
-    params = []
-    for example in EXAMPLES.values():
-        marks = [pytest.mark.slow] if "slow" in _needs(example) else []
-        params.append(pytest.param(example, id=example.id, marks=marks))
-    return params
-
-
 def _sandbox(tmp_path: Path, data: bool) -> Path:
     """A folder laid out like a clone's root, beside ``../shared/data`` when the example reads the real data."""
     clone = tmp_path / "clone"
@@ -202,8 +193,9 @@ def _prepare(root: Path, example: Example, data: bool, make: Callable[[Example, 
         shutil.copytree(make(EXAMPLES[example.after], data), root, symlinks=True, dirs_exist_ok=True)
 
 
+@pytest.mark.slow  # the guide's commands, each in a fresh interpreter
 @pytest.mark.timeout(3 * BLOCK_TIMEOUT)
-@pytest.mark.parametrize("example", _params())
+@pytest.mark.parametrize("example", EXAMPLES.values(), ids=EXAMPLES)
 def test_a_guide_example_runs_as_written(
     example: Example, tmp_path: Path, made: Callable[[Example, bool], Path]
 ) -> None:

@@ -109,6 +109,7 @@ def _commands(
     return found
 
 
+@pytest.mark.slow  # the site built in a fresh interpreter (the site fixture)
 def test_the_cli_page_has_every_commands_help_and_a_contents_entry(site: Path) -> None:
     html = _page(site, "cli.html")
     commands = _commands(build_parser())
@@ -120,6 +121,7 @@ def test_the_cli_page_has_every_commands_help_and_a_contents_entry(site: Path) -
         assert _unwrapped(parser.format_help()) in _unwrapped(_text(_section(html, anchor))), anchor
 
 
+@pytest.mark.slow  # the site built in a fresh interpreter (the site fixture)
 def test_the_api_page_renders_each_named_object_with_its_docstring(site: Path) -> None:
     html = _page(site, "api.html")
     for name in API_OBJECTS:
@@ -151,6 +153,7 @@ def _models(roots: list[type[BaseModel]]) -> list[type[BaseModel]]:
     return found
 
 
+@pytest.mark.slow  # the site built in a fresh interpreter (the site fixture)
 def test_the_schema_page_lists_every_field_of_each_model(site: Path) -> None:
     html = _page(site, "schemas.html")
     models = _models(SCHEMA_ROOTS)

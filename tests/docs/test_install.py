@@ -36,6 +36,7 @@ def _run(*command: str | Path, cwd: Path) -> subprocess.CompletedProcess:
     return done
 
 
+@pytest.mark.slow  # builds a wheel and a virtual environment
 def test_wheel_builds_the_site_outside_the_repository(tmp_path: Path) -> None:
     source = _source_copy(tmp_path / "source")
     _run(

@@ -50,6 +50,7 @@ def _one_line(stderr: str) -> str:
     return line
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_a_text_file_named_gguf_is_one_line_before_any_heavy_import(tmp_path: Path) -> None:
     (tmp_path / "fake.gguf").write_text("not weights\n", encoding="utf-8")
     status, stderr = _before_heavy_imports(tmp_path, "screen", "fake.gguf")
@@ -60,6 +61,7 @@ def test_a_text_file_named_gguf_is_one_line_before_any_heavy_import(tmp_path: Pa
     )
 
 
+@pytest.mark.slow  # fresh interpreters
 @pytest.mark.parametrize(
     ("args", "status", "says"),
     [
@@ -92,6 +94,7 @@ def test_each_bad_argument_is_refused_before_the_heavy_imports(
     assert got == status and _one_line(stderr).startswith(says)
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_print_model_dir_of_a_hub_id_is_the_id_without_heavy_imports(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-c", IN_PROCESS, "screen", "--print-model-dir", "Qwen/Qwen3-8B"], cwd=tmp_path,
@@ -112,6 +115,7 @@ def test_print_model_dir_names_the_folder_lm_eval_loads(tmp_path: Path) -> None:
     assert folder.parent.name == "gguf"
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_validate_on_a_folder_without_entries_says_so_and_fails(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     done = _run(tmp_path, "validate", "empty")
@@ -122,6 +126,7 @@ def test_validate_on_a_folder_without_entries_says_so_and_fails(tmp_path: Path) 
     )
 
 
+@pytest.mark.slow  # a fresh interpreter
 @pytest.mark.parametrize(
     ("args", "fix"),
     [
@@ -144,6 +149,7 @@ def test_outside_the_repository_the_default_folder_is_named_with_the_fix(
     assert "<file>" not in line
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_a_truncated_json_file_names_its_line_once(tmp_path: Path) -> None:
     submissions = tmp_path / "submissions"
     shutil.copytree(FIXTURES, submissions)
@@ -155,6 +161,7 @@ def test_a_truncated_json_file_names_its_line_once(tmp_path: Path) -> None:
     assert "is not valid JSON: " in line and " at line " in line and "at at" not in line
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_margin_help_explains_only_the_sink_positions_it_accepts(tmp_path: Path) -> None:
     text = " ".join(_run(tmp_path, "margin", "--help").stdout.split())
     assert (
@@ -163,6 +170,7 @@ def test_margin_help_explains_only_the_sink_positions_it_accepts(tmp_path: Path)
     assert "query" not in text
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_heads_help_says_all_layers_not_a_number(tmp_path: Path) -> None:
     text = " ".join(_run(tmp_path, "heads", "--help").stdout.split())
     assert "all of them if the model has fewer (default: all layers)" in text and "1000" not in text

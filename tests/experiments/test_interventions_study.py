@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from tiny_testbed import TINY_DOCS, TINY_PROBLEMS, TINY_SHAPE, TINY_SINK_HEADS, refusal
@@ -23,13 +24,12 @@ from experiments.interventions_pair.page import (
     page_files,
     read_study,
 )
-from experiments.interventions_pair.study import STEPS, STUDY_FILE, Study, StudyInputs, over_seeds, recipe_in
 from experiments.interventions_pair.study_schema import StudyResults, contrasts
 from experiments.page_fragment import SourceInvalid, committed_fragment, render
-from experiments.vl_testbed.experiment import Inputs
-from experiments.vl_testbed.outcomes import non_trivial_prompts
-from experiments.vl_testbed.precision import precision_of
 from experiments.vl_testbed.schema import Results
+
+if TYPE_CHECKING:
+    from experiments.vl_testbed.experiment import Inputs
 
 HEADER = {
     "sinkbench_version": "0.1.0",
@@ -43,6 +43,9 @@ HEADER = {
 
 def tiny_inputs(results: Path) -> Inputs:
     """The tiny testbed's inputs, its base model beside its results."""
+    from experiments.vl_testbed.experiment import Inputs
+    from experiments.vl_testbed.outcomes import non_trivial_prompts
+
     base = results.parent.parent / "base"
     return Inputs(base, TINY_DOCS, non_trivial_prompts(TINY_DOCS), TINY_PROBLEMS, TINY_SINK_HEADS, TINY_SHAPE)
 
@@ -50,6 +53,8 @@ def tiny_inputs(results: Path) -> Inputs:
 @pytest.fixture(scope="module")
 def tiny_study(testbed_run, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     """The study on the tiny testbed's results, every step but Gemma's, run twice (the second resumes)."""
+    from experiments.interventions_pair.study import STEPS, Study, StudyInputs
+
     results, _ = testbed_run
     committed = Results.model_validate_json(results.read_text())
     inputs = tiny_inputs(results)
@@ -65,7 +70,10 @@ def tiny_study(testbed_run, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
     return out, logged
 
 
+@pytest.mark.slow  # the whole tiny interventions study, run twice (the tiny_study fixture)
 def test_every_step_runs_once_and_a_rerun_resumes(tiny_study) -> None:
+    from experiments.interventions_pair.study import STEPS
+
     out, logged = tiny_study
     first = logged[: logged.index("-- rerun --")]
     rerun = logged[logged.index("-- rerun --") + 1 : -1]
@@ -76,11 +84,14 @@ def test_every_step_runs_once_and_a_rerun_resumes(tiny_study) -> None:
     assert set(data.seconds) == set(STEPS) - {"ablation_gemma"}
 
 
+@pytest.mark.slow  # the whole tiny interventions study, run twice (the tiny_study fixture)
 def test_a_step_that_reads_the_endpoints_re_makes_them_in_a_new_work_folder(
     tiny_study, testbed_run, tmp_path: Path
 ) -> None:
     """The results on file hold the endpoints' numbers, not their checkpoints: a new work folder asked for the
     displacement alone re-makes the endpoints first, then measures the same displacement."""
+    from experiments.interventions_pair.study import STUDY_FILE, Study, StudyInputs
+
     out, _ = tiny_study
     on_file = StudyResults.model_validate_json(out.read_text())
     seconds = {step: value for step, value in on_file.seconds.items() if step != "displacement"}
@@ -99,6 +110,7 @@ def test_a_step_that_reads_the_endpoints_re_makes_them_in_a_new_work_folder(
     assert again.displacement["summary"] == on_file.displacement["summary"]
 
 
+@pytest.mark.slow  # the whole tiny interventions study, run twice (the tiny_study fixture)
 def test_the_re_made_pair_equals_the_testbed_runs(tiny_study) -> None:
     data = StudyResults.model_validate_json(tiny_study[0].read_text())
     assert data.endpoints.vl.key.data == "vl" and data.endpoints.text.key.data == "text"
@@ -107,12 +119,16 @@ def test_the_re_made_pair_equals_the_testbed_runs(tiny_study) -> None:
         assert difference == pytest.approx(0, abs=1e-4), name
 
 
+@pytest.mark.slow  # a whole study of its own
 def test_a_study_in_another_precision_measures_afresh_and_makes_its_own_vanilla_runs(
     testbed_run, tmp_path: Path
 ) -> None:
     """The tiny testbed trains in bfloat16; the study in float32 is another recipe: it compares with none of the
     testbed's runs, measures the base again, pairs the injected seed 0 with its own re-made VL endpoint and makes a
     vanilla run for seed 1."""
+    from experiments.interventions_pair.study import STUDY_FILE, Study, StudyInputs, recipe_in
+    from experiments.vl_testbed.precision import precision_of
+
     committed = Results.model_validate_json(testbed_run[0].read_text())
     assert precision_of(committed.config) == "bfloat16" and committed.runs and committed.base is not None
     in_float32 = recipe_in(committed, "float32")
@@ -180,6 +196,7 @@ def test_a_study_in_another_precision_measures_afresh_and_makes_its_own_vanilla_
         )
 
 
+@pytest.mark.slow  # the whole tiny interventions study, run twice (the tiny_study fixture)
 def test_each_intervention_records_what_it_did(tiny_study) -> None:
     data = StudyResults.model_validate_json(tiny_study[0].read_text())
     assert data.displacement["window"]["layers"] == [0, 1, 2, 3]
@@ -210,7 +227,10 @@ def test_each_intervention_records_what_it_did(tiny_study) -> None:
     }
 
 
+@pytest.mark.slow  # the whole tiny interventions study, run twice (the tiny_study fixture)
 def test_a_model_against_itself_differs_by_nothing(tiny_study) -> None:
+    from experiments.interventions_pair.study import over_seeds
+
     data = StudyResults.model_validate_json(tiny_study[0].read_text())
     found = contrasts(data.base.text, data.base.text, [0, 1])
     assert [(c.outcome, c.difference, c.ci) for c in found] == [
@@ -223,6 +243,7 @@ def test_a_model_against_itself_differs_by_nothing(tiny_study) -> None:
     assert all(entry["mean"] == 0 and entry["p_sign_flip"] == 1.0 for entry in same.values())
 
 
+@pytest.mark.slow  # the whole tiny interventions study, run twice (the tiny_study fixture)
 def test_the_page_answers_each_question_and_draws_its_charts(tiny_study) -> None:
     page = InterventionsPage(INTERVENTIONS_FILE, read_study(tiny_study[0], INTERVENTIONS_FILE))
     answers = page.answers()
@@ -242,6 +263,7 @@ def test_the_page_answers_each_question_and_draws_its_charts(tiny_study) -> None
     json.dumps(page.plots()[1].chart.figure())  # the interactive figure is plain JSON
 
 
+@pytest.mark.slow  # the whole tiny interventions study, run twice (the tiny_study fixture)
 def test_a_merge_with_the_vlm_lms_weights_up_to_rounding_is_marked(tiny_study, tmp_path: Path) -> None:
     """A float32 task vector added back to its base misses the fine-tuned weights by about 1e-9: the row says so."""
     data = json.loads(tiny_study[0].read_text())
@@ -268,6 +290,7 @@ def test_a_merge_with_the_vlm_lms_weights_up_to_rounding_is_marked(tiny_study, t
     assert notes["Uniform averaging"] == ""
 
 
+@pytest.mark.slow  # the whole tiny interventions study, run twice (the tiny_study fixture)
 def test_a_malformed_results_file_is_one_line(tiny_study, tmp_path: Path) -> None:
     message = refusal(
         read_study,
@@ -312,6 +335,7 @@ def test_the_committed_page_is_what_the_committed_results_render() -> None:
         )
 
 
+@pytest.mark.slow  # the whole tiny interventions study, run twice (the tiny_study fixture)
 def test_the_page_renders_every_answer_beside_the_papers_and_every_model(tiny_study, tmp_path: Path) -> None:
     page = InterventionsPage(INTERVENTIONS_FILE, read_study(tiny_study[0], INTERVENTIONS_FILE))
     html = _render(page)
@@ -327,6 +351,7 @@ def test_the_page_renders_every_answer_beside_the_papers_and_every_model(tiny_st
         page_files(tmp_path)
 
 
+@pytest.mark.slow  # the whole tiny interventions study, run twice (the tiny_study fixture)
 def test_a_float32_study_is_a_section_of_its_own(tiny_study, tmp_path: Path) -> None:
     """The same study in float32 (its own file) is shown beside the testbed's recipe, never mixed with it: its own
     heading, table, charts and resume command."""

@@ -9,26 +9,16 @@ import json
 import re
 import weakref
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
 from tiny_models import tiny_causal_lm, tiny_tokenizer
 from tiny_testbed import TINY_DOCS, TINY_PROBLEMS, TINY_SHAPE, TINY_SINK_HEADS, refusal, tiny_testbed_config
-from transformers import TrainerCallback
 
 from experiments.vl_testbed import analysis
-from experiments.vl_testbed import run as driver
 from experiments.vl_testbed.controls import ARMS, arm_heads, band_of, frozen_units, matched_random_heads
 from experiments.vl_testbed.ifeval_short import fits_short_answer, short_answer_prompts
-from experiments.vl_testbed.outcomes import (
-    ReferenceAnswers,
-    answer_nll,
-    generate,
-    non_trivial_prompts,
-    stop_token_ids,
-    trivial_scores,
-)
 from experiments.vl_testbed.page import PLOT_PATHS, TESTBED_FILE, read_testbed
 from experiments.vl_testbed.replies import FORMATS, TURNS, ReplyMix, vl_conversation
 from experiments.vl_testbed.scenes import (
@@ -42,13 +32,17 @@ from experiments.vl_testbed.scenes import (
 )
 from experiments.vl_testbed.schema import Results
 from experiments.vl_testbed.text_chats import problem_turns, solution_text, text_conversations
-from experiments.vl_testbed.train import StageSpec, collate, stage_data, train_stage
 from experiments.vl_testbed.verdicts import verdict
-from experiments.vl_testbed.visual import first_tokens
-from experiments.vl_testbed.vlm import IGNORE, VisionSpec, build_vlm, encode, pixel_values, processor_for
-from sinkbench.protect import protect_sink_heads
 
-TINY_VISION = VisionSpec(image_size=16, patch_size=8, hidden_size=16, intermediate_size=32, layers=1, heads=2)
+if TYPE_CHECKING:
+    from experiments.vl_testbed.vlm import VisionSpec
+
+
+def _tiny_vision() -> VisionSpec:
+    """The tiny vision tower the tests' VLMs get."""
+    from experiments.vl_testbed.vlm import VisionSpec
+
+    return VisionSpec(image_size=16, patch_size=8, hidden_size=16, intermediate_size=32, layers=1, heads=2)
 
 
 def test_scenes_are_deterministic_and_described_truthfully() -> None:
@@ -74,19 +68,22 @@ def test_shapes_are_drawn_where_the_scene_says() -> None:
 
 
 def test_the_vlm_keeps_the_lm_and_matches_the_saved_processor() -> None:
+    import torch
     from PIL import Image
 
+    from experiments.vl_testbed.vlm import IGNORE, build_vlm, encode, pixel_values, processor_for
+
     tokenizer, lm = tiny_tokenizer(), tiny_causal_lm("llama")
-    vlm = build_vlm(lm, tokenizer, TINY_VISION)
+    vlm = build_vlm(lm, tokenizer, _tiny_vision())
     text = tokenizer("Write a short note", return_tensors="pt").input_ids
     with torch.no_grad():
         before, after = lm(text).logits, vlm(input_ids=text).logits
     assert torch.equal(before, after[..., : before.shape[-1]])
     scene = make_scene(np.random.default_rng(0), size=16)
     chat = vl_conversation(scene, np.random.default_rng(1), ReplyMix())
-    ids, labels = encode(tokenizer, chat, TINY_VISION.image_tokens)
+    ids, labels = encode(tokenizer, chat, _tiny_vision().image_tokens)
     image = Image.fromarray(np.round(scene.image * 255).astype(np.uint8))
-    processed = processor_for(tokenizer, TINY_VISION)(
+    processed = processor_for(tokenizer, _tiny_vision())(
         images=image, text=tokenizer.apply_chat_template(chat, tokenize=False), return_tensors="pt"
     )
     assert processed.input_ids[0].tolist() == ids
@@ -97,9 +94,14 @@ def test_the_vlm_keeps_the_lm_and_matches_the_saved_processor() -> None:
 
 def test_a_stage_keeps_no_trainer_alive() -> None:
     """The Trainer (optimizer state, callbacks) is freed when the stage returns; its result holds the log only."""
+    from transformers import TrainerCallback
+
+    from experiments.vl_testbed.train import StageSpec, stage_data, train_stage
+    from experiments.vl_testbed.vlm import build_vlm
+
     tokenizer, lm = tiny_tokenizer(), tiny_causal_lm("llama")
-    vlm = build_vlm(lm, tokenizer, TINY_VISION)
-    data = stage_data("stage1", 0, 4, tokenizer, TINY_VISION)
+    vlm = build_vlm(lm, tokenizer, _tiny_vision())
+    data = stage_data("stage1", 0, 4, tokenizer, _tiny_vision())
     seen: list[weakref.ref] = []
 
     def note(trainer: object) -> TrainerCallback:
@@ -112,6 +114,8 @@ def test_a_stage_keeps_no_trainer_alive() -> None:
 
 
 def test_answer_words_differ_in_their_first_token() -> None:
+    from experiments.vl_testbed.visual import first_tokens
+
     found = first_tokens(tiny_tokenizer())
     assert all(len(set(ids.values())) == len(ids) for ids in found.values())
 
@@ -120,6 +124,8 @@ SINK, SHAPE = TINY_SINK_HEADS, TINY_SHAPE
 
 
 def test_random_control_matches_the_sink_heads_band_by_band() -> None:
+    from sinkbench.protect import protect_sink_heads
+
     control = matched_random_heads(SINK, bands=2, seed=0, **SHAPE)
     for band in range(2):
 
@@ -247,11 +253,14 @@ def test_gsm8k_solutions_become_replies_and_chats_draw_without_replacement() -> 
 
 
 def test_stage_data_has_images_for_vl_chats_only() -> None:
+    from experiments.vl_testbed.train import collate, stage_data
+    from experiments.vl_testbed.vlm import build_vlm
+
     tokenizer = tiny_tokenizer()
-    build_vlm(tiny_causal_lm("llama"), tokenizer, TINY_VISION)
-    text = stage_data("stage2_text", 0, 4, tokenizer, TINY_VISION, problems=TINY_PROBLEMS)
+    build_vlm(tiny_causal_lm("llama"), tokenizer, _tiny_vision())
+    text = stage_data("stage2_text", 0, 4, tokenizer, _tiny_vision(), problems=TINY_PROBLEMS)
     assert all(image is None for _, _, image in text.items) and text.supervised_tokens > 0
-    mixed = stage_data("stage2", 0, 40, tokenizer, TINY_VISION, problems=TINY_PROBLEMS, text_share=0.5)
+    mixed = stage_data("stage2", 0, 40, tokenizer, _tiny_vision(), problems=TINY_PROBLEMS, text_share=0.5)
     kinds = [image is None for _, _, image in mixed.items]
     assert 5 < sum(kinds) < 35
     batch = collate(tokenizer.pad_token_id)(text.items[:2])
@@ -259,10 +268,10 @@ def test_stage_data_has_images_for_vl_chats_only() -> None:
     batch = collate(tokenizer.pad_token_id)(mixed.items[:6])
     assert batch["pixel_values"].shape[0] == sum(image is not None for _, _, image in mixed.items[:6])
     with pytest.raises(ValueError, match="needs GSM8K problems"):
-        stage_data("stage2_text", 0, 4, tokenizer, TINY_VISION)
+        stage_data("stage2_text", 0, 4, tokenizer, _tiny_vision())
     assert (
-        stage_data("stage2", 3, 4, tokenizer, TINY_VISION).items[0][0]
-        == (stage_data("stage2", 3, 4, tokenizer, TINY_VISION).items[0][0])
+        stage_data("stage2", 3, 4, tokenizer, _tiny_vision()).items[0][0]
+        == (stage_data("stage2", 3, 4, tokenizer, _tiny_vision()).items[0][0])
     )
 
 
@@ -277,21 +286,24 @@ def test_arms_freeze_what_they_say() -> None:
     )
 
 
-class _StopBiased(torch.nn.Module):
-    """A causal LM whose stop token's logit is raised by ``bias`` at every position."""
-
-    def __init__(self, model: torch.nn.Module, stop: int, bias: float) -> None:
-        super().__init__()
-        self.model, self.stop, self.bias = model, stop, bias
-        self.generation_config = model.generation_config
-
-    def forward(self, **inputs: torch.Tensor) -> object:
-        out = self.model(**inputs)
-        out.logits[..., self.stop] += self.bias
-        return out
-
-
 def test_nll_is_the_teacher_forced_loss_and_its_continue_form_ignores_stopping() -> None:
+    import torch
+
+    from experiments.vl_testbed.outcomes import ReferenceAnswers, answer_nll, generate, stop_token_ids
+
+    class _StopBiased(torch.nn.Module):
+        """A causal LM whose stop token's logit is raised by ``bias`` at every position."""
+
+        def __init__(self, model: torch.nn.Module, stop: int, bias: float) -> None:
+            super().__init__()
+            self.model, self.stop, self.bias = model, stop, bias
+            self.generation_config = model.generation_config
+
+        def forward(self, **inputs: torch.Tensor) -> object:
+            out = self.model(**inputs)
+            out.logits[..., self.stop] += self.bias
+            return out
+
     tokenizer, model = tiny_tokenizer(), tiny_causal_lm("llama")
     prompts = [d["prompt"] for d in TINY_DOCS]
     generated = generate(model, tokenizer, prompts, 6, 2)
@@ -318,6 +330,8 @@ def test_nll_is_the_teacher_forced_loss_and_its_continue_form_ignores_stopping()
 
 
 def test_trivial_answers_fail_every_non_trivial_prompt() -> None:
+    from experiments.vl_testbed.outcomes import non_trivial_prompts, trivial_scores
+
     chosen = non_trivial_prompts(TINY_DOCS)
     assert chosen == [0, 2]  # "Red." has no comma, so it passes the second prompt
     scores = trivial_scores(TINY_DOCS)
@@ -357,6 +371,7 @@ def test_verdict_rules(mean, p, ci, mde, protection, separated, expected) -> Non
     )
 
 
+@pytest.mark.slow  # the whole tiny VL testbed, trained twice (the testbed_run fixture)
 def test_pipeline_records_every_run_and_resumes(testbed_run) -> None:
     results, logged = testbed_run
     data = Results.model_validate_json(results.read_text())
@@ -397,6 +412,7 @@ def test_pipeline_records_every_run_and_resumes(testbed_run) -> None:
     assert not (results.parent.parent / "work" / "seed1" / "vl-high-sink").exists()
 
 
+@pytest.mark.slow  # trains the tiny testbed
 def test_a_report_of_an_interrupted_run_runs_nothing_and_says_which_seeds_ran(tmp_path: Path) -> None:
     from tiny_testbed import run_tiny_testbed
 
@@ -410,6 +426,7 @@ def test_a_report_of_an_interrupted_run_runs_nothing_and_says_which_seeds_ran(tm
     assert data.machine.resumed_at_load == []  # a report is not a resumption
 
 
+@pytest.mark.slow  # the whole tiny VL testbed, trained twice (the testbed_run fixture)
 def test_the_page_reads_the_results_and_draws_every_run(testbed_run) -> None:
     results, _ = testbed_run
     page = read_testbed(results, "vl_testbed.json")
@@ -425,6 +442,7 @@ def test_the_page_reads_the_results_and_draws_every_run(testbed_run) -> None:
         assert chart.svg().startswith("<?xml")
 
 
+@pytest.mark.slow  # the whole tiny VL testbed, trained twice (the testbed_run fixture)
 def test_a_malformed_or_unfinished_results_file_is_one_line(tmp_path: Path, testbed_run) -> None:
     def refused(change) -> str:
         return refusal(
@@ -445,6 +463,8 @@ def test_visual_accuracy_is_tested_against_chance() -> None:
 
 
 def test_the_recorded_command_carries_no_path_of_the_machine() -> None:
+    from experiments.vl_testbed import run as driver
+
     argv = ["--workdir", "/scratch/testbed", "--seeds", "0", "1", "--machine-note", "it's quiet"]
     assert driver.recorded_command(argv, data_dir=True) == (
         "SINKBENCH_DATA_DIR=DIR python -m experiments.vl_testbed.run --workdir PATH --seeds 0 1 --machine-note 'it'\"'\"'s quiet'"
@@ -455,6 +475,8 @@ def test_the_recorded_command_carries_no_path_of_the_machine() -> None:
 
 
 def test_groups_keep_only_the_named_run_groups_and_refuse_unknown_ones() -> None:
+    from experiments.vl_testbed import run as driver
+
     (group,) = driver._only_groups(driver.FULL, ["vl/high"])
     assert (group.data, group.dose, group.arms) == ("vl", "high", ("none", "frozen_lm", "sink", "random"))
     kept = driver._only_groups(driver.FULL, ["text/high", "vl/low"])
@@ -469,6 +491,8 @@ def test_groups_keep_only_the_named_run_groups_and_refuse_unknown_ones() -> None
 
 
 def test_the_presets_say_what_the_page_and_readme_say() -> None:
+    from experiments.vl_testbed import run as driver
+
     full, pilot, gpu = driver.FULL, driver.PILOT, driver.GPU
     assert full.compare_dose == "high" and full.doses["low"].lr < full.doses["high"].lr
     assert len(full.seeds) >= 8 and not set(pilot.seeds) & set(full.seeds)  # the pilot never reuses a seed

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 from tiny_testbed import tiny_testbed_config
 
-from experiments.vl_testbed import precision
-from experiments.vl_testbed.precision import check_precision, precision_of, with_precision
 from sinkbench.errors import UserError
 
 
 def test_the_float32_recipe_changes_every_stage_and_the_evaluation_and_nothing_else() -> None:
+    from experiments.vl_testbed.precision import precision_of, with_precision
+
     config = tiny_testbed_config()
     assert precision_of(config) == "bfloat16"
     single = with_precision(config, "float32")
@@ -32,6 +32,9 @@ def test_the_float32_recipe_changes_every_stage_and_the_evaluation_and_nothing_e
 def test_a_bfloat16_recipe_is_refused_only_where_bfloat16_is_slow(
     monkeypatch: pytest.MonkeyPatch, slowdown: float
 ) -> None:
+    from experiments.vl_testbed import precision
+    from experiments.vl_testbed.precision import check_precision, with_precision
+
     monkeypatch.setattr(precision, "bfloat16_slowdown", lambda: slowdown)
     config = tiny_testbed_config()
     if slowdown < precision.SLOW_FACTOR:
@@ -47,5 +50,7 @@ def test_a_bfloat16_recipe_is_refused_only_where_bfloat16_is_slow(
 
 
 def test_the_slowdown_is_a_ratio_of_two_timings_of_the_same_matmul() -> None:
+    from experiments.vl_testbed import precision
+
     ratio = precision.bfloat16_slowdown(size=32, repeats=2)
     assert ratio > 0  # its value depends on the CPU; refusing is tested above with a fixed one

@@ -24,6 +24,7 @@ def _committed() -> dict:
     return json.loads(COMMITTED.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow  # recomputes the whole committed analysis
 def test_the_committed_analysis_is_recomputed_from_its_runs() -> None:
     """The benchmark wrote its own analysis; recomputing it from the per-run records must give the same numbers."""
     results = Results.model_validate(_committed())
@@ -75,6 +76,7 @@ def tiny_results(testbed_run, tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow  # the whole tiny VL testbed, trained twice (the tiny_results fixture)
 def test_the_wall_times_give_the_measured_load_and_the_note(tiny_results: Path) -> None:
     data = json.loads((tiny_results / TESTBED_FILE).read_text())
     data["machine"]["note"] = "nothing else ran"
@@ -94,6 +96,7 @@ def test_the_wall_times_give_the_measured_load_and_the_note(tiny_results: Path) 
     )
 
 
+@pytest.mark.slow  # the whole tiny VL testbed, trained twice (the tiny_results fixture)
 def test_groups_with_fewer_seeds_are_named_with_their_counts(tiny_results: Path) -> None:
     """A results file whose text-only control lacks a seed says so per group, and the floor of the sign-flip test
     is the compared arms'."""
@@ -112,6 +115,7 @@ def test_groups_with_fewer_seeds_are_named_with_their_counts(tiny_results: Path)
     assert "2 seeds; within a seed" not in page
 
 
+@pytest.mark.slow  # the whole tiny VL testbed, trained twice (the testbed_run fixture)
 def test_a_rerun_records_the_load_it_resumed_at(testbed_run) -> None:
     """The fixture's second run resumed the first: its load average is on file, the first one's is kept."""
     machine = json.loads(testbed_run[0].read_text(encoding="utf-8"))["machine"]
@@ -119,6 +123,7 @@ def test_a_rerun_records_the_load_it_resumed_at(testbed_run) -> None:
     assert len(machine["resumed_at_load"]) == 1 and len(machine["resumed_at_load"][0]) == 3
 
 
+@pytest.mark.slow  # the whole tiny VL testbed, trained twice (the tiny_results fixture)
 def test_each_chart_sits_under_its_own_caption(tiny_results: Path) -> None:
     """The image at each chart's path shows what its caption and alt text say."""
     figures = {
@@ -156,6 +161,7 @@ def _drop(*keys: str | int):
     return mutate
 
 
+@pytest.mark.slow  # the whole tiny VL testbed, trained twice (the tiny_results fixture)
 @pytest.mark.parametrize(
     ("mutate", "field"),
     [
@@ -195,6 +201,7 @@ def test_a_hostile_results_file_is_one_line(tiny_results: Path, mutate, field: s
     assert "\n" not in message and message.endswith("to rewrite it")
 
 
+@pytest.mark.slow  # the whole tiny VL testbed, trained twice (the tiny_results fixture)
 def test_a_linked_or_oversized_results_file_is_refused(
     tiny_results: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -210,6 +217,7 @@ def test_a_linked_or_oversized_results_file_is_refused(
         _render(tiny_results)
 
 
+@pytest.mark.slow  # the whole tiny VL testbed, trained twice (the tiny_results fixture)
 def test_a_seed_without_a_run_of_an_arm_draws_the_others(tiny_results: Path) -> None:
     data = json.loads((tiny_results / TESTBED_FILE).read_text())
     data["runs"] = [r for r in data["runs"] if not (r["key"]["seed"] == 0 and r["key"]["arm"] == "sink")]
@@ -221,6 +229,7 @@ def test_a_seed_without_a_run_of_an_arm_draws_the_others(tiny_results: Path) -> 
         assert plot.chart.svg().startswith("<?xml"), plot.path
 
 
+@pytest.mark.slow  # the whole tiny VL testbed, trained twice (the tiny_results fixture)
 def test_site_build_publishes_the_rendered_page(tiny_results: Path, tmp_path: Path) -> None:
     """The page rendered into an experiment's ``page/`` folder is published as the site's Training dynamics page,
     with its charts, by a build given that experiments folder."""
@@ -248,6 +257,7 @@ def test_site_build_publishes_the_rendered_page(tiny_results: Path, tmp_path: Pa
         ).read_text(encoding="utf-8"), path
 
 
+@pytest.mark.slow  # the whole tiny VL testbed, trained twice (the tiny_results fixture)
 def test_a_broken_results_file_is_one_line_and_renders_nothing(
     tiny_results: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

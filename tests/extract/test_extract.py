@@ -10,9 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import torch
 from commands import help_text
-from safetensors.torch import load_file, save_file
 from tiny_models import CHAT_TEMPLATE, lm_eval_tiny_choice, tiny_tokenizer
 from tiny_vlms import (
     FAMILY_TYPES,
@@ -24,20 +22,10 @@ from tiny_vlms import (
     save_tiny_vlm,
     vlm_config,
 )
-from transformers import (
-    AutoModelForCausalLM,
-    AutoModelForImageTextToText,
-    AutoTokenizer,
-    LlamaConfig,
-    Qwen2_5_VLConfig,
-)
 
 import sinkbench
 from sinkbench.cli import main
-from sinkbench.extract import PROVENANCE_FILE, ExtractError, VerificationError, extract_lm
-from sinkbench.extract.config import causal_lm_config
 from sinkbench.extract.families import family_for, meta_vlm
-from sinkbench.extract.verify import compare_logits
 
 CASES = [(model_type, model_type == "internvl") for model_type in FAMILY_TYPES] + [
     ("qwen2_vl", True),
@@ -49,6 +37,8 @@ CASES = [(model_type, model_type == "internvl") for model_type in FAMILY_TYPES] 
 @pytest.fixture(scope="module")
 def extracted(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, bool], tuple[Path, Path]]:
     """Every case extracted once with ``verify=True``: (VLM dir, extracted dir)."""
+    from sinkbench.extract import extract_lm
+
     root = tmp_path_factory.mktemp("extract")
     result = {}
     for model_type, tie in CASES:
@@ -61,6 +51,11 @@ def extracted(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, bool]
 @pytest.mark.slow  # the shared fixture extracts and verifies 11 VLMs (about 40 s)
 @pytest.mark.parametrize(("model_type", "tie"), CASES)
 def test_extracted_lm_reproduces_vlm_logits(extracted, model_type: str, tie: bool) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+    from sinkbench.extract import PROVENANCE_FILE
+
     source, out = extracted[(model_type, tie)]
     provenance = json.loads((out / PROVENANCE_FILE).read_text())
     assert provenance["verification"]["passed"] is True
@@ -91,6 +86,11 @@ def test_lm_eval_scores_the_extracted_lm(extracted, task_manager, model_type: st
 
 @pytest.mark.parametrize("model_type", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl"])
 def test_text_only_mrope_is_plain_rope(model_type: str) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+    from sinkbench.extract.config import causal_lm_config
+
     config = vlm_config(model_type)
     mrope = AutoModelForImageTextToText.from_config(config).model.language_model.rotary_emb
     plain = AutoModelForCausalLM.from_config(
@@ -107,6 +107,11 @@ def test_text_only_mrope_is_plain_rope(model_type: str) -> None:
 
 
 def test_legacy_qwen2_5_vl_config_becomes_a_plain_qwen2_config() -> None:
+    import torch
+    from transformers import Qwen2_5_VLConfig
+
+    from sinkbench.extract.config import causal_lm_config
+
     legacy = {  # the flat layout of Qwen2.5-VL's released config.json, shrunk
         "model_type": "qwen2_5_vl",
         **TEXT,
@@ -132,6 +137,10 @@ def test_legacy_qwen2_5_vl_config_becomes_a_plain_qwen2_config() -> None:
 
 @pytest.mark.slow  # uses the shared fixture
 def test_verification_detects_a_small_change(extracted, tmp_path: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    from sinkbench.extract.verify import compare_logits
+
     source, out = extracted[("qwen3_vl", False)]
     edited = tmp_path / "edited"
     shutil.copytree(out, edited)
@@ -145,6 +154,10 @@ def test_verification_detects_a_small_change(extracted, tmp_path: Path) -> None:
 
 
 def test_sharded_source_gives_sharded_output(tmp_path: Path) -> None:
+    from transformers import AutoModelForCausalLM
+
+    from sinkbench.extract import extract_lm
+
     source = save_tiny_vlm(tmp_path / "vlm", "qwen3_vl", max_shard_size="40KB")
     assert (source / "model.safetensors.index.json").is_file()
     result = extract_lm(str(source), tmp_path / "lm", verify=True, max_shard_size="30KB")
@@ -180,6 +193,8 @@ def _assert_untouched(out: Path) -> None:
 
 
 def _plain_llm(path: Path) -> Path:
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
     model = AutoModelForCausalLM.from_config(LlamaConfig(**TEXT, **HEADS))
     model.save_pretrained(path)
     tiny_tokenizer().save_pretrained(path)
@@ -216,6 +231,8 @@ CORRUPTIONS = {
 def test_corrupt_source_is_a_clear_error_and_out_is_untouched(
     case: str, tmp_path: Path, existing_out
 ) -> None:
+    from sinkbench.extract import ExtractError, extract_lm
+
     save_kwargs, corrupt, message = CORRUPTIONS[case]
     source = save_tiny_vlm(tmp_path / "vlm", "qwen2_vl", **save_kwargs)
     corrupt(source)
@@ -251,7 +268,8 @@ def test_a_remote_code_vlm_is_refused_with_the_converted_checkpoint(tmp_path: Pa
 def test_failed_verification_exits_1_and_leaves_out_untouched(
     tmp_path: Path, existing_out, monkeypatch, capsys
 ) -> None:
-    from sinkbench.extract import pipeline
+    from sinkbench.extract import VerificationError, extract_lm, pipeline
+    from sinkbench.extract.config import causal_lm_config
 
     def wrong_rope(config, family):  # a plausible bug: the extracted config loses the VLM's rope base
         target = causal_lm_config(config, family)
@@ -303,6 +321,8 @@ def test_a_vlm_transformers_cannot_run_is_one_line_under_verify(
 
 
 def test_existing_out_needs_overwrite(tmp_path: Path, existing_out) -> None:
+    from sinkbench.extract import ExtractError, extract_lm
+
     source = save_tiny_vlm(tmp_path / "vlm", "llava")
     with pytest.raises(ExtractError, match=r"already exists.*--overwrite"):
         extract_lm(str(source), existing_out)
@@ -313,6 +333,8 @@ def test_existing_out_needs_overwrite(tmp_path: Path, existing_out) -> None:
 
 
 def test_unreachable_hub_id_is_a_clear_error(tmp_path: Path, monkeypatch) -> None:
+    from sinkbench.extract import ExtractError, extract_lm
+
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)  # read at import time, not from env
     with pytest.raises(
         ExtractError, match="not a local directory, and the hub snapshot could not be fetched"
@@ -324,6 +346,8 @@ def test_unreachable_hub_id_is_a_clear_error(tmp_path: Path, monkeypatch) -> Non
 
 
 def test_provenance_records_source_revision_hashes_and_tool(tmp_path: Path) -> None:
+    from sinkbench.extract import PROVENANCE_FILE, extract_lm
+
     commit = "0123456789abcdef0123456789abcdef01234567"
     snapshot = tmp_path / "hub" / "models--org--tiny-vlm" / "snapshots" / commit
     save_tiny_vlm(snapshot, "idefics3")
@@ -340,6 +364,10 @@ def test_provenance_records_source_revision_hashes_and_tool(tmp_path: Path) -> N
 
 
 def test_tokenizer_and_template_come_from_vlm_or_reference(tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from sinkbench.extract import extract_lm
+
     source = save_tiny_vlm(tmp_path / "vlm", "qwen3_vl")
     from_vlm = extract_lm(str(source), tmp_path / "from-vlm")
     assert AutoTokenizer.from_pretrained(from_vlm.output).chat_template == CHAT_TEMPLATE
@@ -360,6 +388,10 @@ def test_tokenizer_and_template_come_from_vlm_or_reference(tmp_path: Path) -> No
 
 
 def test_processor_chat_template_is_used_when_the_tokenizer_has_none(tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from sinkbench.extract import extract_lm
+
     source = save_tiny_vlm(tmp_path / "vlm", "llava_onevision")
     (source / "chat_template.jinja").unlink()
     (source / "chat_template.json").write_text(json.dumps({"chat_template": "{{ 'processor template' }}"}))
@@ -369,6 +401,8 @@ def test_processor_chat_template_is_used_when_the_tokenizer_has_none(tmp_path: P
 
 
 def test_cli_extracts_and_verifies(tmp_path: Path, capsys) -> None:
+    from transformers import AutoModelForCausalLM
+
     source = save_tiny_vlm(tmp_path / "vlm", "llava_next")
     assert main(["extract-lm", str(source), str(tmp_path / "lm"), "--verify"]) == 0
     printed = capsys.readouterr().out
@@ -406,6 +440,8 @@ def _tiny_default_vlm(
     """A tiny ``model_type`` VLM from transformers' defaults (:mod:`sinkbench.conformance.tiny`), text config
     fields ``text`` changed, head tied or not as ``tie`` says (None: the default), weights spread, saved with the
     tiny tokenizer."""
+    from transformers import AutoModelForImageTextToText
+
     from sinkbench.conformance.tiny import tiny_config
 
     config = tiny_config(model_type)
@@ -426,6 +462,10 @@ def _tiny_default_vlm(
      ({"qk_norm_type": "olmo", "norm_after": True}, "Olmo2ForCausalLM")],
 )  # fmt: skip
 def test_molmo2_runs_as_the_causal_lm_of_its_layout(tmp_path: Path, layout: dict, architecture: str) -> None:
+    from transformers import AutoModelForCausalLM
+
+    from sinkbench.extract import extract_lm
+
     source = _tiny_molmo2(tmp_path / "molmo2", **layout)
     result = extract_lm(str(source), tmp_path / "lm", verify=True)
     assert result.provenance["causal_lm"]["architecture"] == architecture
@@ -438,6 +478,8 @@ def test_molmo2_runs_as_the_causal_lm_of_its_layout(tmp_path: Path, layout: dict
 
 
 def test_molmo2_with_mixed_rope_scaling_is_refused(tmp_path: Path) -> None:
+    from sinkbench.extract import ExtractError, extract_lm
+
     source = _tiny_molmo2(tmp_path / "molmo2", rope_scaling_layers=[0])
     with pytest.raises(
         ExtractError, match=r"Molmo2 scales RoPE in layers \[0\] only; a causal LM has one RoPE"
@@ -447,6 +489,8 @@ def test_molmo2_with_mixed_rope_scaling_is_refused(tmp_path: Path) -> None:
 
 
 def _drop_first_q_proj(source: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
     tensors = load_file(source / "model.safetensors")
     del tensors["model.language_model.layers.0.self_attn.q_proj.weight"]
     save_file(tensors, source / "model.safetensors", metadata={"format": "pt"})
@@ -510,6 +554,10 @@ def _error_line(capsys: pytest.CaptureFixture) -> str:
 
 @pytest.mark.parametrize("route", ["streamed", "loaded"])
 def test_provenance_counts_the_tensors_and_bytes_written(tmp_path: Path, route: str) -> None:
+    from safetensors.torch import load_file
+
+    from sinkbench.extract import extract_lm
+
     if route == "streamed":
         source = save_tiny_vlm(tmp_path / "vlm", "qwen2_vl", tie=True, max_shard_size="40KB")
     else:
@@ -525,7 +573,9 @@ def test_provenance_counts_the_tensors_and_bytes_written(tmp_path: Path, route: 
 
 
 def test_the_loaded_route_allocates_no_second_language_model(tmp_path: Path, monkeypatch) -> None:
-    from sinkbench.extract import loaded
+    from transformers import AutoModelForCausalLM
+
+    from sinkbench.extract import extract_lm, loaded
 
     built = []
 
@@ -616,6 +666,8 @@ def test_out_may_not_overlap_the_source(out: str, tmp_path: Path, capsys) -> Non
 
 
 def test_overwrite_replaces_a_file_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    from sinkbench.extract import extract_lm
+
     source = save_tiny_vlm(tmp_path / "vlm", "llava")
     (tmp_path / "out").write_text("a file, not a folder")
     extract_lm(str(source), tmp_path / "out", overwrite=True)

@@ -7,17 +7,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-import torch
-from safetensors.torch import load_file, save_file
 
 from sinkbench.cli import main
-from sinkbench.extract import ExtractError, VerificationError, implant_lm
-from sinkbench.extract.verify import compare_logits
 
 
 @pytest.fixture(scope="module")
 def moved_lm(tiny_pair, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny pair's VLM-LM with every tensor changed (a stand-in for a merged VLM-LM)."""
+    from safetensors.torch import load_file, save_file
+
     target = tmp_path_factory.mktemp("moved") / "lm"
     shutil.copytree(tiny_pair.vlm_lm, target)
     tensors = load_file(target / "model.safetensors")
@@ -30,6 +28,12 @@ def moved_lm(tiny_pair, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_implanted_vlm_runs_the_lm_on_text_and_keeps_its_vision_tower(
     tiny_pair, moved_lm, tmp_path: Path
 ) -> None:
+    import torch
+    from safetensors.torch import load_file
+
+    from sinkbench.extract import implant_lm
+    from sinkbench.extract.verify import compare_logits
+
     assert not compare_logits(tiny_pair.vlm, moved_lm)["passed"]  # the check sees the change it must see
     result = implant_lm(str(tiny_pair.vlm), moved_lm, tmp_path / "vlm")
     assert (
@@ -50,6 +54,7 @@ def test_the_implanted_vlm_runs_the_lm_on_text_and_keeps_its_vision_tower(
 
 
 def test_an_lm_of_another_architecture_is_refused_and_nothing_written(tiny_pair, tmp_path: Path) -> None:
+    from sinkbench.extract import ExtractError, implant_lm
     from sinkbench.interventions.checkpoint import write_intervention
     from sinkbench.interventions.qk_norm import QK_NORM_INJECTION
 
@@ -61,6 +66,11 @@ def test_an_lm_of_another_architecture_is_refused_and_nothing_written(tiny_pair,
 
 
 def test_an_lm_with_a_tensor_of_another_shape_is_refused(tiny_pair, tmp_path: Path) -> None:
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from sinkbench.extract import ExtractError, implant_lm
+
     lm = tmp_path / "lm"
     shutil.copytree(tiny_pair.vlm_lm, lm)
     tensors = load_file(lm / "model.safetensors")
@@ -75,6 +85,8 @@ def test_an_lm_with_a_tensor_of_another_shape_is_refused(tiny_pair, tmp_path: Pa
 
 
 def test_a_failed_verification_leaves_out_as_it_was(tiny_pair, moved_lm, tmp_path: Path, monkeypatch) -> None:
+    from sinkbench.extract import VerificationError, implant_lm
+
     out = tmp_path / "vlm"
     out.mkdir()
     (out / "keep.txt").write_text("earlier")

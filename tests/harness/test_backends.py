@@ -14,17 +14,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-import datasets
 import pytest
-import torch
-from lm_eval.api.model import LM
-from lm_eval.api.registry import register_model
 from tiny_models import save_tiny_model
 
-from harness_tasks import _data, _punkt
-from sinkbench.harness.request import BackendUnsupported, probed_model
 from sinkbench.harness.run import run_lm_eval
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "strict"
@@ -47,78 +41,9 @@ CONTROL_DATA = {
 HF_MODEL_INFO = {"model_num_parameters", "model_dtype", "model_revision", "model_sha"}
 
 
-class ReplayLM(LM):
-    """An lm-eval backend without a torch model that answers as a recorded run did.
-
-    Args:
-        pretrained: the model folder; only its tokenizer is loaded (for the chat template), as vLLM's wrapper does.
-        replay: an lm-eval output folder written with ``--log_samples``.
-        kwargs: further model arguments (e.g. ``tensor_parallel_size``) and lm-eval's batch and device settings.
-    """
-
-    generated: ClassVar[int] = 0  # generate_until requests served, over all instances
-
-    def __init__(self, pretrained: str, replay: str, **kwargs: Any) -> None:
-        from transformers import AutoTokenizer
-
-        super().__init__()
-        self.tokenizer = AutoTokenizer.from_pretrained(pretrained)
-        self.answers = {
-            _key(list(arguments.values())): sample["resps"][index][0]
-            for path in Path(replay).rglob("samples_*.jsonl")
-            for sample in map(json.loads, path.read_text(encoding="utf-8").splitlines())
-            # arguments: {"gen_args_<i>": {"arg_<j>": ...}}, responses: [[...]] by <i>
-            for index, arguments in enumerate(sample["arguments"].values())
-        }
-
-    def _answer(self, request: Any) -> Any:
-        key = _key(request.args)
-        if key not in self.answers:
-            raise KeyError(f"the recorded run never saw this request: {key[:200]}")
-        return self.answers[key]
-
-    def generate_until(self, requests: list[Any]) -> list[str]:
-        """The recorded continuation of each prompt."""
-        ReplayLM.generated += len(requests)
-        return [self._answer(request) for request in requests]
-
-    def loglikelihood(self, requests: list[Any]) -> list[tuple[float, bool]]:
-        """The recorded log-likelihood and greedy flag of each continuation (the samples file holds them as text)."""
-        answers = [self._answer(request) for request in requests]
-        return [(float(logprob), greedy == "True") for logprob, greedy in answers]
-
-    def loglikelihood_rolling(self, requests: list[Any]) -> list[float]:
-        """Not used by these tasks."""
-        raise NotImplementedError
-
-    def apply_chat_template(
-        self, chat_history: list[dict[str, str]], add_generation_prompt: bool = True
-    ) -> str:
-        """The tokenizer's chat template, applied as lm-eval's ``hf`` and ``vllm`` wrappers apply it."""
-        return self.tokenizer.apply_chat_template(
-            chat_history,
-            tokenize=False,
-            add_generation_prompt=add_generation_prompt,
-            continue_final_message=not add_generation_prompt,
-        )
-
-    def chat_template(self, chat_template: bool | str = False) -> str | None:
-        """The template recorded in the results file."""
-        return self.tokenizer.chat_template if chat_template else None
-
-    @property
-    def tokenizer_name(self) -> str:
-        """Names the request cache."""
-        return "replay"
-
-
-def _key(arguments: Any) -> str:
-    """A request's arguments as the samples file stores them (JSON), so live and recorded requests compare."""
-    return json.dumps(list(arguments), sort_keys=True)
-
-
 def _control_datasets(original: Any) -> Any:
     """``load_dataset`` that serves :data:`CONTROL_DATA` and defers every other dataset to ``original``."""
+    import datasets
 
     def load_dataset(path: str, name: str | None = None, **kwargs: Any) -> Any:
         if path in CONTROL_DATA:
@@ -134,7 +59,12 @@ def _control_datasets(original: Any) -> Any:
 @pytest.fixture(scope="module")
 def offline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pytest.MonkeyPatch]:
     """Fixture documents for every task, punkt_tab in a temporary folder, and the replay backend registered."""
+    import datasets
     import lm_eval.models  # noqa: F401  (lm-eval's own backends first: a registry holding a name skips them)
+    from lm_eval.api.registry import register_model
+    from replay_lm import ReplayLM
+
+    from harness_tasks import _data, _punkt
 
     register_model(REPLAY)(ReplayLM)
     with pytest.MonkeyPatch.context() as patch:
@@ -186,6 +116,7 @@ def _without_model_args(config: dict[str, Any], model_args: set[str]) -> dict[st
     return {**config, "metadata": metadata}
 
 
+@pytest.mark.slow  # every strict task run by lm_eval on two backends (the runs fixture)
 def test_both_groups_give_the_same_results_under_another_backend(runs: dict[str, Path]) -> None:
     hf, replay = _results(runs["hf"]), _results(runs["replay"])
     assert hf["group_subtasks"]["sinkbench_format"] == [
@@ -205,6 +136,7 @@ def test_both_groups_give_the_same_results_under_another_backend(runs: dict[str,
     assert replay["configs"]["boolq"]["metadata"]["tensor_parallel_size"] == 2  # the backend's own arguments
 
 
+@pytest.mark.slow  # every strict task run by lm_eval on two backends (the runs fixture)
 def test_results_files_have_the_structure_of_an_hf_run(runs: dict[str, Path]) -> None:
     hf, replay = _results(runs["hf"]), _results(runs["replay"])
     assert replay.keys() == hf.keys()
@@ -215,6 +147,7 @@ def test_results_files_have_the_structure_of_an_hf_run(runs: dict[str, Path]) ->
     assert replay["config"]["model_args"]["tensor_parallel_size"] == 2
 
 
+@pytest.mark.slow  # every strict task run by lm_eval on two backends (the runs fixture)
 def test_samples_files_match_the_hf_run_line_by_line(runs: dict[str, Path]) -> None:
     hf, replay = _samples(runs["hf"]), _samples(runs["replay"])
     assert replay.keys() == hf.keys() and "ifeval_strict" in hf and "boolq" in hf
@@ -225,9 +158,14 @@ def test_samples_files_match_the_hf_run_line_by_line(runs: dict[str, Path]) -> N
             assert theirs == ours, task
 
 
+@pytest.mark.slow  # every strict task run by lm_eval on two backends (the runs fixture)
 def test_sink_strength_refuses_the_backend_before_any_request_runs(
     runs: dict[str, Path], tmp_path: Path
 ) -> None:
+    from replay_lm import ReplayLM
+
+    from sinkbench.harness.request import BackendUnsupported
+
     ReplayLM.generated = 0
     args = f"pretrained={runs['model']},replay={runs['hf']}"
     with pytest.raises(BackendUnsupported) as raised:
@@ -240,6 +178,10 @@ def test_sink_strength_refuses_the_backend_before_any_request_runs(
 
 
 def test_tensor_parallel_weights_are_refused() -> None:
+    import torch
+
+    from sinkbench.harness.request import BackendUnsupported, probed_model
+
     class TensorParallel(torch.nn.Linear):
         tp_size = 2
 

@@ -15,21 +15,17 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import lm_eval
-import lm_eval.evaluator
-import lm_eval.evaluator_utils
 import pytest
-from lm_eval.api.model import LM
-from lm_eval.api.registry import register_model
 from tiny_models import save_tiny_model
 
 from sinkbench.errors import SinkbenchError, UserError
 from sinkbench.harness import plugin
-from sinkbench.harness.request import REQUEST_TYPE, BackendUnsupported, serve_sink_strength
 from sinkbench.harness.run import tasks_path
-from sinkbench.tasks import _data, _punkt
+
+if TYPE_CHECKING:
+    import lm_eval.evaluator_utils
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "strict"
 LM_EVAL = shutil.which("lm_eval", path=str(Path(sys.executable).parent))
@@ -38,23 +34,24 @@ NO_WEIGHTS = "sinkbench-test-no-weights"
 MEASURED = ("results", "configs", "versions", "n-shot", "n-samples", "higher_is_better", "group_subtasks")
 
 
-class NoWeightsLM(LM):
-    """An lm-eval backend that keeps no local transformers model, as vLLM's and the API backends do."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__()
-
-    def loglikelihood(self, requests: list[Any]) -> list[Any]:
-        raise AssertionError("no request may run before the backend is refused")
-
-    loglikelihood_rolling = generate_until = loglikelihood
-
-
 @pytest.fixture(scope="module")
 def no_weights() -> str:
     """The registered name of :class:`NoWeightsLM` (after lm-eval's own backends: a registry holding a name skips
     them)."""
     import lm_eval.models  # noqa: F401
+    from lm_eval.api.model import LM
+    from lm_eval.api.registry import register_model
+
+    class NoWeightsLM(LM):
+        """An lm-eval backend that keeps no local transformers model, as vLLM's and the API backends do."""
+
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__()
+
+        def loglikelihood(self, requests: list[Any]) -> list[Any]:
+            raise AssertionError("no request may run before the backend is refused")
+
+        loglikelihood_rolling = generate_until = loglikelihood
 
     register_model(NO_WEIGHTS)(NoWeightsLM)
     return NO_WEIGHTS
@@ -66,6 +63,8 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _sinkbench_tasks() -> lm_eval.tasks.TaskManager:
+    import lm_eval.evaluator_utils
+
     return lm_eval.tasks.TaskManager(include_path=str(tasks_path()), include_defaults=False)
 
 
@@ -89,6 +88,11 @@ def test_patch_1_task_index_is_looked_up_by_name_and_built_from_the_folders() ->
 
 
 def test_patch_2_requests_are_served_by_the_attribute_named_after_their_type() -> None:
+    import lm_eval.evaluator_utils
+    from lm_eval.api.model import LM
+
+    from sinkbench.harness.request import REQUEST_TYPE, serve_sink_strength
+
     assert "getattr(lm, reqtype)(cloned_reqs)" in inspect.getsource(_original(lm_eval.evaluator.evaluate))
     assert LM.__dict__.get(REQUEST_TYPE) in (None, serve_sink_strength), (
         "lm-eval now defines sink_strength itself"
@@ -99,6 +103,10 @@ def test_patch_2_requests_are_served_by_the_attribute_named_after_their_type() -
 
 
 def test_patch_3_evaluate_takes_the_model_and_tasks_first_and_is_called_by_name() -> None:
+    import lm_eval.evaluator_utils
+
+    from sinkbench.harness.request import REQUEST_TYPE
+
     assert list(inspect.signature(lm_eval.evaluator.evaluate).parameters)[:2] == ["lm", "task_dict"]
     simple_evaluate = _original(lm_eval.evaluator.simple_evaluate)
     assert simple_evaluate.__globals__ is vars(lm_eval.evaluator)
@@ -109,6 +117,7 @@ def test_patch_3_evaluate_takes_the_model_and_tasks_first_and_is_called_by_name(
 
 
 def test_patch_4_stderr_for_metric_is_looked_up_by_name_with_its_two_arguments() -> None:
+    import lm_eval.evaluator_utils
     from lm_eval.api import metrics
 
     assert list(inspect.signature(metrics.stderr_for_metric).parameters) == ["metric", "bootstrap_iters"]
@@ -123,6 +132,11 @@ def test_patch_4_stderr_for_metric_is_looked_up_by_name_with_its_two_arguments()
 
 
 def test_task_patches_are_idempotent() -> None:
+    import lm_eval.evaluator_utils
+    from lm_eval.api.model import LM
+
+    from sinkbench.harness.request import REQUEST_TYPE, serve_sink_strength
+
     plugin.install_task_patches()
     state = (lm_eval.evaluator.evaluate, lm_eval.evaluator_utils.stderr_for_metric, sys.excepthook)
     plugin.install_task_patches()
@@ -136,6 +150,10 @@ def test_task_patches_are_idempotent() -> None:
 def test_simple_evaluate_raises_missing_data_as_an_error_a_caller_catches(
     tiny_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import lm_eval.evaluator_utils
+
+    from sinkbench.tasks import _data
+
     monkeypatch.setenv(_data.DATA_DIR_ENV, str(tmp_path / "no-data"))
     try:
         lm_eval.simple_evaluate(
@@ -160,6 +178,10 @@ def test_simple_evaluate_raises_missing_data_as_an_error_a_caller_catches(
 
 
 def test_simple_evaluate_raises_an_unsupported_backend_as_an_error_a_caller_catches(no_weights: str) -> None:
+    import lm_eval.evaluator_utils
+
+    from sinkbench.harness.request import REQUEST_TYPE, BackendUnsupported
+
     try:
         lm_eval.simple_evaluate(model=no_weights, tasks=[REQUEST_TYPE], task_manager=_sinkbench_tasks())
     except Exception as error:
@@ -180,6 +202,7 @@ raise UserError("the thing is missing.", "put it there") if sys.argv[1] == "ours
 """
 
 
+@pytest.mark.slow  # a fresh interpreter
 @pytest.mark.parametrize("kind", ["ours", "theirs"])
 def test_an_uncaught_sinkbench_error_ends_the_process_as_one_line(kind: str, tmp_path: Path) -> None:
     done = subprocess.run(
@@ -209,6 +232,8 @@ def test_user_error_carries_message_and_fix() -> None:
 
 def _stock_run(tiny_dir: Path, cwd: Path, *extra: str, **env: str) -> dict[str, Any]:
     """``lm_eval`` in a fresh process on the tiny model: sink_strength and ifeval_strict (2 fixture prompts)."""
+    from sinkbench.tasks import _data, _punkt
+
     assert LM_EVAL, f"no lm_eval command beside {sys.executable}"
     base = {key: value for key, value in os.environ.items() if key != plugin.AUTOLOAD_ENV}
     environment = {
@@ -226,6 +251,7 @@ def _stock_run(tiny_dir: Path, cwd: Path, *extra: str, **env: str) -> dict[str, 
     return json.loads(results.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow  # lm_eval in fresh interpreters
 def test_hook_off_with_include_path_gives_the_same_results(tiny_dir: Path, tmp_path: Path) -> None:
     (tmp_path / "on").mkdir()
     (tmp_path / "off").mkdir()

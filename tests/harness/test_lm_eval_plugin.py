@@ -22,7 +22,6 @@ from importlib.machinery import ModuleSpec
 from pathlib import Path
 from typing import ClassVar
 
-import lm_eval.tasks
 import pytest
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
@@ -30,7 +29,6 @@ from tiny_models import save_tiny_model
 
 from sinkbench.harness import plugin
 from sinkbench.harness.run import tasks_path
-from sinkbench.tasks._data import DATA_DIR_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 LM_EVAL = shutil.which("lm_eval", path=str(Path(sys.executable).parent))
@@ -60,6 +58,8 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _run(command: list[str | Path], cwd: Path, **env: str) -> subprocess.CompletedProcess:
     """Run offline in ``cwd``, with the hook on and no data folder unless ``env`` says otherwise."""
+    from sinkbench.tasks._data import DATA_DIR_ENV
+
     base = {key: value for key, value in os.environ.items() if key not in {plugin.AUTOLOAD_ENV, DATA_DIR_ENV}}
     environment = {**base, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", **env}
     command = [str(part) for part in command]
@@ -72,6 +72,7 @@ def _lm_eval(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     return _run([LM_EVAL, "--model", "hf", "--device", "cpu", *args], cwd, **env)
 
 
+@pytest.mark.slow  # lm_eval in a fresh interpreter
 def test_stock_lm_eval_runs_sink_strength(hook_installed: Path, tiny_dir: Path, tmp_path: Path) -> None:
     done = _lm_eval(
         tmp_path,
@@ -85,9 +86,12 @@ def test_stock_lm_eval_runs_sink_strength(hook_installed: Path, tiny_dir: Path, 
     )
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_stock_lm_eval_recognises_the_format_group(
     hook_installed: Path, tiny_dir: Path, tmp_path: Path
 ) -> None:
+    from sinkbench.tasks._data import DATA_DIR_ENV
+
     done = _lm_eval(
         tmp_path,
         *("--model_args", f"pretrained={tiny_dir}", "--tasks", "sinkbench_format"),
@@ -98,6 +102,7 @@ def test_stock_lm_eval_recognises_the_format_group(
     assert done.stderr.strip().splitlines()[-1].startswith(f"sinkbench: {DATA_DIR_ENV}="), done.stderr[-3000:]
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_autoload_off_leaves_lm_eval_as_shipped(hook_installed: Path, tmp_path: Path) -> None:
     arguments = ("--model_args", "pretrained=unused", "--tasks", "sink_strength")
     done = _lm_eval(tmp_path, *arguments, **{plugin.AUTOLOAD_ENV: "0"})
@@ -105,6 +110,7 @@ def test_autoload_off_leaves_lm_eval_as_shipped(hook_installed: Path, tmp_path: 
     assert "Tasks not found: sink_strength" in done.stderr
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_include_path_task_of_the_same_name_wins(hook_installed: Path, tmp_path: Path) -> None:
     mine = tmp_path / "mine"
     mine.mkdir()
@@ -116,6 +122,7 @@ def test_include_path_task_of_the_same_name_wins(hook_installed: Path, tmp_path:
     assert ours.is_relative_to(tasks_path())
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_unrelated_python_imports_nothing(hook_installed: Path, tmp_path: Path) -> None:
     code = (
         "import json, sys; print(json.dumps([sorted({name.split('.')[0] for name in sys.modules} & "
@@ -127,6 +134,7 @@ def test_unrelated_python_imports_nothing(hook_installed: Path, tmp_path: Path) 
     assert finders.count("SinkbenchLmEvalFinder") == 1  # installed, idle until lm-eval loads its tasks
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_a_broken_hook_leaves_lm_eval_working(hook_installed: Path, tmp_path: Path) -> None:
     shadow = tmp_path / "shadow" / "sinkbench" / "harness"
     shadow.mkdir(parents=True)
@@ -166,6 +174,7 @@ def _build_wheel(target: Path) -> Path:
     return next((target / "dist").glob("sinkbench-*.whl"))
 
 
+@pytest.mark.slow  # builds and installs a wheel
 def test_wheel_install_finds_the_tasks_and_uninstall_removes_the_hook(tmp_path: Path) -> None:
     wheel = _build_wheel(tmp_path)
     venv = tmp_path / "venv"
@@ -270,6 +279,8 @@ def test_a_failing_patch_is_one_warning_not_an_import_error(caplog: pytest.LogCa
 def test_hooked_spec_wraps_lm_evals_loader_unless_off(
     hook_installed: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import lm_eval.tasks
+
     (finder,) = [f for f in sys.meta_path if getattr(f, "__name__", "") == "SinkbenchLmEvalFinder"]
     spec = plugin.hooked_spec(finder, plugin.TARGET, lm_eval.tasks.__path__)
     assert type(spec.loader) is plugin.PatchingLoader and spec.origin.endswith("manager.py")
@@ -278,6 +289,7 @@ def test_hooked_spec_wraps_lm_evals_loader_unless_off(
     assert plugin.hooked_spec(finder, plugin.TARGET, lm_eval.tasks.__path__) is None
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_tasks_are_declared_under_the_proposed_entry_point_group(
     hook_installed: Path, tmp_path: Path
 ) -> None:

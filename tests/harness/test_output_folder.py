@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from lm_eval.loggers import EvaluationTracker
 from tiny_models import save_tiny_model
 
 from sinkbench.harness.plugin import install_task_patches
@@ -18,6 +17,8 @@ from sinkbench.models import _CACHE_MARKER, cached_gguf
 
 def _results_folder(model: Path, out: Path) -> list[str]:
     """The folders lm-eval's own tracker writes a results file into under ``out`` for ``pretrained=model``."""
+    from lm_eval.loggers import EvaluationTracker
+
     tracker = EvaluationTracker(output_path=str(out))
     tracker.general_config_tracker.log_experiment_args(
         model_source="hf",

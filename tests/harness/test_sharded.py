@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import lm_eval
 import pytest
-import torch
-from lm_eval.models.huggingface import HFLM
 from tiny_models import save_tiny_model, tiny_tokenizer
-from transformers import AutoModelForCausalLM
 
 from sinkbench.cli import main
 from sinkbench.harness.run import tasks_path
-from sinkbench.sink.observe import observe
 from sinkbench.sink.options import ProbeOptions
+
+if TYPE_CHECKING:
+    import torch
+    from lm_eval.models.huggingface import HFLM
 
 PROMPTS = [
     "Write a short note to a friend about the weather.",
@@ -50,10 +50,17 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _load(model_dir: Path, **kwargs: object) -> torch.nn.Module:
+    import torch
+    from transformers import AutoModelForCausalLM
+
     return AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, **kwargs).eval()
 
 
 def test_probe_gives_the_same_observations_across_a_device_map(model_dir: Path, tmp_path: Path) -> None:
+    import torch
+
+    from sinkbench.sink.observe import observe
+
     whole = observe(_load(model_dir), tiny_tokenizer(), PROMPTS, OPTIONS)
     split_model = _load(model_dir, device_map=SPLIT, offload_folder=str(tmp_path / "offload"))
     assert split_model.hf_device_map == SPLIT
@@ -69,10 +76,14 @@ def test_probe_gives_the_same_observations_across_a_device_map(model_dir: Path, 
 
 def _hf(model_dir: Path, **model_args: object) -> HFLM:
     """lm-eval's ``hf`` backend, built as ``--model hf --model_args pretrained=DIR,...`` builds it."""
+    from lm_eval.models.huggingface import HFLM
+
     return HFLM(pretrained=str(model_dir), dtype="float32", device="cpu", **model_args)
 
 
 def _lm_eval_s(lm: HFLM) -> float:
+    import lm_eval
+
     results = lm_eval.simple_evaluate(
         model=lm,
         tasks=["sink_strength"],
@@ -83,6 +94,7 @@ def _lm_eval_s(lm: HFLM) -> float:
     return results["results"]["sink_strength"]["sink_strength,none"]
 
 
+@pytest.mark.slow  # a whole lm_eval evaluation
 def test_lm_eval_parallelize_gives_the_same_s(model_dir: Path, tmp_path: Path) -> None:
     split = _hf(model_dir, parallelize=True, device_map=SPLIT, offload_folder=str(tmp_path / "offload"))
     assert split.model.hf_device_map == SPLIT
@@ -92,6 +104,10 @@ def test_lm_eval_parallelize_gives_the_same_s(model_dir: Path, tmp_path: Path) -
 
 def test_probe_with_offloaded_embeddings(model_dir: Path, tmp_path: Path) -> None:
     """The inputs go where accelerate runs the embeddings, not to their weights' ``meta`` device."""
+    import torch
+
+    from sinkbench.sink.observe import observe
+
     offloaded = {**SPLIT, "model.embed_tokens": "disk"}
     model = _load(model_dir, device_map=offloaded, offload_folder=str(tmp_path / "offload"))
     assert model.model.embed_tokens.weight.device.type == "meta"
@@ -100,6 +116,7 @@ def test_probe_with_offloaded_embeddings(model_dir: Path, tmp_path: Path) -> Non
         torch.testing.assert_close(theirs.g, ours.g, equal_nan=True, atol=1e-6, rtol=0)
 
 
+@pytest.mark.slow  # a whole lm_eval evaluation
 def test_lm_eval_parallelize_without_a_gpu(model_dir: Path, tmp_path: Path) -> None:
     lm = _hf(model_dir, parallelize=True, offload_folder=str(tmp_path / "offload"))
     assert _lm_eval_s(lm) == pytest.approx(_lm_eval_s(_hf(model_dir)), abs=1e-6)

@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import logging
 
-import lm_eval
 import pytest
-import transformers
 from tiny_models import save_tiny_model, tiny_tokenizer
 
-from sinkbench.harness.request import BackendUnsupported, serve_sink_strength
 from sinkbench.harness.run import lm_eval_argv, tasks_path
 from sinkbench.sink.metrics import SINK_METRICS
-from sinkbench.sink.observe import measure, observe
 from sinkbench.sink.options import ProbeOptions
 from sinkbench.sink.prompts import load_calibration, load_prompts
-from sinkbench.sink.uncertainty import sink_strength_stderr
 
 METRICS = tuple(metric.name for metric in SINK_METRICS)
 
@@ -26,6 +21,8 @@ def tiny_dir(tmp_path_factory):
 
 
 def _evaluate(tiny_dir, **kwargs):
+    import lm_eval
+
     return lm_eval.simple_evaluate(
         model="hf",
         model_args=f"pretrained={tiny_dir},dtype=float32",
@@ -39,6 +36,10 @@ def _evaluate(tiny_dir, **kwargs):
 
 
 def test_results_hold_s_and_secondary_metrics(tiny_dir, monkeypatch):
+    import transformers
+
+    from sinkbench.sink.observe import measure
+
     loads = []
     original = transformers.AutoModelForCausalLM.from_pretrained.__func__
 
@@ -59,10 +60,15 @@ def test_results_hold_s_and_secondary_metrics(tiny_dir, monkeypatch):
 
 
 def _load(directory):
+    import transformers
+
     return transformers.AutoModelForCausalLM.from_pretrained(directory, dtype="float32").eval()
 
 
+@pytest.mark.slow  # a whole lm_eval evaluation
 def test_metadata_overrides_probe_options(tiny_dir):
+    from sinkbench.sink.observe import measure
+
     results = _evaluate(tiny_dir, metadata={"probe": {"num_layers": 2, "sink_position": "first"}})
     direct, _ = measure(
         _load(tiny_dir), tiny_tokenizer(), load_prompts(), ProbeOptions(num_layers=2, sink_position="first")
@@ -72,7 +78,10 @@ def test_metadata_overrides_probe_options(tiny_dir):
     )
 
 
+@pytest.mark.slow  # a whole lm_eval evaluation of the full calibration set
 def test_limit_never_shortens_the_calibration_set(tiny_dir, caplog):
+    from sinkbench.sink.observe import measure
+
     with caplog.at_level(logging.WARNING, logger="sinkbench"):
         results = _evaluate(tiny_dir, limit=3)
     direct, _ = measure(_load(tiny_dir), tiny_tokenizer(), load_prompts(), ProbeOptions())
@@ -89,6 +98,9 @@ def test_limit_never_shortens_the_calibration_set(tiny_dir, caplog):
 
 
 def test_stderr_is_the_bootstrap_over_prompts(tiny_dir):
+    from sinkbench.sink.observe import observe
+    from sinkbench.sink.uncertainty import sink_strength_stderr
+
     results = _evaluate(tiny_dir, bootstrap_iters=200)
     observations = observe(_load(tiny_dir), tiny_tokenizer(), load_prompts(), ProbeOptions())
     expected = sink_strength_stderr(observations, resamples=200)
@@ -120,6 +132,8 @@ def test_unknown_probe_option_is_a_clear_error(tiny_dir):
 
 
 def test_backend_without_attention_gets_a_clear_error():
+    from sinkbench.harness.request import BackendUnsupported, serve_sink_strength
+
     class ApiLike:
         model = "gpt-remote"
         tokenizer = None

@@ -5,19 +5,24 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-import torch
 from tiny_models import tiny_causal_lm, tiny_tokenizer
 
 from sinkbench.cli import main
 from sinkbench.errors import UserError
-from sinkbench.interventions.ablation import ablated, ablation_settings, choose_kinds, top_channels
-from sinkbench.interventions.modules import norm_scales
+
+if TYPE_CHECKING:
+    import torch
 
 
 def _random_norms(model_type: str, seed: int = 0) -> torch.nn.Module:
     """A tiny model whose norm weights are spread out, some negative (random init leaves them all equal)."""
+    import torch
+
+    from sinkbench.interventions.modules import norm_scales
+
     model = tiny_causal_lm(model_type)
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -30,6 +35,11 @@ def _random_norms(model_type: str, seed: int = 0) -> torch.nn.Module:
 def test_exactly_k_channels_per_layer_and_norm_become_the_channel_mean(
     model_type: str, offset: float
 ) -> None:
+    import torch
+
+    from sinkbench.interventions.ablation import ablated
+    from sinkbench.interventions.modules import norm_scales
+
     model = _random_norms(model_type)
     before = {item.qualified: module.weight.detach().clone() for item, module in norm_scales(model)}
     kinds = ["input_layernorm", "q_norm", "k_norm"]
@@ -52,10 +62,16 @@ def test_exactly_k_channels_per_layer_and_norm_become_the_channel_mean(
 
 
 def test_ties_in_gamma_go_to_the_lower_channel() -> None:
+    import torch
+
+    from sinkbench.interventions.ablation import top_channels
+
     assert top_channels(torch.tensor([1.0, -3.0, 3.0, 0.5]), 2) == [1, 2]
 
 
 def test_single_and_joint_settings() -> None:
+    from sinkbench.interventions.ablation import ablation_settings
+
     assert ablation_settings(["input_layernorm", "q_norm"]) == {
         "input_layernorm": ("input_layernorm",), "q_norm": ("q_norm",), "joint": ("input_layernorm", "q_norm")
     }  # fmt: skip
@@ -68,6 +84,8 @@ def test_single_and_joint_settings() -> None:
 
 
 def test_the_paper_norms_the_model_has_are_the_default() -> None:
+    from sinkbench.interventions.ablation import ablated, choose_kinds
+
     assert choose_kinds(tiny_causal_lm("llama"), None) == (["input_layernorm"], ["q_norm", "k_norm"])
     assert choose_kinds(tiny_causal_lm("gemma3_text"), None) == (["input_layernorm", "q_norm", "k_norm"], [])
     with pytest.raises(
@@ -82,6 +100,10 @@ def test_the_paper_norms_the_model_has_are_the_default() -> None:
 
 
 def test_the_ablated_model_computes_what_its_changed_weights_say() -> None:
+    import torch
+
+    from sinkbench.interventions.ablation import ablated
+
     model = _random_norms("qwen3", seed=1)
     ids = tiny_tokenizer()("the cat sat on the mat", return_tensors="pt").input_ids
     reference = copy.deepcopy(model)
@@ -99,6 +121,8 @@ def test_the_ablated_model_computes_what_its_changed_weights_say() -> None:
 
 
 def test_command_writes_one_checkpoint_per_setting_with_s_before_and_after(tmp_path: Path, capsys) -> None:
+    import torch
+
     source = tmp_path / "gemma"
     model = _random_norms("gemma3_text", seed=2)
     model.save_pretrained(source)

@@ -5,22 +5,17 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-import torch
 from tiny_models import tiny_causal_lm, tiny_tokenizer
 
 from sinkbench.cli import main
 from sinkbench.errors import UserError
-from sinkbench.interventions.displacement import (
-    displacement_rows,
-    summarize,
-    tensor_displacement,
-    weight_displacement,
-    window_layers,
-)
-from sinkbench.interventions.modules import norm_scales, projections
 from sinkbench.models import LoadedModel, module_info
+
+if TYPE_CHECKING:
+    import torch
 
 
 def _loaded(model: torch.nn.Module, name: str) -> LoadedModel:
@@ -29,6 +24,10 @@ def _loaded(model: torch.nn.Module, name: str) -> LoadedModel:
 
 def _scaled(model: torch.nn.Module, factor: float) -> torch.nn.Module:
     """A copy with every projection W replaced by ``factor * W`` (norm scales untouched)."""
+    import torch
+
+    from sinkbench.interventions.modules import projections
+
     moved = copy.deepcopy(model)
     with torch.no_grad():
         for _, weight in projections(moved):
@@ -37,6 +36,8 @@ def _scaled(model: torch.nn.Module, factor: float) -> torch.nn.Module:
 
 
 def test_a_model_against_itself_has_moved_nowhere() -> None:
+    from sinkbench.interventions.displacement import displacement_rows
+
     model = tiny_causal_lm("qwen3")
     rows = displacement_rows(model, copy.deepcopy(model))
     assert rows and all(row.frobenius_norm == 0.0 and row.relative_frobenius == 0.0 for row in rows)
@@ -45,6 +46,11 @@ def test_a_model_against_itself_has_moved_nowhere() -> None:
 
 @pytest.mark.parametrize("c", [0.5, -2.0])
 def test_w_plus_cw_moves_by_c_times_the_norms_of_w(c: float) -> None:
+    import torch
+
+    from sinkbench.interventions.displacement import displacement_rows
+    from sinkbench.interventions.modules import projections
+
     model = tiny_causal_lm("llama")
     rows = displacement_rows(model, _scaled(model, 1.0 + c))
     weights = {(item.layer, item.name): weight for item, weight in projections(model)}
@@ -58,12 +64,21 @@ def test_w_plus_cw_moves_by_c_times_the_norms_of_w(c: float) -> None:
 
 
 def test_operator_norm_is_the_largest_singular_value() -> None:
+    import torch
+
+    from sinkbench.interventions.displacement import tensor_displacement
+
     reference = torch.zeros(3, 2)
     endpoint = torch.tensor([[3.0, 0.0], [0.0, 4.0], [0.0, 0.0]])
     assert tensor_displacement(reference, endpoint)[:2] == pytest.approx((4.0, 5.0))
 
 
 def test_a_gemma_norm_scale_is_compared_as_one_plus_its_weight() -> None:
+    import torch
+
+    from sinkbench.interventions.displacement import displacement_rows
+    from sinkbench.interventions.modules import norm_scales
+
     model = tiny_causal_lm("gemma3_text")  # weights 0: effective scale 1
     moved = copy.deepcopy(model)
     with torch.no_grad():
@@ -75,6 +90,8 @@ def test_a_gemma_norm_scale_is_compared_as_one_plus_its_weight() -> None:
 
 
 def test_the_ratio_of_two_endpoints_is_the_ratio_of_their_changes() -> None:
+    from sinkbench.interventions.displacement import displacement_rows, summarize, window_layers
+
     model = tiny_causal_lm("llama")
     far, near = displacement_rows(model, _scaled(model, 1.4)), displacement_rows(model, _scaled(model, 1.1))
     summary = summarize(far, window_layers(4, window=2), versus=near)
@@ -86,6 +103,8 @@ def test_the_ratio_of_two_endpoints_is_the_ratio_of_their_changes() -> None:
 
 
 def test_windows_and_bands() -> None:
+    from sinkbench.interventions.displacement import window_layers
+
     assert window_layers(30) == list(range(20, 30))
     assert window_layers(4, window=10) == [0, 1, 2, 3]
     assert window_layers(30, band="middle-third") == list(range(10, 20))
@@ -94,6 +113,10 @@ def test_windows_and_bands() -> None:
 
 
 def test_models_of_another_shape_are_refused_in_one_line() -> None:
+    import torch
+
+    from sinkbench.interventions.displacement import displacement_rows
+
     other = tiny_causal_lm("llama")
     other.model.layers[1].self_attn.q_proj.weight = torch.nn.Parameter(torch.zeros(8, 32))
     with pytest.raises(
@@ -104,6 +127,8 @@ def test_models_of_another_shape_are_refused_in_one_line() -> None:
 
 
 def test_report_of_loaded_models_names_each_model() -> None:
+    from sinkbench.interventions.displacement import weight_displacement
+
     model = tiny_causal_lm("llama")
     report = weight_displacement(
         _loaded(model, "ref"),

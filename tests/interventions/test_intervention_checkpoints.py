@@ -8,16 +8,9 @@ from pathlib import Path
 
 import pytest
 from tiny_models import lm_eval_tiny_choice, tiny_tokenizer
-from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, LlavaConfig
 
-from sinkbench.extract import implant_lm
-from sinkbench.interventions.ablation import CHANNEL_ABLATION, AblationParameters
 from sinkbench.interventions.checkpoint import write_intervention
-from sinkbench.interventions.merging import MERGE, MergeParameters
-from sinkbench.interventions.qk_norm import QK_NORM_INJECTION
-from sinkbench.interventions.random_control import RANDOM_CONTROL
 from sinkbench.sink.options import IntervalOptions
-from sinkbench.sink.probe_model import probe_model
 
 CLIP = {"model_type": "clip_vision_model", "image_size": 28, "patch_size": 14, "hidden_size": 16,
         "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2}  # fmt: skip
@@ -26,6 +19,11 @@ CLIP = {"model_type": "clip_vision_model", "image_size": 28, "patch_size": 14, "
 @pytest.fixture(scope="module")
 def checkpoints(tiny_pair, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """One checkpoint of each intervention, from the tiny pair."""
+    from sinkbench.interventions.ablation import CHANNEL_ABLATION, AblationParameters
+    from sinkbench.interventions.merging import MERGE, MergeParameters
+    from sinkbench.interventions.qk_norm import QK_NORM_INJECTION
+    from sinkbench.interventions.random_control import RANDOM_CONTROL
+
     root = tmp_path_factory.mktemp("checkpoints")
     pair = {"reference": str(tiny_pair.reference), "vlm_lm": str(tiny_pair.vlm_lm)}
     write_intervention(RANDOM_CONTROL, pair, root / "control", progress=False)
@@ -63,6 +61,8 @@ def test_lm_eval_scores_the_checkpoint(checkpoints, task_manager, kind: str) -> 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_screen_measures_the_checkpoint(checkpoints, kind: str) -> None:
+    from sinkbench.sink.probe_model import probe_model
+
     report, text = probe_model(
         str(_folder(checkpoints, kind)), interval=IntervalOptions(resamples=20), progress=False
     )
@@ -72,6 +72,8 @@ def test_screen_measures_the_checkpoint(checkpoints, kind: str) -> None:
 
 def _llava_around(lm: Path, folder: Path) -> Path:
     """A tiny LLaVA whose language model has ``lm``'s config (random weights), with the tiny tokenizer."""
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, LlavaConfig
+
     text = AutoModelForCausalLM.from_pretrained(lm).config
     vlm = AutoModelForImageTextToText.from_config(
         LlavaConfig(text_config=text.to_dict(), vision_config=CLIP, image_token_index=299)
@@ -86,6 +88,8 @@ def test_extract_lms_verification_accepts_the_checkpoint_put_back_into_a_vlm(
     tiny_pair, checkpoints, kind, tmp_path
 ) -> None:
     # the injected model runs as Qwen3, which the pair's Llama-based VLM cannot hold: a LLaVA around Qwen3 can
+    from sinkbench.extract import implant_lm
+
     folder = _folder(checkpoints, kind)
     vlm = _llava_around(folder, tmp_path / "qwen3-llava") if kind == "injected" else tiny_pair.vlm
     result = implant_lm(str(vlm), folder, tmp_path / "vlm")

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-import torch
-from tiny_models import tiny_causal_lm, tiny_tokenizer
-from transformers import AutoConfig, AutoModelForCausalLM, GPT2Config, LlamaConfig, MistralConfig
+from tiny_models import model_config, tiny_causal_lm, tiny_tokenizer
 
 from sinkbench.cli import main
 from sinkbench.errors import ModelNotSupported
-from sinkbench.interventions.qk_norm import inject_qk_norm, without_qk_norms
 from sinkbench.models import LoadedModel, module_info
+
+if TYPE_CHECKING:
+    import torch
 
 TEXT = "The lighthouse keeper counted ships until dawn, then wrote three lines in lowercase."
 
@@ -21,6 +22,8 @@ TEXT = "The lighthouse keeper counted ships until dawn, then wrote three lines i
 def _loaded(model: torch.nn.Module) -> LoadedModel:
     """``model`` with O(1) weights and non-zero biases, so that a wrong or dropped tensor, or the new norms,
     move the logits far above the tolerances."""
+    import torch
+
     generator = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for name, parameter in model.named_parameters():
@@ -35,6 +38,8 @@ def _ids() -> torch.Tensor:
 
 def _per_head_rmsnorm_forward(model: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
     """The source model's logits with an RMSNorm (unit scale) on each head of q_proj's and k_proj's outputs, by hand."""
+    import torch
+
     config = model.config
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
 
@@ -56,23 +61,34 @@ def _per_head_rmsnorm_forward(model: torch.nn.Module, ids: torch.Tensor) -> torc
             hook.remove()
 
 
-def _small(config_class, **fields) -> torch.nn.Module:
-    """A two-layer random model of ``config_class`` with the tiny dimensions and ``fields``."""
+def _random(model_type: str, **fields) -> torch.nn.Module:
+    """A random-init causal LM of ``model_type`` with ``fields``."""
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_config(model_config(model_type, **fields))
+
+
+def _small(model_type: str, **fields) -> torch.nn.Module:
+    """A two-layer random model of ``model_type`` with the tiny dimensions and ``fields``."""
     shape = {"vocab_size": 300, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
              "num_attention_heads": 4, "num_key_value_heads": 2}  # fmt: skip
-    return AutoModelForCausalLM.from_config(config_class(**{**shape, **fields}))
+    return _random(model_type, **{**shape, **fields})
 
 
 SOURCES = {
     "llama": lambda: tiny_causal_lm("llama"),
-    "mistral-window": lambda: _small(MistralConfig, sliding_window=4),
+    "mistral-window": lambda: _small("mistral", sliding_window=4),
     "qwen2": lambda: tiny_causal_lm("qwen2"),
-    "llama-biased": lambda: _small(LlamaConfig, attention_bias=True, head_dim=16),
+    "llama-biased": lambda: _small("llama", attention_bias=True, head_dim=16),
 }
 
 
 @pytest.mark.parametrize("name", sorted(SOURCES))
 def test_the_injected_model_is_the_source_with_a_per_head_rmsnorm_on_q_and_k(name: str) -> None:
+    import torch
+
+    from sinkbench.interventions.qk_norm import inject_qk_norm, without_qk_norms
+
     torch.manual_seed(0)
     source = _loaded(SOURCES[name]())
     injected, record = inject_qk_norm(source)
@@ -96,13 +112,15 @@ def test_the_injected_model_is_the_source_with_a_per_head_rmsnorm_on_q_and_k(nam
         (lambda: tiny_causal_lm("qwen3"), r"model type 'qwen3' has QK-norm already \(q_norm, k_norm\)"),
         (lambda: tiny_causal_lm("olmo2"), r"model type 'olmo2' has QK-norm already"),
         (
-            lambda: AutoModelForCausalLM.from_config(GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=300)),
+            lambda: _random("gpt2", n_layer=2, n_embd=32, n_head=4, vocab_size=300),
             r"model type 'gpt2': no native transformers class has per-head QK-norm .* supported: llama, mistral, qwen2",
         ),
-        (lambda: _small(LlamaConfig, mlp_bias=True), r"model type 'llama' with mlp_bias"),
+        (lambda: _small("llama", mlp_bias=True), r"model type 'llama' with mlp_bias"),
     ],
 )  # fmt: skip
 def test_sources_without_a_native_target_are_refused_in_one_line(model, message: str) -> None:
+    from sinkbench.interventions.qk_norm import inject_qk_norm
+
     with pytest.raises(ModelNotSupported, match=message) as error:
         inject_qk_norm(_loaded(model()))
     assert "\n" not in str(error.value)
@@ -111,6 +129,9 @@ def test_sources_without_a_native_target_are_refused_in_one_line(model, message:
 def test_command_writes_a_native_checkpoint_with_s_before_and_after(
     tiny_pair, tmp_path: Path, capsys
 ) -> None:
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
     out = tmp_path / "injected"
     assert (
         main(["inject-qk-norm", str(tiny_pair.reference), str(out), "--bootstrap-resamples", "50", "--quiet"])

@@ -6,12 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
-from safetensors.torch import load_file
 
 from sinkbench.cli import main
-from sinkbench.interventions.displacement import weight_displacement
-from sinkbench.interventions.random_control import random_control
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +30,8 @@ def control(tiny_pair, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, 
 
 
 def test_each_projection_hits_the_pairs_relative_change_within_one_percent(tiny_pair, control) -> None:
+    from sinkbench.interventions.displacement import weight_displacement
+
     out, report = control
     real = weight_displacement(str(tiny_pair.reference), str(tiny_pair.vlm_lm), progress=False)["rows"]
     written = weight_displacement(str(tiny_pair.reference), str(out), progress=False)["rows"]
@@ -54,6 +52,9 @@ def test_each_projection_hits_the_pairs_relative_change_within_one_percent(tiny_
 
 
 def test_norm_scales_embeddings_and_head_are_untouched(tiny_pair, control) -> None:
+    import torch
+    from safetensors.torch import load_file
+
     out, _ = control
     reference, written = (
         load_file(tiny_pair.reference / "model.safetensors"),
@@ -66,6 +67,10 @@ def test_norm_scales_embeddings_and_head_are_untouched(tiny_pair, control) -> No
 
 
 def test_the_noise_is_seeded(tiny_pair) -> None:
+    import torch
+
+    from sinkbench.interventions.random_control import random_control
+
     first, _ = random_control(str(tiny_pair.reference), str(tiny_pair.vlm_lm), seed=7)
     again, _ = random_control(str(tiny_pair.reference), str(tiny_pair.vlm_lm), seed=7)
     other, _ = random_control(str(tiny_pair.reference), str(tiny_pair.vlm_lm), seed=8)

@@ -203,6 +203,7 @@ def _kill_points(steps: list[list[str]], out: Path, *, every: bool) -> list[int]
     return sorted(points | {written[0], written[-1]})
 
 
+@pytest.mark.slow  # forks a run per kill point, each building the site or the tables again
 @pytest.mark.parametrize("command", [AGGREGATE, SITE], ids=lambda command: command.name)
 @pytest.mark.parametrize("earlier", ["old output", "no output"])
 def test_a_killed_run_leaves_the_old_or_the_new_output_and_the_next_run_cleans_up(

@@ -60,6 +60,7 @@ def run(command: list[str], cwd: Path) -> subprocess.CompletedProcess:
     return done
 
 
+@pytest.mark.slow  # mkdocs in a fresh interpreter
 def test_mkdocs_build_gives_the_site_that_sinkbench_site_build_gives(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -77,6 +78,7 @@ def test_mkdocs_build_gives_the_site_that_sinkbench_site_build_gives(
     assert "pairs/tiny-vlm.html" in pages and report.pages == len(pages)
 
 
+@pytest.mark.slow  # fresh interpreters
 def test_two_builds_of_the_same_tree_are_byte_identical(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -132,6 +134,7 @@ def _wait_for(url: str, text: str, process: subprocess.Popen) -> str:
     raise AssertionError(f"{url} never showed {text!r}")
 
 
+@pytest.mark.slow  # a preview server in a fresh interpreter
 def test_the_preview_rebuilds_after_a_template_and_a_submission_change(project: Path) -> None:
     port = _free_port()
     script = (

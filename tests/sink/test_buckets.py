@@ -12,10 +12,7 @@ from tiny_models import tiny_causal_lm, tiny_tokenizer
 from sinkbench.cli import main
 from sinkbench.errors import UserError
 from sinkbench.models import LoadedModel, module_info
-from sinkbench.sink.buckets import bucket_strength, draw, read_buckets
-from sinkbench.sink.observe import observe
 from sinkbench.sink.options import BucketRule, IntervalOptions
-from sinkbench.sink.strength import pooled_g, position0_mass, sink_strength
 
 PROMPTS = [
     "Write two sentences about rivers in lowercase.",
@@ -50,6 +47,8 @@ def tiny() -> LoadedModel:
 
 
 def test_prompts_split_by_the_metric_and_threshold(tmp_path: Path) -> None:
+    from sinkbench.sink.buckets import read_buckets
+
     buckets = read_buckets(_samples(tmp_path / "s.jsonl"))
     assert buckets == {"pass": [PROMPTS[0], PROMPTS[2]], "fail": [PROMPTS[1], PROMPTS[3], PROMPTS[4]]}
     scores = _samples(tmp_path / "n.jsonl", outcomes=[0.5, 0.49, 1.0, 0.0, 0.7], metric="exact_match")
@@ -70,6 +69,8 @@ def test_prompts_split_by_the_metric_and_threshold(tmp_path: Path) -> None:
     ],
 )
 def test_bad_samples_are_refused_naming_line_field_and_fix(tmp_path: Path, rule, extra, message) -> None:
+    from sinkbench.sink.buckets import read_buckets
+
     with pytest.raises(UserError, match=message) as error:
         read_buckets(_samples(tmp_path / "s.jsonl", **extra), rule)
     assert "s.jsonl line 1" in str(error.value) or "filter" in str(error.value)
@@ -77,12 +78,18 @@ def test_bad_samples_are_refused_naming_line_field_and_fix(tmp_path: Path, rule,
 
 
 def test_a_file_that_is_not_json_lines_is_refused(tmp_path: Path) -> None:
+    from sinkbench.sink.buckets import read_buckets
+
     (tmp_path / "bad.jsonl").write_text("not json\n")
     with pytest.raises(UserError, match=r"bad\.jsonl: line 1 is not valid JSON"):
         read_buckets(tmp_path / "bad.jsonl")
 
 
 def test_each_bucket_is_measured_as_s_is_on_its_own_prompts(tiny: LoadedModel, tmp_path: Path) -> None:
+    from sinkbench.sink.buckets import bucket_strength
+    from sinkbench.sink.observe import observe
+    from sinkbench.sink.strength import pooled_g, position0_mass, sink_strength
+
     report = bucket_strength(
         tiny, _samples(tmp_path / "s.jsonl"), interval=IntervalOptions(resamples=200), progress=False
     )
@@ -104,6 +111,8 @@ def test_each_bucket_is_measured_as_s_is_on_its_own_prompts(tiny: LoadedModel, t
 
 
 def test_an_empty_bucket_has_no_numbers_and_no_difference(tiny: LoadedModel, tmp_path: Path) -> None:
+    from sinkbench.sink.buckets import bucket_strength
+
     report = bucket_strength(tiny, _samples(tmp_path / "s.jsonl", outcomes=[True] * 5), progress=False)
     assert report["buckets"]["fail"] == {
         "prompts": 0, "observations": 0, "sink_strength": None, "sink_strength_ci": None,
@@ -113,6 +122,8 @@ def test_an_empty_bucket_has_no_numbers_and_no_difference(tiny: LoadedModel, tmp
 
 
 def test_draws_are_seeded_subsets_in_file_order() -> None:
+    from sinkbench.sink.buckets import draw
+
     drawn = draw(PROMPTS, 3, seed=4)
     assert drawn == draw(PROMPTS, 3, seed=4) and len(set(drawn)) == 3
     assert drawn == [prompt for prompt in PROMPTS if prompt in drawn]

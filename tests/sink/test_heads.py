@@ -6,17 +6,14 @@ import json
 
 import numpy as np
 import pytest
-import torch
 from tiny_models import CORPUS, save_tiny_model, tiny_causal_lm, tiny_tokenizer
 
 from sinkbench.cli import main
 from sinkbench.models import load_model
 from sinkbench.sink.heads import HeadMap, head_map, select_heads, selection_rule
 from sinkbench.sink.metrics import G_THRESHOLD, SHARE_G_ABOVE
-from sinkbench.sink.observe import observe
 from sinkbench.sink.options import ProbeOptions
 from sinkbench.sink.prompts import load_prompts
-from sinkbench.sink.strength import layer_head_medians
 
 LAYERS = 12  # deeper than the default window of 10 layers, so "every layer" is visible
 
@@ -28,6 +25,11 @@ def deep_dir(tmp_path_factory):
 
 
 def test_head_map_matches_the_observations():
+    import torch
+
+    from sinkbench.sink.observe import observe
+    from sinkbench.sink.strength import layer_head_medians
+
     observations = observe(tiny_causal_lm("qwen3"), tiny_tokenizer(), CORPUS, ProbeOptions(num_layers=4))
     heads = head_map(observations)
     assert heads.layers == [0, 1, 2, 3] and heads.median_g.shape == (4, 4)
@@ -43,6 +45,8 @@ def test_head_map_matches_the_observations():
 
 
 def test_first_token_mode_puts_every_sink_at_position_0():
+    from sinkbench.sink.observe import observe
+
     options = ProbeOptions(num_layers=4, sink_position="first")
     heads = head_map(observe(tiny_causal_lm("llama"), tiny_tokenizer(), CORPUS, options))
     assert (heads.sink_position == 0).all() and (heads.sink_position_share == 1.0).all()
@@ -94,6 +98,8 @@ def test_cli_maps_every_layer_and_selects_the_top_fraction(deep_dir, tmp_path, c
 
 
 def test_cli_min_g_rule(deep_dir, tmp_path):
+    from sinkbench.sink.observe import observe
+
     loaded = load_model(str(deep_dir))
     observations = observe(loaded.model, loaded.tokenizer, load_prompts(), ProbeOptions(num_layers=LAYERS))
     floor = float(np.median(head_map(observations).median_g))  # about half of the heads reach it

@@ -4,19 +4,16 @@ chunked reference; and the probe's attention variants against the chunked refere
 from __future__ import annotations
 
 import pytest
-import torch
-from tiny_models import tiny_tokenizer
-from transformers import AutoModelForCausalLM, Gemma2Config, GptOssConfig, LlamaConfig
+from tiny_models import model_config, tiny_tokenizer
 
-from sinkbench.sink import kernels
-from sinkbench.sink.observe import observe
 from sinkbench.sink.options import ProbeOptions
-from sinkbench.sink.report import build_report
 
 PROMPTS = ["Write two short lines about rain.", "List three colours, lowercase only, no commas at all."]
 
 
 def _inputs(seed: int, value_size: int = 8, bias: bool = True):
+    import torch
+
     generator = torch.Generator().manual_seed(seed)
     q, k = (torch.randn(2, 3, 10, 8, generator=generator) for _ in range(2))
     v = torch.randn(2, 3, 10, value_size, generator=generator)
@@ -30,6 +27,10 @@ def _inputs(seed: int, value_size: int = 8, bias: bool = True):
 @pytest.mark.parametrize("value_size", [8, 5, 12])
 @pytest.mark.parametrize("bias", [True, False])
 def test_the_fused_cpu_kernel_equals_the_chunked_reference(value_size: int, bias: bool):
+    import torch
+
+    from sinkbench.sink import kernels
+
     q, k, v, additive = _inputs(0, value_size, bias)
     expected = kernels.chunked_with_lse(q, k, v, additive, 0.3)
     actual = kernels.cpu_flash_with_lse(q, k, v, additive, 0.3)
@@ -41,6 +42,10 @@ def test_the_fused_cpu_kernel_equals_the_chunked_reference(value_size: int, bias
 def test_the_cuda_path_pads_as_its_kernel_requires_and_equals_the_reference(monkeypatch):
     """The memory-efficient kernel only runs on CUDA; a stand-in with its signature and requirements checks
     what sinkbench hands it (head size a multiple of 8, bias rows 16-byte aligned) and what it takes back."""
+    import torch
+
+    from sinkbench.sink import kernels
+
     calls = []
 
     def stand_in(q, k, v, bias, compute_log_sumexp, dropout, is_causal, *, scale):
@@ -62,6 +67,10 @@ def test_the_cuda_path_pads_as_its_kernel_requires_and_equals_the_reference(monk
 
 
 def test_the_kernel_choice_follows_device_and_option():
+    import torch
+
+    from sinkbench.sink import kernels
+
     assert kernels.choose_kernel(torch.device("cpu"), torch.float32, True)[0] == "cpu-flash"
     assert kernels.choose_kernel(torch.device("cuda", 0), torch.bfloat16, True)[0] == "cuda-efficient"
     assert kernels.choose_kernel(torch.device("cuda", 0), torch.float64, True)[0] == "chunked"
@@ -71,19 +80,24 @@ def test_the_kernel_choice_follows_device_and_option():
 
 SMALL = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4}
 VARIANTS = {
-    "softcap": lambda v: Gemma2Config(
-        vocab_size=v, num_key_value_heads=2, head_dim=8, sliding_window=4, attn_logit_softcapping=2.0, **SMALL
+    "softcap": lambda v: model_config(
+        "gemma2", vocab_size=v, num_key_value_heads=2, head_dim=8, sliding_window=4, attn_logit_softcapping=2.0, **SMALL
     ),
-    "learned sinks": lambda v: GptOssConfig(
-        vocab_size=v, num_key_value_heads=2, head_dim=8, sliding_window=4, num_local_experts=2,
+    "learned sinks": lambda v: model_config(
+        "gpt_oss", vocab_size=v, num_key_value_heads=2, head_dim=8, sliding_window=4, num_local_experts=2,
         num_experts_per_tok=1, **SMALL,
     ),
-    "value size": lambda v: LlamaConfig(vocab_size=v, num_key_value_heads=2, head_dim=12, **SMALL),
+    "value size": lambda v: model_config("llama", vocab_size=v, num_key_value_heads=2, head_dim=12, **SMALL),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_each_variant_gives_the_same_observations_on_every_path(variant: str):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from sinkbench.sink.observe import observe
+
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(VARIANTS[variant](len(tiny_tokenizer()))).eval()
     if variant == "learned sinks":
@@ -101,9 +115,14 @@ def test_each_variant_gives_the_same_observations_on_every_path(variant: str):
 
 
 def test_the_report_records_the_kernel_and_the_variants():
+    import torch
+    from transformers import AutoModelForCausalLM
+
     from sinkbench.models import ModelInfo
+    from sinkbench.sink.observe import observe
     from sinkbench.sink.options import IntervalOptions
     from sinkbench.sink.prompts import load_calibration
+    from sinkbench.sink.report import build_report
     from sinkbench.sink.strength import summarize
 
     torch.manual_seed(0)
@@ -120,6 +139,8 @@ def test_the_report_records_the_kernel_and_the_variants():
 def test_a_position_bias_shared_by_the_batch_gives_each_prompt_its_logit_at_the_sink():
     """A ``(1, H, T, S)`` position bias with a batch of two: the logit at a key equals that key's column of the
     full logits, for every prompt."""
+    import torch
+
     from sinkbench.sink.attention import _scores
 
     torch.manual_seed(0)

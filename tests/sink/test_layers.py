@@ -3,36 +3,33 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
-from tiny_models import tiny_causal_lm, tiny_tokenizer
-from transformers import (
-    AutoModelForCausalLM,
-    BertConfig,
-    BloomConfig,
-    DiffLlamaConfig,
-    JambaConfig,
-    MambaConfig,
-)
+from tiny_models import model_config, tiny_causal_lm, tiny_tokenizer
 
 from sinkbench.errors import ModelNotSupported, UserError
-from sinkbench.sink.layers import attention_layout
-from sinkbench.sink.observe import measure
 from sinkbench.sink.options import LAYER_THIRDS, ProbeOptions, band_layers
-from sinkbench.sink.report import format_profile
+
+if TYPE_CHECKING:
+    import torch
 
 TOKENS = [5, 17, 30, 8, 44, 61]
 SMALL = {"hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 4, "vocab_size": 300}
 
 
 def _model(config) -> torch.nn.Module:
+    import torch
+    from transformers import AutoModelForCausalLM
+
     torch.manual_seed(0)
     return AutoModelForCausalLM.from_config(config).eval()
 
 
 def test_a_dense_model_probes_its_last_attention_layers():
+    from sinkbench.sink.layers import attention_layout
+
     layout = attention_layout(tiny_causal_lm("llama"), TOKENS)
     assert layout.labels == [0, 1, 2, 3] and layout.heads == [4, 4, 4, 4]
     assert layout.probed(2) == [2, 3] and layout.probed(10) == [0, 1, 2, 3]
@@ -41,6 +38,12 @@ def test_a_dense_model_probes_its_last_attention_layers():
 
 
 def test_a_hybrid_stack_probes_its_attention_layers_only_and_the_report_names_them():
+    from transformers import JambaConfig
+
+    from sinkbench.sink.layers import attention_layout
+    from sinkbench.sink.observe import measure
+    from sinkbench.sink.report import format_profile
+
     config = JambaConfig(
         num_hidden_layers=6, attn_layer_period=2, attn_layer_offset=1, num_key_value_heads=2, **SMALL,
         num_experts=2, expert_layer_period=6, mamba_d_state=4, mamba_dt_rank=4,
@@ -83,6 +86,8 @@ def test_a_bad_band_is_refused_naming_the_fix(band: str, message: str) -> None:
 
 
 def test_a_band_probes_exactly_its_layers_and_gives_their_s() -> None:
+    from sinkbench.sink.observe import measure
+
     model, prompts = (
         tiny_causal_lm("llama"),
         ["Say hello in five words.", "List three colours, one per line."],
@@ -101,6 +106,10 @@ def test_a_band_probes_exactly_its_layers_and_gives_their_s() -> None:
 
 
 def test_a_band_of_a_hybrid_stack_holds_its_attention_layers_or_is_refused() -> None:
+    from transformers import JambaConfig
+
+    from sinkbench.sink.layers import attention_layout
+
     config = JambaConfig(
         num_hidden_layers=6, attn_layer_period=2, attn_layer_offset=1, num_key_value_heads=2, **SMALL,
         num_experts=2, expert_layer_period=6, mamba_d_state=4, mamba_dt_rank=4,
@@ -117,30 +126,34 @@ def test_a_band_of_a_hybrid_stack_holds_its_attention_layers_or_is_refused() -> 
     ("config", "reason"),
     [
         (
-            MambaConfig(num_hidden_layers=2, hidden_size=16, state_size=4, vocab_size=300),
+            lambda: model_config("mamba", num_hidden_layers=2, hidden_size=16, state_size=4, vocab_size=300),
             r"model type 'mamba': it has no softmax attention layers \(a recurrent or state-space model\)",
         ),
         (
-            BloomConfig(n_layer=2, hidden_size=16, n_head=2, vocab_size=300),
+            lambda: model_config("bloom", n_layer=2, hidden_size=16, n_head=2, vocab_size=300),
             r"model type 'bloom': its attention does not go through transformers' AttentionInterface",
         ),
         (
-            BertConfig(num_hidden_layers=2, **SMALL),
+            lambda: model_config("bert", num_hidden_layers=2, **SMALL),
             r"model type 'bert': its attention is bidirectional \(an encoder\)",
         ),
         (
-            DiffLlamaConfig(num_hidden_layers=2, num_key_value_heads=2, **SMALL),
+            lambda: model_config("diffllama", num_hidden_layers=2, num_key_value_heads=2, **SMALL),
             r"model type 'diffllama': each attention layer combines several softmax calls",
         ),
     ],
 )
 def test_models_the_probe_cannot_measure_are_refused_in_one_line(config, reason):
+    from sinkbench.sink.layers import attention_layout
+
     with pytest.raises(ModelNotSupported, match=reason) as refused:
-        attention_layout(_model(config), TOKENS)
+        attention_layout(_model(config()), TOKENS)
     assert "\n" not in str(refused.value)
 
 
 def test_a_failing_forward_is_a_refusal_naming_the_error():
+    from sinkbench.sink.layers import attention_layout
+
     model = tiny_causal_lm("llama")
     with pytest.raises(
         ModelNotSupported, match=r"model type 'llama': its text-only forward failed \(IndexError"
@@ -150,6 +163,8 @@ def test_a_failing_forward_is_a_refusal_naming_the_error():
 
 def test_a_vlm_is_probed_on_its_language_model():
     from transformers import LlavaConfig, LlavaForConditionalGeneration
+
+    from sinkbench.sink.layers import attention_layout
 
     text = {"model_type": "llama", "num_hidden_layers": 2, "num_key_value_heads": 2, **SMALL}
     vision = {
@@ -165,6 +180,7 @@ def test_a_vlm_is_probed_on_its_language_model():
 def test_layers_with_fewer_heads_give_the_probe_and_the_eager_route_the_same_shapes_and_values():
     """A model whose first layer has twice the query heads of its second (as per-layer head counts do): with only
     the narrow layer probed, both routes stack G to that layer's width and agree on every value."""
+    import torch
     from transformers import LlamaConfig
 
     from sinkbench.sink.naive import naive_observations_tokens
@@ -187,6 +203,9 @@ def test_layers_with_fewer_heads_give_the_probe_and_the_eager_route_the_same_sha
 
 def test_a_layer_without_a_finite_median_g_prints_its_value_and_no_bar():
     import dataclasses
+
+    from sinkbench.sink.observe import measure
+    from sinkbench.sink.report import format_profile
 
     summary, _ = measure(
         tiny_causal_lm("llama"), tiny_tokenizer(), ["Say hello."], ProbeOptions(num_layers=2)

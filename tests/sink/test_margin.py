@@ -5,27 +5,29 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
-from safetensors.torch import load_file, save_file
 from tiny_models import CONFIGS, save_tiny_model, tiny_tokenizer
-from transformers import AutoModelForCausalLM
 
 from sinkbench.cli import main
 from sinkbench.models import load_model
-from sinkbench.sink.margin import margin_summary, pair_margin, paired_g
-from sinkbench.sink.observe import observe
 from sinkbench.sink.options import ProbeOptions
 from sinkbench.sink.prompts import load_prompts
-from sinkbench.sink.strength import PromptObservations, summarize
+
+if TYPE_CHECKING:
+    from sinkbench.sink.strength import PromptObservations
 
 NAN = math.nan
 LAYERS = 4  # tiny_models' depth: probe every layer
 
 
 def _observations(g: list, layers: tuple[int, ...] = (2, 3)) -> PromptObservations:
+    import torch
+
+    from sinkbench.sink.strength import PromptObservations
+
     values = torch.tensor(g, dtype=torch.float32)
     k, h, t = values.shape
     return PromptObservations(
@@ -37,6 +39,8 @@ def _observations(g: list, layers: tuple[int, ...] = (2, 3)) -> PromptObservatio
 
 
 def test_margin_quantities_match_a_hand_computation() -> None:
+    from sinkbench.sink.margin import margin_summary
+
     reference = [
         _observations([[[NAN, 1.0, 2.0]], [[NAN, 3.0, 5.0]]]),
         _observations([[[NAN, 4.0]], [[NAN, 0.0]]]),
@@ -66,6 +70,8 @@ def test_margin_quantities_match_a_hand_computation() -> None:
 
 
 def test_mismatched_runs_are_rejected() -> None:
+    from sinkbench.sink.margin import paired_g
+
     reference = [_observations([[[NAN, 1.0, 2.0]], [[NAN, 3.0, 5.0]]])]
     with pytest.raises(ValueError, match="prompt 0: reference layers"):
         paired_g(reference, [_observations([[[NAN, 1.0]], [[NAN, 3.0]]])])
@@ -75,6 +81,8 @@ def test_mismatched_runs_are_rejected() -> None:
 
 def test_b_gap_is_the_realised_part_of_the_papers_sup() -> None:
     """|G' - G| <= sup_k |delta_k - delta_p| for random attention logits and perturbations."""
+    import torch
+
     generator = torch.Generator().manual_seed(0)
     logits = 3 * torch.randn((500, 12), generator=generator, dtype=torch.float64)
     delta = torch.randn((500, 12), generator=generator, dtype=torch.float64)
@@ -97,6 +105,9 @@ def reference_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _plant(reference: Path, out: Path, projection: str, layer: int) -> Path:
     """A copy of the reference whose layer ``layer`` has a perturbed q or k projection."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
     out.mkdir()
     for file in reference.iterdir():
         (out / file.name).write_bytes(file.read_bytes())
@@ -112,6 +123,8 @@ def _plant(reference: Path, out: Path, projection: str, layer: int) -> Path:
 def test_planted_projection_change_shows_in_its_layer_only(
     reference_dir: Path, tmp_path: Path, projection
 ) -> None:
+    from sinkbench.sink.margin import pair_margin
+
     planted = _plant(reference_dir, tmp_path / "vlm-lm", projection, layer=2)
     report = pair_margin(
         str(reference_dir), str(planted), options=ProbeOptions(num_layers=LAYERS), progress=False
@@ -128,6 +141,10 @@ def test_planted_projection_change_shows_in_its_layer_only(
 
 
 def test_identical_pair_has_zero_gap_and_g_base_is_sink_strength(reference_dir: Path) -> None:
+    from sinkbench.sink.margin import pair_margin
+    from sinkbench.sink.observe import observe
+    from sinkbench.sink.strength import summarize
+
     options = ProbeOptions(num_layers=LAYERS)
     report = pair_margin(str(reference_dir), str(reference_dir), options=options, progress=False)
     loaded = load_model(str(reference_dir))
@@ -139,6 +156,8 @@ def test_identical_pair_has_zero_gap_and_g_base_is_sink_strength(reference_dir: 
 
 
 def test_per_query_sinks_are_refused(reference_dir: Path) -> None:
+    from sinkbench.sink.margin import pair_margin
+
     with pytest.raises(ValueError, match="one p_sink per head"):
         pair_margin(str(reference_dir), str(reference_dir), options=ProbeOptions(sink_position="query"))
 
@@ -170,6 +189,8 @@ def test_cli_writes_the_report(reference_dir: Path, tmp_path: Path, capsys) -> N
 
 
 def test_cli_reports_a_pair_without_a_shared_vocabulary(reference_dir: Path, tmp_path: Path, capsys) -> None:
+    from transformers import AutoModelForCausalLM
+
     small_vocabulary = tmp_path / "small-vocab"
     AutoModelForCausalLM.from_config(CONFIGS["llama"](64)).save_pretrained(small_vocabulary)
     tiny_tokenizer().save_pretrained(small_vocabulary)

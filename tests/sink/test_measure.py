@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 from tiny_models import tiny_causal_lm, tiny_tokenizer
 
-from sinkbench.sink.attention import probe_mode
-from sinkbench.sink.observe import encode_prompts, observe
 from sinkbench.sink.options import ProbeOptions
 from sinkbench.sink.prompts import PACKAGED_SETS, load_calibration, load_prompts
 
@@ -90,6 +88,8 @@ def test_options_validation_and_unknown_keys():
 
 
 def test_chat_template_modes():
+    from sinkbench.sink.observe import encode_prompts
+
     tokenizer = tiny_tokenizer()
     raw = encode_prompts(tokenizer, ["hello"], "off")[0]
     wrapped = encode_prompts(tokenizer, ["hello"], "auto")[0]
@@ -102,6 +102,9 @@ def test_chat_template_modes():
 
 
 def test_probe_mode_restores_attention_implementation():
+    from sinkbench.sink.attention import probe_mode
+    from sinkbench.sink.observe import observe
+
     model = tiny_causal_lm("llama")
     with probe_mode(model):
         assert model.config._attn_implementation == "sinkbench_probe"
@@ -111,6 +114,8 @@ def test_probe_mode_restores_attention_implementation():
 
 
 def test_too_long_prompt_is_rejected():
+    from sinkbench.sink.observe import observe
+
     with pytest.raises(ValueError, match="exceed max_tokens=4"):
         observe(
             tiny_causal_lm("llama"), tiny_tokenizer(), ["a much longer prompt"], ProbeOptions(max_tokens=4)

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
 from tiny_models import tiny_causal_lm, tiny_tokenizer
-from transformers import LlamaConfig, LlamaForCausalLM
 
-from sinkbench.sink.naive import naive_observations
-from sinkbench.sink.observe import observe
 from sinkbench.sink.options import ProbeOptions
-from sinkbench.sink.strength import pooled_g, sink_strength, summarize
+
+if TYPE_CHECKING:
+    from transformers import LlamaForCausalLM
 
 PROMPTS = [
     "Write a short note to a friend about the weather.",
@@ -23,6 +22,8 @@ PROMPTS = [
 
 
 def _assert_same_observations(probe, naive, atol=1e-5):
+    import torch
+
     for ours, theirs in zip(probe, naive, strict=True):
         assert torch.equal(torch.isnan(ours.g), torch.isnan(theirs.g))
         kept = ~torch.isnan(ours.g)
@@ -36,6 +37,10 @@ def _assert_same_observations(probe, naive, atol=1e-5):
 @pytest.mark.parametrize("model_type", ["llama", "qwen3", "gemma3_text", "mistral", "qwen2", "olmo2"])
 @pytest.mark.parametrize("mode", ["head", "query", "first"])
 def test_probe_matches_eager_reference(model_type, mode):
+    from sinkbench.sink.naive import naive_observations
+    from sinkbench.sink.observe import observe
+    from sinkbench.sink.strength import summarize
+
     model, tokenizer = tiny_causal_lm(model_type), tiny_tokenizer()
     options = ProbeOptions(num_layers=3, sink_position=mode, batch_size=2)
     probe = observe(model, tokenizer, PROMPTS, options)
@@ -46,6 +51,9 @@ def test_probe_matches_eager_reference(model_type, mode):
 
 def test_gemma_sliding_window_is_respected():
     """Prompts longer than the tiny Gemma's window (6) exercise the sliding-window mask."""
+    from sinkbench.sink.naive import naive_observations
+    from sinkbench.sink.observe import observe
+
     model, tokenizer = tiny_causal_lm("gemma3_text"), tiny_tokenizer()
     assert any(len(tokenizer(p).input_ids) > 12 for p in PROMPTS)
     options = ProbeOptions(num_layers=4, batch_size=3)
@@ -55,6 +63,8 @@ def test_gemma_sliding_window_is_respected():
 
 
 def test_chunked_path_matches_flash_path():
+    from sinkbench.sink.observe import observe
+
     model, tokenizer = tiny_causal_lm("qwen3"), tiny_tokenizer()
     flash = observe(model, tokenizer, PROMPTS, ProbeOptions(num_layers=4))
     chunked = observe(model, tokenizer, PROMPTS, ProbeOptions(num_layers=4, use_flash_kernel=False))
@@ -63,6 +73,9 @@ def test_chunked_path_matches_flash_path():
 
 @pytest.mark.parametrize("padding_side", ["right", "left"])
 def test_batching_and_padding_do_not_change_s(padding_side):
+    from sinkbench.sink.observe import observe
+    from sinkbench.sink.strength import pooled_g, sink_strength
+
     model, tokenizer = tiny_causal_lm("llama"), tiny_tokenizer()
     single = observe(model, tokenizer, PROMPTS, ProbeOptions(batch_size=1))
     batched = observe(model, tokenizer, PROMPTS, ProbeOptions(batch_size=3, padding_side=padding_side))
@@ -71,6 +84,10 @@ def test_batching_and_padding_do_not_change_s(padding_side):
 
 
 def test_keep_degenerate_marks_first_query_infinite():
+    import torch
+
+    from sinkbench.sink.observe import observe
+
     model, tokenizer = tiny_causal_lm("llama"), tiny_tokenizer()
     kept = observe(model, tokenizer, PROMPTS, ProbeOptions(sink_position="first", keep_degenerate=True))
     dropped = observe(model, tokenizer, PROMPTS, ProbeOptions(sink_position="first"))
@@ -80,6 +97,10 @@ def test_keep_degenerate_marks_first_query_infinite():
 
 
 def test_forced_sink_positions_are_used():
+    import torch
+
+    from sinkbench.sink.observe import observe
+
     model, tokenizer = tiny_causal_lm("qwen3"), tiny_tokenizer()
     reference = observe(model, tokenizer, PROMPTS, ProbeOptions())
     forced = [torch.full_like(obs.sink_position, 1) for obs in reference]
@@ -104,6 +125,9 @@ def _planted_sink_model(logit: float) -> LlamaForCausalLM:
     bias on coordinate 7 and keys read the BOS indicator into coordinate 7; the RoPE pair of
     coordinate 7 turns at rope_theta**-0.75 = 1e-9 rad per position, i.e. not at all here.
     """
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
     size = 8
     config = LlamaConfig(
         vocab_size=4,
@@ -135,6 +159,9 @@ def _planted_sink_model(logit: float) -> LlamaForCausalLM:
 @pytest.mark.parametrize("logit", [0.0, 3.0, 9.0])
 def test_planted_sink_gives_hand_computed_s(logit):
     """Query t >= 1 sees the sink (logit c) and t keys at logit 0: G = c - log t."""
+    from sinkbench.sink.observe import observe
+    from sinkbench.sink.strength import pooled_g, sink_strength
+
     prompts = ["one two three four five six", "alpha beta gamma", "a b c d e f g h i j k"]
     lengths = [len(p.split()) + 1 for p in prompts]
     expected = np.median(np.concatenate([logit - np.log(np.arange(1, n)) for n in lengths]))
@@ -144,6 +171,11 @@ def test_planted_sink_gives_hand_computed_s(logit):
 
 
 def test_bfloat16_model_is_probed_with_float32_statistics():
+    import torch
+
+    from sinkbench.sink.observe import observe
+    from sinkbench.sink.strength import pooled_g, sink_strength
+
     model, tokenizer = tiny_causal_lm("llama"), tiny_tokenizer()
     full = sink_strength(pooled_g(observe(model, tokenizer, PROMPTS, ProbeOptions())))
     half = observe(model.to(torch.bfloat16), tokenizer, PROMPTS, ProbeOptions())
@@ -154,6 +186,11 @@ def test_bfloat16_model_is_probed_with_float32_statistics():
 def test_bfloat16_with_the_chunked_kernel_measures_what_the_fused_kernel_measures():
     """In bfloat16 the chunked reference's own float32 log-sum-exp is used (no second pass); S agrees with the
     fused kernel's float32 re-computation."""
+    import torch
+
+    from sinkbench.sink.observe import observe
+    from sinkbench.sink.strength import pooled_g, sink_strength
+
     model, tokenizer = tiny_causal_lm("llama").to(torch.bfloat16), tiny_tokenizer()
     fused = observe(model, tokenizer, PROMPTS, ProbeOptions())
     chunked = observe(model, tokenizer, PROMPTS, ProbeOptions(use_flash_kernel=False))

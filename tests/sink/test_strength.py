@@ -6,26 +6,15 @@ import math
 
 import numpy as np
 import pytest
-import torch
-
-from sinkbench.sink.strength import (
-    PromptObservations,
-    layer_head_medians,
-    layer_medians,
-    pooled_g,
-    position0_mass,
-    position0_per_prompt,
-    share_above,
-    sink_position_histogram,
-    sink_rate,
-    sink_strength,
-    summarize,
-)
 
 NAN = float("nan")
 
 
 def _obs(g, first=None, sinks=None, layers=(2, 3)):
+    import torch
+
+    from sinkbench.sink.strength import PromptObservations
+
     g = torch.tensor(g, dtype=torch.float32)
     k, h, t = g.shape
     first = torch.full((4, h, t), 0.5) if first is None else torch.tensor(first, dtype=torch.float32)
@@ -34,6 +23,8 @@ def _obs(g, first=None, sinks=None, layers=(2, 3)):
 
 
 def test_s_is_median_pooled_over_prompts_not_mean_of_medians():
+    from sinkbench.sink.strength import pooled_g, sink_strength
+
     a = _obs([[[NAN, 1.0, 2.0]], [[NAN, 3.0, 4.0]]])  # 4 values: 1 2 3 4
     b = _obs([[[NAN, 10.0, NAN]], [[NAN, NAN, NAN]]])  # 1 value: 10
     values = pooled_g([a, b])
@@ -42,14 +33,20 @@ def test_s_is_median_pooled_over_prompts_not_mean_of_medians():
 
 
 def test_even_count_median_averages_middle_values():
+    from sinkbench.sink.strength import sink_strength
+
     assert sink_strength(np.array([1.0, 2.0, 4.0, 8.0])) == 3.0
 
 
 def test_infinite_degenerate_values_are_tolerated_by_the_median():
+    from sinkbench.sink.strength import sink_strength
+
     assert sink_strength(np.array([1.0, 2.0, math.inf])) == 2.0
 
 
 def test_empty_observations_raise():
+    from sinkbench.sink.strength import sink_strength, summarize
+
     with pytest.raises(ValueError, match="No Sink Strength observation"):
         sink_strength(np.array([]))
     with pytest.raises(ValueError, match="at least one calibration prompt"):
@@ -57,10 +54,14 @@ def test_empty_observations_raise():
 
 
 def test_share_above_threshold_is_strict():
+    from sinkbench.sink.strength import share_above
+
     assert share_above(np.array([1.0, 2.0, 2.5, 3.0]), 2.0) == 0.5
 
 
 def test_layer_head_and_layer_medians():
+    from sinkbench.sink.strength import layer_head_medians, layer_medians
+
     a = _obs([[[NAN, 1.0, 3.0], [NAN, 5.0, 7.0]], [[NAN, -1.0, -3.0], [NAN, NAN, NAN]]])
     medians = layer_head_medians([a])
     np.testing.assert_allclose(medians[0], [2.0, 6.0])
@@ -69,6 +70,8 @@ def test_layer_head_and_layer_medians():
 
 
 def test_position0_mass_uses_probed_layers_and_last_queries():
+    from sinkbench.sink.strength import position0_mass
+
     first = np.zeros((4, 1, 10))
     first[2, 0, -8:] = 0.5  # probed layer 2, last 8 queries
     first[3, 0, -8:] = 1.0  # probed layer 3
@@ -79,6 +82,8 @@ def test_position0_mass_uses_probed_layers_and_last_queries():
 
 
 def test_sink_rate_counts_heads_over_all_layers():
+    from sinkbench.sink.strength import sink_rate
+
     first = np.zeros((4, 2, 3))
     first[0, 0] = [1.0, 0.2, 0.1]  # mean 0.433 > 0.3
     first[1, 1] = [0.3, 0.3, 0.2]  # mean 0.267, not > 0.3
@@ -90,6 +95,8 @@ def test_sink_rate_counts_heads_over_all_layers():
 def test_sink_rate_thresholds_each_prompt_before_averaging_as_gu_et_al_do():
     # sail-sg/Attention-Sink: per (prompt, layer, head) the mean first-token attention over queries, thresholded,
     # then averaged. Pooling the prompts first would give head (0, 0) a mean of 0.35 > 0.3 and count it once.
+    from sinkbench.sink.strength import sink_rate
+
     first_a, first_b = np.zeros((4, 1, 2)), np.zeros((4, 1, 2))
     first_a[0, 0] = [1.0, 0.0]  # mean 0.5 > 0.3
     first_b[0, 0] = [0.2, 0.2]  # mean 0.2
@@ -98,6 +105,8 @@ def test_sink_rate_thresholds_each_prompt_before_averaging_as_gu_et_al_do():
 
 
 def test_position0_per_prompt_gives_each_prompt_its_mean():
+    from sinkbench.sink.strength import position0_per_prompt
+
     first = np.zeros((4, 1, 10))
     first[2:, 0, -8:] = 0.4
     values = position0_per_prompt([_obs(np.zeros((2, 1, 10)), first=first), _obs(np.zeros((2, 1, 10)))])
@@ -105,6 +114,8 @@ def test_position0_per_prompt_gives_each_prompt_its_mean():
 
 
 def test_sink_position_histogram_per_head_and_per_query():
+    from sinkbench.sink.strength import sink_position_histogram
+
     per_head = _obs(np.zeros((2, 2, 3)), sinks=[[0, 0], [0, 4]])
     assert sink_position_histogram([per_head, per_head]) == {0: 6, 4: 2}
     per_query = _obs([[[NAN, 1.0, 1.0]], [[NAN, 1.0, NAN]]], sinks=[[[0, 0, 1]], [[0, 2, 2]]])
@@ -112,6 +123,8 @@ def test_sink_position_histogram_per_head_and_per_query():
 
 
 def test_summary_scalar_metrics_and_json():
+    from sinkbench.sink.strength import summarize
+
     obs = _obs([[[NAN, 1.0, 3.0]], [[NAN, 2.5, 0.5]]])
     summary = summarize([obs])
     assert summary.sink_strength == 1.75

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pytest
-import torch
 from tiny_models import tiny_causal_lm, tiny_tokenizer
 
-from sinkbench.sink.observe import observe
 from sinkbench.sink.options import IntervalOptions, ProbeOptions
 from sinkbench.sink.prompts import load_prompts
-from sinkbench.sink.strength import PromptObservations, pooled_g, sink_strength
-from sinkbench.sink.uncertainty import bootstrap_sink_strength, sink_strength_interval, sink_strength_stderr
+
+if TYPE_CHECKING:
+    from sinkbench.sink.strength import PromptObservations
 
 
 def _synthetic(sizes: list[int], seed: int = 0) -> list[PromptObservations]:
     """Prompts with normal G values of the given counts (and a few NaN non-observations)."""
+    import torch
+
+    from sinkbench.sink.strength import PromptObservations
+
     rng = np.random.default_rng(seed)
     prompts = []
     for number, size in enumerate(sizes):
@@ -26,6 +31,10 @@ def _synthetic(sizes: list[int], seed: int = 0) -> list[PromptObservations]:
 
 
 def test_replicates_equal_the_median_of_the_drawn_prompts_concatenated() -> None:
+    import torch
+
+    from sinkbench.sink.uncertainty import bootstrap_sink_strength
+
     observations = _synthetic([7, 12, 3, 9, 20])
     replicates = bootstrap_sink_strength(observations, resamples=60, seed=3)
     draws = np.random.default_rng(3).multinomial(5, np.full(5, 0.2), size=60)
@@ -35,6 +44,10 @@ def test_replicates_equal_the_median_of_the_drawn_prompts_concatenated() -> None
 
 
 def test_interval_contains_s_on_a_real_probe() -> None:
+    from sinkbench.sink.observe import observe
+    from sinkbench.sink.strength import pooled_g, sink_strength
+    from sinkbench.sink.uncertainty import sink_strength_interval
+
     observations = observe(tiny_causal_lm("llama"), tiny_tokenizer(), load_prompts(), ProbeOptions())
     s = sink_strength(pooled_g(observations))
     low, high = sink_strength_interval(observations)
@@ -42,6 +55,9 @@ def test_interval_contains_s_on_a_real_probe() -> None:
 
 
 def test_identical_prompts_collapse_the_interval_to_s() -> None:
+    from sinkbench.sink.strength import pooled_g, sink_strength
+    from sinkbench.sink.uncertainty import sink_strength_interval, sink_strength_stderr
+
     one = _synthetic([11])[0]
     observations = [one] * 15
     s = sink_strength(pooled_g(observations))
@@ -50,6 +66,8 @@ def test_identical_prompts_collapse_the_interval_to_s() -> None:
 
 
 def test_resampling_is_reproducible_with_a_seed_and_moves_without_it() -> None:
+    from sinkbench.sink.uncertainty import sink_strength_interval
+
     observations = _synthetic([5, 8, 13, 21, 34, 55])
     first = sink_strength_interval(observations, IntervalOptions(resamples=300, seed=7))
     assert first == sink_strength_interval(observations, IntervalOptions(resamples=300, seed=7))
@@ -57,6 +75,8 @@ def test_resampling_is_reproducible_with_a_seed_and_moves_without_it() -> None:
 
 
 def test_zero_resamples_turn_the_interval_off_and_bad_options_are_refused() -> None:
+    from sinkbench.sink.uncertainty import sink_strength_interval, sink_strength_stderr
+
     assert sink_strength_interval(_synthetic([4, 4]), IntervalOptions(resamples=0)) is None
     with pytest.raises(ValueError, match="confidence"):
         IntervalOptions(confidence=1.0)

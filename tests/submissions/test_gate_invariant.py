@@ -384,12 +384,14 @@ def _validate_then_render(items: list[tuple[str, str, Any]]) -> None:
             render_everything(loaded.entries)
 
 
+@pytest.mark.slow  # a hypothesis sweep: 80 boards aggregated and rendered
 @settings(max_examples=80, **CI_SETTINGS)
 @given(items=entries(tame=False))
 def test_whatever_validate_accepts_is_aggregated_and_rendered(items: list[tuple[str, str, Any]]) -> None:
     _validate_then_render(items)
 
 
+@pytest.mark.slow  # a hypothesis sweep: 25 boards aggregated and rendered
 @settings(max_examples=25, **CI_SETTINGS)
 @given(items=entries(tame=True))
 def test_tame_entries_with_hostile_text_are_accepted_and_rendered(items: list[tuple[str, str, Any]]) -> None:
@@ -397,6 +399,7 @@ def test_tame_entries_with_hostile_text_are_accepted_and_rendered(items: list[tu
     _validate_then_render(items)
 
 
+@pytest.mark.slow  # a hypothesis sweep: 5 boards aggregated and rendered as sites
 @settings(max_examples=5, **CI_SETTINGS)
 @given(items=entries(tame=True))
 def test_site_build_either_refuses_or_builds(items: list[tuple[str, str, Any]]) -> None:

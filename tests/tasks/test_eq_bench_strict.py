@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from sinkbench.tasks.eq_bench_strict import utils
-
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "strict"
 CASES = json.loads((FIXTURES / "eq_bench_cases.json").read_text(encoding="utf-8"))
 
@@ -16,12 +14,16 @@ CASES = json.loads((FIXTURES / "eq_bench_cases.json").read_text(encoding="utf-8"
 @pytest.fixture(scope="module")
 def question() -> dict:
     """Question 1 of the fixture release file, as the task sees it (reference: 7, 0, 1, 5)."""
+    from sinkbench.tasks.eq_bench_strict import utils
+
     rows = utils.read_release_json(FIXTURES / utils.SOURCE.local_file)
     return next(row for row in rows if row["id"] == "1")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
 def test_answer_is_scored_right(case: dict, question: dict) -> None:
+    from sinkbench.tasks.eq_bench_strict import utils
+
     scores = utils.process_results(question, [case["response"]])
     assert scores["percent_parseable"] == case["percent_parseable"], case["why"]
     assert scores["eqbench"] == pytest.approx(case["eqbench"], abs=1e-9), case["why"]
@@ -34,6 +36,8 @@ def test_every_malformed_block_scores_zero() -> None:
 
 
 def test_release_file_becomes_hub_shaped_rows() -> None:
+    from sinkbench.tasks.eq_bench_strict import utils
+
     rows = utils.read_release_json(FIXTURES / utils.SOURCE.local_file)
     assert [row["id"] for row in rows] == ["1", "2"]
     reference = json.loads(rows[1]["reference_answer_fullscale"])
@@ -42,6 +46,8 @@ def test_release_file_becomes_hub_shaped_rows() -> None:
 
 
 def test_release_file_without_references_names_the_question(tmp_path: Path) -> None:
+    from sinkbench.tasks.eq_bench_strict import utils
+
     path = tmp_path / utils.SOURCE.local_file
     path.write_text(json.dumps({"12": {"prompt": "p", "reference_answer_fullscale": {"emotion1": "Sad"}}}))
     with pytest.raises(ValueError, match=r"question '12' needs .*emotion4_score"):

@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from sinkbench.tasks import _data, _punkt
-
 if TYPE_CHECKING:
     from lm_eval.api.task import Task
     from lm_eval.tasks import TaskManager
@@ -42,6 +40,8 @@ CHAT_TEMPLATE = (
 @pytest.fixture
 def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
     """Local fixtures, no hub, and punkt_tab written into a temporary directory."""
+    from sinkbench.tasks import _data, _punkt
+
     monkeypatch.setenv(_data.DATA_DIR_ENV, str(FIXTURES))
     monkeypatch.setenv(_punkt.NLTK_DATA_ENV, str(tmp_path / "nltk_data"))
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
@@ -156,6 +156,8 @@ def test_without_the_switch_tasks_load_the_hub_dataset(
 
     import datasets
 
+    from sinkbench.tasks import _data
+
     calls = []
     monkeypatch.delenv(_data.DATA_DIR_ENV, raising=False)
     monkeypatch.setattr(datasets, "load_dataset", lambda *args, **kwargs: calls.append(args) or "hub")
@@ -166,6 +168,8 @@ def test_without_the_switch_tasks_load_the_hub_dataset(
 
 def test_offline_without_a_data_folder_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No hub and no SINKBENCH_DATA_DIR: a typed error naming the dataset and the fix, from lm-eval itself."""
+    from sinkbench.tasks import _data
+
     monkeypatch.delenv(_data.DATA_DIR_ENV, raising=False)
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -185,6 +189,7 @@ def test_offline_without_a_data_folder_is_one_line(monkeypatch: pytest.MonkeyPat
 def test_switch_without_the_file_is_an_error_not_a_download(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from sinkbench.tasks import _data
     from sinkbench.tasks.gsm8k_cot_strict import utils
 
     monkeypatch.setenv(_data.DATA_DIR_ENV, str(tmp_path))
@@ -198,9 +203,12 @@ def test_switch_without_the_file_is_an_error_not_a_download(
     assert "\n" not in message
 
 
+@pytest.mark.slow  # a fresh interpreter
 @pytest.mark.parametrize("argv_tail", [["--tasks", "gsm8k_cot_strict"]])
 def test_missing_data_ends_sinkbench_eval_without_a_traceback(tmp_path: Path, argv_tail: list[str]) -> None:
     from tiny_models import save_tiny_model
+
+    from sinkbench.tasks import _data
 
     model = save_tiny_model(tmp_path / "model", "llama")
     env = {**__import__("os").environ, _data.DATA_DIR_ENV: str(tmp_path / "nothing-here")}
@@ -226,6 +234,7 @@ def test_results_record_the_local_file_and_its_hash(offline: pytest.MonkeyPatch)
 
 
 def test_malformed_local_files_name_the_problem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sinkbench.tasks import _data
     from sinkbench.tasks.gpqa_diamond_cot_strict import utils as gpqa
     from sinkbench.tasks.gsm8k_cot_strict import utils as gsm8k
 
@@ -254,6 +263,8 @@ COT_CASES = json.loads((FIXTURES / "cot_cases.json").read_text(encoding="utf-8")
 
 @pytest.fixture(scope="module")
 def cot_tasks() -> dict:
+    from sinkbench.tasks import _data
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(_data.DATA_DIR_ENV, str(FIXTURES))
         return load_tasks("gsm8k_cot_strict", "gpqa_diamond_cot_strict")
@@ -387,6 +398,8 @@ def test_format_suite_runs_end_to_end(tiny_model: Path, offline: pytest.MonkeyPa
 @pytest.mark.slow
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"real IFEval/GSM8K files not present at {SHARED_DATA}")
 def test_real_files_run_with_limit_5(tiny_model: Path, offline: pytest.MonkeyPatch) -> None:
+    from sinkbench.tasks import _data
+
     offline.setenv(_data.DATA_DIR_ENV, str(SHARED_DATA))
     output = evaluate(tiny_model, ["ifeval_strict", "gsm8k_cot_strict"], limit=5)
     assert output["config"]["limit"] == 5

@@ -9,21 +9,20 @@ import os
 import random
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
 from tiny_models import CORPUS, tiny_causal_lm, tiny_tokenizer
-from tiny_training import make_trainer
 from tiny_vlms import FAMILY_TYPES, save_tiny_vlm
-from transformers import AutoModelForImageTextToText, Trainer
 
-from sinkbench.extract import extract_lm
 from sinkbench.models import load_model
-from sinkbench.monitor import STRENGTH_KEY, SinkMonitor, SinkStrengthCallback, Thresholds
 from sinkbench.sink.metrics import POSITION0_MASS, SHARE_G_ABOVE, SINK_STRENGTH
-from sinkbench.sink.observe import measure
 from sinkbench.sink.options import ProbeOptions
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import Trainer
 
 PROMPTS = CORPUS[:2]
 OPTIONS = ProbeOptions(num_layers=2)
@@ -38,6 +37,10 @@ def dropout_llama() -> torch.nn.Module:
 
 
 def _train(tmp_path, callback: bool, **callback_options) -> Trainer:
+    from tiny_training import make_trainer
+
+    from sinkbench.monitor import SinkStrengthCallback
+
     trainer = make_trainer(dropout_llama(), tmp_path)
     if callback:
         options = {"every_n_steps": 2, "prompts": PROMPTS, "options": OPTIONS, **callback_options}
@@ -51,6 +54,8 @@ def _losses(trainer: Trainer) -> list[tuple[int, float]]:
 
 
 def test_callback_logs_at_step_0_and_every_n_steps_without_changing_training(tmp_path):
+    from sinkbench.monitor import STRENGTH_KEY
+
     trace = tmp_path / "trace" / "sink.jsonl"
     monitored = _train(tmp_path / "a", callback=True, trace_path=trace)
     plain = _train(tmp_path / "b", callback=False)
@@ -68,6 +73,9 @@ def test_callback_logs_at_step_0_and_every_n_steps_without_changing_training(tmp
 
 
 def test_logged_s_is_the_s_of_the_model_at_that_step(tmp_path):
+    from sinkbench.monitor import STRENGTH_KEY
+    from sinkbench.sink.observe import measure
+
     trainer = _train(tmp_path, callback=True)
     expected, _ = measure(trainer.model, tiny_tokenizer(), PROMPTS, OPTIONS)
     final = [entry for entry in trainer.state.log_history if STRENGTH_KEY in entry][-1]
@@ -83,6 +91,8 @@ def test_stop_below_stops_training_and_warns(tmp_path, caplog):
 
 
 def _state(model: torch.nn.Module) -> dict:
+    import torch
+
     return {
         "modes": [module.training for module in model.modules()],
         "requires_grad": [p.requires_grad for p in model.parameters()],
@@ -95,6 +105,10 @@ def _state(model: torch.nn.Module) -> dict:
 
 
 def test_measure_restores_modes_gradients_attention_and_random_state():
+    import torch
+
+    from sinkbench.monitor import SinkMonitor
+
     model = dropout_llama().train()
     model.model.layers[1].eval()  # a mixed state must come back exactly
     model.model.embed_tokens.weight.requires_grad_(False)
@@ -116,6 +130,7 @@ def test_measure_restores_modes_gradients_attention_and_random_state():
 def test_the_census_runs_once_when_the_monitor_is_made_not_at_every_measurement(monkeypatch):
     import sinkbench.monitor
     import sinkbench.sink.observe
+    from sinkbench.monitor import SinkMonitor
 
     calls = []
     census = sinkbench.monitor.attention_layout
@@ -133,6 +148,8 @@ def test_the_census_runs_once_when_the_monitor_is_made_not_at_every_measurement(
 
 
 def test_thresholds_warn_on_floor_and_drop_and_stop_on_stop_below():
+    from sinkbench.monitor import Thresholds
+
     thresholds = Thresholds(warn_below=0.5, stop_below=0.2, max_drop=0.3)
     assert thresholds.check(1.0, 1.0) == ([], False)
     alerts, stop = thresholds.check(0.4, 1.0)
@@ -142,6 +159,10 @@ def test_thresholds_warn_on_floor_and_drop_and_stop_on_stop_below():
 
 
 def test_max_drop_is_measured_from_the_first_measurement(caplog):
+    import torch
+
+    from sinkbench.monitor import SinkMonitor, Thresholds
+
     model = tiny_causal_lm("llama")
     monitor = SinkMonitor(model, tiny_tokenizer(), PROMPTS, OPTIONS, thresholds=Thresholds(max_drop=0.0))
     monitor.measure(0)
@@ -156,6 +177,13 @@ def test_max_drop_is_measured_from_the_first_measurement(caplog):
 
 @pytest.mark.parametrize("model_type", FAMILY_TYPES)
 def test_vlm_is_measured_on_its_language_model(model_type, tmp_path):
+    import torch
+    from transformers import AutoModelForImageTextToText
+
+    from sinkbench.extract import extract_lm
+    from sinkbench.monitor import SinkMonitor
+    from sinkbench.sink.observe import measure
+
     source = save_tiny_vlm(tmp_path / "vlm", model_type)
     extract_lm(str(source), tmp_path / "lm")
     vlm = AutoModelForImageTextToText.from_pretrained(source, dtype=torch.float32)
@@ -167,6 +195,11 @@ def test_vlm_is_measured_on_its_language_model(model_type, tmp_path):
 
 
 def test_callback_on_a_llava_trainer(tmp_path):
+    from tiny_training import make_trainer
+    from transformers import AutoModelForImageTextToText
+
+    from sinkbench.monitor import STRENGTH_KEY, SinkStrengthCallback
+
     vlm = AutoModelForImageTextToText.from_pretrained(save_tiny_vlm(tmp_path / "vlm", "llava"))
     trainer = make_trainer(vlm, tmp_path, steps=2)
     trainer.add_callback(
@@ -179,6 +212,10 @@ def test_callback_on_a_llava_trainer(tmp_path):
 
 
 def test_sharded_parameters_are_refused(tmp_path):
+    from tiny_training import make_trainer
+
+    from sinkbench.monitor import SinkMonitor, SinkStrengthCallback
+
     model = tiny_causal_lm("llama")
     model.model.layers[
         0
@@ -192,9 +229,11 @@ def test_sharded_parameters_are_refused(tmp_path):
 
 
 def test_unsupported_models_and_bad_intervals_are_clear_errors(tmp_path):
+    from tiny_training import make_trainer
     from transformers import MambaConfig, MambaForCausalLM
 
     from sinkbench.errors import ModelNotSupported
+    from sinkbench.monitor import SinkMonitor, SinkStrengthCallback
 
     mamba = MambaForCausalLM(MambaConfig(num_hidden_layers=1, hidden_size=16, state_size=4, vocab_size=300))
     with pytest.raises(ModelNotSupported, match=r"model type 'mamba': it has no softmax attention layers"):
@@ -216,6 +255,10 @@ def _ddp_worker(rank: int, port: int, out: Path) -> None:
     interpreter's exit: both can block in gloo's threads (seen on a loaded 2-core machine: a futex wait of more
     than ten minutes after the results were written).
     """
+    import torch
+
+    from sinkbench.monitor import SinkMonitor, Thresholds
+
     torch.distributed.init_process_group(
         "gloo",
         init_method=f"tcp://127.0.0.1:{port}",
@@ -232,10 +275,13 @@ def _ddp_worker(rank: int, port: int, out: Path) -> None:
     os._exit(0)
 
 
+@pytest.mark.slow  # spawns a process group of fresh interpreters
 def test_under_ddp_the_main_process_measures_and_every_process_stops(tmp_path):
     import socket
 
     import torch.multiprocessing as mp
+
+    from sinkbench.sink.observe import measure
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

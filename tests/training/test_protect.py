@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
-import torch
-from tiny_models import tiny_causal_lm
-from tiny_training import make_trainer
+from typing import TYPE_CHECKING
 
-from sinkbench.protect import protect_sink_heads
+import pytest
+from tiny_models import tiny_causal_lm
+
+if TYPE_CHECKING:
+    import torch
 
 HEAD_DIM = 8  # the tiny models: 4 query heads and 2 key heads of 8 dimensions (hidden size 32)
 HEADS = [(1, 0), (2, 3)]
@@ -30,6 +31,11 @@ def _snapshot(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 
 def test_freeze_keeps_selected_rows_bit_identical_while_the_rest_trains(tmp_path):
+    import torch
+    from tiny_training import make_trainer
+
+    from sinkbench.protect import protect_sink_heads
+
     model = tiny_causal_lm("llama")
     before = _snapshot(model)
     handle = protect_sink_heads(model, HEADS, mode="freeze")
@@ -51,6 +57,10 @@ def test_freeze_keeps_selected_rows_bit_identical_while_the_rest_trains(tmp_path
 
 
 def test_freeze_masks_the_gradient_rows_and_remove_lifts_it():
+    import torch
+
+    from sinkbench.protect import protect_sink_heads
+
     model = tiny_causal_lm("llama")
     handle = protect_sink_heads(model, [(1, 2)], mode="freeze")
     ids = torch.tensor([[1, 5, 6, 7, 8, 9]])
@@ -65,6 +75,10 @@ def test_freeze_masks_the_gradient_rows_and_remove_lifts_it():
 
 
 def test_anchor_penalty_is_zero_before_the_first_update_and_positive_after():
+    import torch
+
+    from sinkbench.protect import protect_sink_heads
+
     model = tiny_causal_lm("llama")
     handle = protect_sink_heads(model, HEADS, mode="anchor", weight=0.5)
     assert handle.penalty().item() == 0.0
@@ -91,6 +105,8 @@ def test_anchor_penalty_is_zero_before_the_first_update_and_positive_after():
     ],
 )
 def test_biases_and_per_head_or_shared_norms_are_covered(model_type, expected):
+    from sinkbench.protect import protect_sink_heads
+
     handle = protect_sink_heads(tiny_causal_lm(model_type), [(0, 3)])
     assert {e.name.removeprefix("layers.0.self_attn."): len(e.rows) for e in handle.rows} == expected
     rows = {e.name.removeprefix("layers.0.self_attn."): e.rows.tolist() for e in handle.rows}
@@ -105,12 +121,16 @@ def test_a_vlm_is_protected_in_its_language_model(tmp_path):
     from tiny_vlms import save_tiny_vlm
     from transformers import AutoModelForImageTextToText
 
+    from sinkbench.protect import protect_sink_heads
+
     vlm = AutoModelForImageTextToText.from_pretrained(save_tiny_vlm(tmp_path / "vlm", "llava"))
     handle = protect_sink_heads(vlm, [(2, 1)])
     assert handle.rows[0].parameter is vlm.model.language_model.layers[2].self_attn.q_proj.weight
 
 
 def test_bad_requests_are_clear_errors():
+    from sinkbench.protect import protect_sink_heads
+
     model = tiny_causal_lm("llama")
     with pytest.raises(ValueError, match="Unknown protection mode 'thaw'"):
         protect_sink_heads(model, HEADS, mode="thaw")
@@ -121,6 +141,10 @@ def test_bad_requests_are_clear_errors():
 
 
 def test_lora_on_query_or_key_projections_is_refused():
+    import torch
+
+    from sinkbench.protect import protect_sink_heads
+
     model = tiny_causal_lm("llama")
     attention = _attention(model, 1)
 
