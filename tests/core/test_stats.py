@@ -330,6 +330,8 @@ def test_scipys_percentile_rule_is_scipy_quantile_to_the_last_bit(
     replicates: list[float], confidence: float
 ) -> None:
     """The partition behind the paired deltas' intervals takes the quantiles ``scipy.stats.quantile`` takes."""
+    from scipy import stats as scipy_stats
+
     from sinkbench.stats.resampling import scipy_percentile_interval
 
     values = np.asarray(replicates)
