@@ -71,19 +71,27 @@ def heatmap_svg(
     height = TOP + plot_height + BOTTOM
     norm = _colour_scale(grid)
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
-        f'viewBox="0 0 {WIDTH} {height}" role="img">',
-        f"<title>{escape(title)}</title>",
-        f"<desc>{escape(alt)}</desc>",
-        f'<rect width="{WIDTH}" height="{height}" fill="#ffffff"/>',
-        f'<text x="8" y="22" font-family="DejaVu Sans, sans-serif" font-size="13" fill="#333333">'
-        f"{escape(heading)}</text>",
+        *svg_opening(WIDTH, height, title=title, alt=alt, heading=heading),
         *_cells(grid, frame, norm),
         *_axes(frame, row_labels),
         *_colour_bar(frame, norm),
         "</svg>",
     ]
     return "\n".join(parts) + "\n"
+
+
+def svg_opening(width: float, height: float, *, title: str, alt: str, heading: str) -> list[str]:
+    """The first elements of a hand-written site SVG: the root, its ``<title>`` and ``<desc>`` (the page's alt
+    text), a white ground and the heading (all text escaped)."""
+    return [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img">',
+        f"<title>{escape(title)}</title>",
+        f"<desc>{escape(alt)}</desc>",
+        f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
+        f'<text x="8" y="22" font-family="DejaVu Sans, sans-serif" font-size="13" fill="#333333">'
+        f"{escape(heading)}</text>",
+    ]
 
 
 def _grid(values: Sequence[Sequence[float | None]]) -> np.ndarray:

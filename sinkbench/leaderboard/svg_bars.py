@@ -13,6 +13,8 @@ from xml.sax.saxutils import escape
 
 from matplotlib.ticker import MaxNLocator
 
+from sinkbench.svg_heatmap import svg_opening
+
 WIDTH = 640
 ROW_HEIGHT, TOP, BOTTOM, RIGHT = 22, 40, 46, 40
 #: Width per character of a category label (pixels, 11 px DejaVu Sans), and the least room for the labels.
@@ -31,14 +33,7 @@ def bars_svg(counts: Sequence[tuple[str, int]], *, title: str, heading: str, x_l
     end = next(t for t in values if t >= top)  # the axis runs to the first tick at or past the longest bar
     ticks = [t for t in values if t <= end]
     scale = plot_width / max(ticks[-1], 1)
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
-        f'viewBox="0 0 {WIDTH} {height}" role="img">',
-        f"<title>{escape(title)}</title>",
-        f"<desc>{escape(alt)}</desc>",
-        f'<rect width="{WIDTH}" height="{height}" fill="#ffffff"/>',
-        f'<text x="8" y="22" font-family="DejaVu Sans, sans-serif" font-size="13" fill="#333333">{escape(heading)}</text>',
-    ]
+    parts = svg_opening(WIDTH, height, title=title, alt=alt, heading=heading)
     bottom = TOP + ROW_HEIGHT * len(counts)
     for tick in ticks:
         x = left + tick * scale
