@@ -16,6 +16,7 @@ Phrasings are drawn from small pools with the same generator, so a seed gives th
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -199,3 +200,30 @@ def vl_conversation(scene: Scene, rng: np.random.Generator, mix: ReplyMix) -> li
         prefix = f"{IMAGE_TOKEN}\n" if turn == 0 else ""
         messages += [{"role": "user", "content": prefix + question}, {"role": "assistant", "content": reply}]
     return messages
+
+
+def _alternatives(words: tuple[str, ...] | list[str]) -> str:
+    return "(?:" + "|".join(re.escape(word) for word in words) + ")"
+
+
+_CELL = _alternatives(CELLS)
+_NUMBER = _alternatives(NUMBERS)
+_ANSWER_WORDS = _alternatives([word for words in ANSWERS.values() for word in words])
+#: What a stage-2 reply says in words no IFEval answer needs: a grid cell, a counted shape, the counting verdict,
+#: a description's opening or a one-word answer on its own (case-insensitive; the templates above, as patterns).
+TEMPLATE_PATTERNS = (
+    rf"\bthe {_CELL}\b",
+    rf"\bthat makes {_NUMBER} shapes?\b",
+    r"\bso the answer is \d\b",
+    rf"\bthere (?:is|are) {_NUMBER} shapes? in the image\b",
+    r"\bon a (?:dark|black) background\b",
+    r"\bon a two by two grid\b",
+    rf"^\s*{_ANSWER_WORDS}\.?\s*$",
+)
+_TEMPLATE = re.compile("|".join(f"(?:{pattern})" for pattern in TEMPLATE_PATTERNS), re.IGNORECASE)
+
+
+def echoes_template(answer: str) -> bool:
+    """Whether ``answer`` contains a stage-2 reply template (:data:`TEMPLATE_PATTERNS`): the model answers a text
+    prompt as it was taught to answer about an image."""
+    return _TEMPLATE.search(answer) is not None

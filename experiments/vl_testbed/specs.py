@@ -44,6 +44,10 @@ class VisionSpec:
         image_size: side of the square input image, in pixels.
         patch_size: side of a patch; the LM sees ``(image_size / patch_size) ** 2`` image tokens.
         hidden_size, intermediate_size, layers, heads: the transformer's shape.
+        projector_scale: the projector's output layer is multiplied by this at initialisation, so the image tokens
+            enter the LM this many times larger than LLaVA's default initialisation makes them (real CLIP features
+            projected into an LM carry far larger norms than its text embeddings); 1 leaves it as transformers
+            initialises it.
     """
 
     image_size: int = 32
@@ -52,6 +56,7 @@ class VisionSpec:
     intermediate_size: int = 512
     layers: int = 2
     heads: int = 4
+    projector_scale: float = 1.0
 
     @property
     def image_tokens(self) -> int:

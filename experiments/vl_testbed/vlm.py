@@ -40,8 +40,8 @@ def add_image_token(tokenizer: Any) -> int:
 def build_vlm(lm: torch.nn.Module, tokenizer: Any, vision: VisionSpec, *, seed: int = 0) -> torch.nn.Module:
     """A LLaVA around ``lm`` (weights copied; ``tokenizer`` gains the image token); vision and projector random.
 
-    ``seed`` initialises the vision encoder and the projector. The result computes the same text-only logits as
-    ``lm`` (tested).
+    ``seed`` initialises the vision encoder and the projector (its output layer scaled by
+    ``vision.projector_scale``). The result computes the same text-only logits as ``lm`` (tested).
     """
     from transformers import LlavaConfig, LlavaForConditionalGeneration
 
@@ -60,6 +60,10 @@ def build_vlm(lm: torch.nn.Module, tokenizer: Any, vision: VisionSpec, *, seed: 
     )
     torch.manual_seed(seed)
     vlm = LlavaForConditionalGeneration(config).to(next(lm.parameters()).dtype)
+    if vision.projector_scale != 1.0:
+        with torch.no_grad():
+            for tensor in vlm.model.multi_modal_projector.linear_2.parameters():
+                tensor.mul_(vision.projector_scale)
     state = lm.model.state_dict()
     added = len(tokenizer) - state["embed_tokens.weight"].shape[0]
     state["embed_tokens.weight"] = _grow(state["embed_tokens.weight"], added)

@@ -1,0 +1,410 @@
+"""The mechanism pilot: in which affordable regime does VL training move the backbone's sink, with the visual task
+learned? Run before any protected arm, on seeds the experiment never uses.
+
+The committed experiment asked whether freezing the sink heads protects text skills, of runs in which the sink
+never moved. This pilot searches what real VL training differs in, one setting at a time (:data:`SETTINGS`):
+stage-2 length and learning rate, image tokens per image, the scale of the projected image features, and a
+text-only share of the reply mix. Each setting trains the no-protection arm on every pilot seed and measures:
+
+* **the sink's perturbation**: S of the VLM-LM with its interval against the base's, the paper's B_gap (median of
+  the realised change of the sink's attention log-odds, ``sinkbench margin``), and each head's attention on the
+  first token before and after stage 2, on text prompts and on prompts with an image (:mod:`.mechanism`);
+* **the visual task**: held-out visual accuracy against the realistic null, the same seed's VLM after stage 1
+  (its language model untouched by VL training);
+* **template echo**: on IFEval prompts drawn at random (recorded seed) from the short-answer set, the share of
+  answers containing a stage-2 reply template (:func:`.replies.echoes_template`), the distinct answers, and the
+  NLL of the base model's own answers (nats/token, the stop decision left out).
+
+The rule that picks the compared regime (:data:`RULE`) is fixed here, before the runs: a setting *moves the sink*
+when S of the VLM-LM differs from the base's by at least :data:`S_SHIFT` nats, with one sign, on every pilot
+seed; it *learns the visual task* when held-out accuracy beats the same seed's stage-1 VLM by at least
+:data:`VISUAL_GAIN` on every seed; among the settings that do both, the compared regime is the one with the least
+template echo (then the shortest stage 2). None: the protection questions read "not posed".
+
+    SINKBENCH_DATA_DIR=DIR python -m experiments.vl_testbed.pilot          # resumable, run by run
+    python -m experiments.vl_testbed.pilot --settings recipe --seeds 200   # a subset
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from experiments.vl_testbed.replies import ReplyMix, echoes_template
+from experiments.vl_testbed.specs import StageSpec, VisionSpec
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+RESULTS = HERE / "results" / "vl_testbed_mechanism_pilot.json"
+
+#: S of the VLM-LM must move this far from the base's (nats), with one sign, on every seed: twice the range of S
+#: over the six no-protection seeds of the committed experiment (1.426 to 1.590), a regime in which nothing
+#: happened to the sink, so its spread is the seed noise of S after training (fixed before these runs).
+S_SHIFT = 0.33
+#: Held-out visual accuracy must beat the same seed's stage-1 VLM by this much on every seed: 3 binomial standard
+#: errors at 192 questions and 30% accuracy (the realistic null of the committed experiment was 29-36%).
+VISUAL_GAIN = 0.10
+RULE = (
+    f"a setting moves the sink when |S(VLM-LM) - S(base)| >= {S_SHIFT} nats with one sign on every pilot seed, and "
+    f"learns the visual task when held-out accuracy - the same seed's stage-1 accuracy >= {VISUAL_GAIN:.2f} on every "
+    "seed; of the settings that do both, the compared regime has the lowest median template-echo rate (ties: the "
+    "fewest stage-2 steps); none: the protection questions are not posed"
+)
+SEEDS = (200, 201)
+STAGE1 = StageSpec(steps=12, batch_size=8, lr=1e-3, warmup=0.1, train_lm=False, bf16=False)
+STAGE0_STEPS = 400
+ECHO_PROMPTS, ECHO_SEED, ECHO_TOKENS = 48, 4300, 48
+IMAGE_QUESTIONS, VISUAL_IMAGES, VISUAL_SEED = 24, 64, 1_000_003
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One stage-2 regime of the no-protection arm (float32, batches of 8, 10% warmup, cosine decay)."""
+
+    name: str
+    what: str
+    steps: int = 20
+    lr: float = 3e-4
+    image_size: int = 32  # 16-pixel patches: (image_size / 16) ** 2 image tokens
+    projector_scale: float = 1.0
+    text_share: float = 0.0
+
+    @property
+    def vision(self) -> VisionSpec:
+        """The vision side this setting trains (stages 0 and 1 are made once per seed and vision)."""
+        return VisionSpec(image_size=self.image_size, projector_scale=self.projector_scale)
+
+    @property
+    def stage2(self) -> StageSpec:
+        """Its stage 2."""
+        return StageSpec(steps=self.steps, batch_size=8, lr=self.lr, warmup=0.1, train_lm=True, bf16=False)
+
+
+#: The settings, in run order: the committed recipe first, then one change each, then the changes together.
+SETTINGS = (
+    Setting("recipe", "the committed experiment's compared dose: 20 steps at 3e-4, 4 image tokens"),
+    Setting(
+        "scale10",
+        "image features 10x larger (the projector's output layer scaled at initialisation)",
+        projector_scale=10.0,
+    ),
+    Setting("tokens16", "16 image tokens per image (64-pixel scenes in 16-pixel patches)", image_size=64),
+    Setting("long", "4x the stage-2 length: 80 steps at 3e-4", steps=80),
+    Setting("lr1e-3", "a 3.3x higher peak learning rate: 20 steps at 1e-3", lr=1e-3),
+    Setting(
+        "text25",
+        "25% of the chats text-only (GSM8K), LLaVA-Mix's rehearsal share made larger",
+        text_share=0.25,
+    ),
+    Setting(
+        "long_tokens16_scale10",
+        "80 steps, 16 image tokens and 10x image features together",
+        steps=80,
+        image_size=64,
+        projector_scale=10.0,
+    ),
+)
+BY_NAME = {setting.name: setting for setting in SETTINGS}
+
+
+def _vision_key(vision: VisionSpec) -> str:
+    return f"px{vision.image_size}-scale{vision.projector_scale:g}"
+
+
+class Pilot:
+    """Runs (and resumes) the pilot; the state is written to ``workdir/state.json`` after every step."""
+
+    def __init__(self, workdir: Path, out: Path, header: dict[str, Any], log: Callable[[str], None]) -> None:
+        from experiments.vl_testbed.run import gsm8k_problems, sink_heads
+        from experiments.vl_testbed.schema import RunGroup, TestbedConfig
+        from sinkbench.models import resolve_model
+
+        self.workdir, self.out, self.log = workdir, out, log
+        self.state_file = workdir / "state.json"
+        self.base_dir = Path(resolve_model("smollm2-135m-instruct")[1])
+        self.sink_heads, self.shape = sink_heads(self.base_dir, 0.1)
+        needs_text = TestbedConfig(
+            stage1=STAGE1,
+            doses={"x": STAGE1},
+            compare_dose="x",
+            text_share=0.25,
+            plan=(RunGroup(data="vl", dose="x", arms=("none",)),),
+        )
+        self.problems, self.text_source = gsm8k_problems(needs_text)
+        self.docs, self.echo_indices = echo_prompts()
+        fresh = {**header, "rule": RULE, "settings": [dataclasses.asdict(s) for s in SETTINGS], "runs": []}
+        fresh["echo_prompts"] = {"seed": ECHO_SEED, "indices_in_ifeval": self.echo_indices}
+        self.state = json.loads(self.state_file.read_text()) if self.state_file.is_file() else fresh
+        self.state["rule"], self.state["settings"] = RULE, fresh["settings"]
+
+    def _write(self) -> None:
+        from sinkbench.safe_io import write_json_atomic
+
+        write_json_atomic(self.state, self.state_file)
+
+    def base(self) -> dict[str, Any]:
+        """The base LM's S, its answers to the echo prompts, and what they score (once)."""
+        if "base" not in self.state:
+            self.log("base model")
+            from experiments.vl_testbed.experiment import load_base
+            from experiments.vl_testbed.outcomes import generate
+
+            model, tokenizer = load_base(self.base_dir)
+            answers = generate(model, tokenizer, [d["prompt"] for d in self.docs], ECHO_TOKENS, 16)
+            self.state["base"] = {
+                "sink": _screen(self.base_dir),
+                "answers": list(answers.texts),
+                "answer_ids": [list(ids) for ids in answers.token_ids],
+                "stopped": list(answers.stopped),
+                "echo": _echo(answers.texts),
+            }
+            self._write()
+        return self.state["base"]
+
+    def stage1(self, seed: int, vision: VisionSpec) -> tuple[Path, dict[str, Any]]:
+        """The seed's stage-0/1 vision weights for ``vision`` and the stage-1 VLM's measurements (made once)."""
+        from experiments.vl_testbed.experiment import load_base
+        from experiments.vl_testbed.mechanism import first_token_attention, image_prompts, text_prompts
+        from experiments.vl_testbed.train import pretrain_encoder, stage_data, train_stage, vision_state
+        from experiments.vl_testbed.visual import visual_accuracy
+        from experiments.vl_testbed.vlm import build_vlm
+
+        key = f"seed{seed}-{_vision_key(vision)}"
+        path = self.workdir / key / "stage1.pt"
+        record = self.state.setdefault("stage1", {}).get(key)
+        if record is not None and path.is_file():
+            return path, record
+        self.log(f"{key}: stages 0 and 1")
+        started = time.perf_counter()
+        lm, tokenizer = load_base(self.base_dir)
+        vlm = build_vlm(lm, tokenizer, vision, seed=seed)
+        stage0 = pretrain_encoder(vlm, vision, seed, STAGE0_STEPS)
+        data = stage_data("stage1", seed, STAGE1.steps * STAGE1.batch_size, tokenizer, vision)
+        train_stage(vlm, tokenizer, data, STAGE1, seed)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(vision_state(vlm), path)
+        items = _visual_items(vision)
+        attention = {
+            "text": first_token_attention(vlm, text_prompts(tokenizer)),
+            "image": first_token_attention(
+                vlm, image_prompts(tokenizer, items[:IMAGE_QUESTIONS], vision.image_tokens)
+            ),
+        }
+        np.savez(path.with_name("attention.npz"), **attention)
+        record = {
+            "stage0_train_accuracy": stage0["train_accuracy"],
+            "visual": visual_accuracy(vlm, tokenizer, items, vision.image_tokens, dtype=torch.float32),
+            "seconds": round(time.perf_counter() - started, 1),
+        }
+        self.state["stage1"][key] = record
+        self._write()
+        return path, record
+
+    def run_one(self, setting: Setting, seed: int) -> dict[str, Any]:
+        """Stage 2 of ``setting`` on ``seed`` (no protection), then every measurement of the module docstring."""
+        from experiments.vl_testbed.experiment import load_base
+        from experiments.vl_testbed.mechanism import (
+            first_token_attention,
+            image_prompts,
+            sink_shift,
+            text_prompts,
+        )
+        from experiments.vl_testbed.outcomes import ReferenceAnswers, answer_nll, generate
+        from experiments.vl_testbed.train import stage_data, train_stage
+        from experiments.vl_testbed.visual import visual_accuracy
+        from experiments.vl_testbed.vlm import build_vlm, save_vlm
+        from sinkbench.extract.pipeline import extract_lm
+        from sinkbench.sink.margin import pair_margin
+
+        vision = setting.vision
+        stage1_path, stage1 = self.stage1(seed, vision)
+        before = np.load(stage1_path.with_name("attention.npz"))
+        started = time.perf_counter()
+        lm, tokenizer = load_base(self.base_dir)
+        vlm = build_vlm(lm, tokenizer, vision, seed=seed)
+        vlm.load_state_dict(torch.load(stage1_path), strict=False)
+        spec = setting.stage2
+        data = stage_data(
+            "stage2",
+            seed,
+            spec.steps * spec.batch_size,
+            tokenizer,
+            vision,
+            replies=ReplyMix(),
+            problems=self.problems,
+            text_share=setting.text_share,
+        )
+        trained = train_stage(vlm, tokenizer, data, spec, seed)
+        stage2_seconds = time.perf_counter() - started
+        items = _visual_items(vision)
+        visual = visual_accuracy(vlm, tokenizer, items, vision.image_tokens, dtype=torch.float32)
+        attention = {
+            "text": sink_shift(
+                before["text"], first_token_attention(vlm, text_prompts(tokenizer)), self.sink_heads
+            ),
+            "image": sink_shift(
+                before["image"],
+                first_token_attention(
+                    vlm, image_prompts(tokenizer, items[:IMAGE_QUESTIONS], vision.image_tokens)
+                ),
+                self.sink_heads,
+            ),
+        }
+        run_dir = self.workdir / f"seed{seed}" / setting.name
+        shutil.rmtree(run_dir, ignore_errors=True)
+        save_vlm(vlm, tokenizer, vision, run_dir / "vlm")
+        del vlm, lm
+        extract_lm(str(run_dir / "vlm"), run_dir / "lm")
+        sink = _screen(run_dir / "lm")
+        margin = pair_margin(str(self.base_dir), str(run_dir / "lm"), progress=False)["overall"]
+        model, tokenizer = load_base(run_dir / "lm")
+        prompts = [d["prompt"] for d in self.docs]
+        answers = generate(model, tokenizer, prompts, ECHO_TOKENS, 16)
+        base = self.base()
+        reference = ReferenceAnswers(
+            tuple(prompts), tuple(map(tuple, base["answer_ids"])), tuple(base["stopped"])
+        )
+        _, nll_continue = answer_nll(model, tokenizer, reference)
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return {
+            "setting": setting.name,
+            "seed": seed,
+            "stage2": {**trained.to_dict(), "supervised_tokens": data.supervised_tokens},
+            "visual": visual,
+            "visual_gain": round(visual["accuracy"] - stage1["visual"]["accuracy"], 5),
+            "sink": sink,
+            "s_shift": round(sink["sink_strength"] - base["sink"]["sink_strength"], 5),
+            "margin": margin,
+            "first_token_attention": attention,
+            "echo": _echo(answers.texts),
+            "answers": list(answers.texts),
+            "nll_continue": round(float(np.nanmean(nll_continue)), 5),
+            "seconds": {"stage2": round(stage2_seconds, 1), "total": round(time.perf_counter() - started, 1)},
+        }
+
+    def run(self, settings: Sequence[Setting], seeds: Sequence[int]) -> dict[str, Any]:
+        """Every (setting, seed) not yet on file, in order; then the verdicts and the results file."""
+        from sinkbench.safe_io import write_json_atomic
+
+        self.base()
+        for setting in settings:
+            for seed in seeds:
+                if any(r["setting"] == setting.name and r["seed"] == seed for r in self.state["runs"]):
+                    continue
+                self.log(f"{setting.name} seed {seed}")
+                self.state["runs"].append(self.run_one(setting, seed))
+                self._write()
+                run = self.state["runs"][-1]
+                self.log(
+                    f"  S shift {run['s_shift']:+.3f}, B_gap {run['margin']['b_gap']:.3f}, visual gain "
+                    f"{run['visual_gain']:+.3f}, echo {run['echo']['rate']:.2f}, {run['seconds']['total']:.0f} s"
+                )
+        self.state["verdicts"] = verdicts(self.state["runs"], seeds)
+        self._write()
+        write_json_atomic(self.state, self.out)
+        return self.state
+
+
+def verdicts(runs: Sequence[dict[str, Any]], seeds: Sequence[int]) -> dict[str, Any]:
+    """:data:`RULE` applied: per setting whether the sink moved and the visual task was learned on every seed,
+    and the compared regime (None when no setting does both)."""
+    settings: dict[str, Any] = {}
+    for name in dict.fromkeys(run["setting"] for run in runs):
+        mine = [run for run in runs if run["setting"] == name and run["seed"] in seeds]
+        if len(mine) < len(seeds):
+            continue
+        shifts = [run["s_shift"] for run in mine]
+        settings[name] = {
+            "sink_moved": all(abs(s) >= S_SHIFT for s in shifts) and len({np.sign(s) for s in shifts}) == 1,
+            "visual_learned": all(run["visual_gain"] >= VISUAL_GAIN for run in mine),
+            "echo_rate": float(np.median([run["echo"]["rate"] for run in mine])),
+            "steps": BY_NAME[name].steps if name in BY_NAME else None,
+        }
+    eligible = [n for n, v in settings.items() if v["sink_moved"] and v["visual_learned"]]
+    chosen = min(eligible, key=lambda n: (settings[n]["echo_rate"], settings[n]["steps"] or 0), default=None)
+    return {"settings": settings, "compared_regime": chosen}
+
+
+def _screen(path: Path) -> dict[str, Any]:
+    from sinkbench.sink.probe_model import probe_model
+
+    report, _ = probe_model(str(path), progress=False)
+    return {
+        "sink_strength": report["sink_strength"],
+        "ci": report["sink_strength_ci"],
+        "position0_mass": report["metrics"]["position0_mass"],
+    }
+
+
+def _echo(answers: Sequence[str]) -> dict[str, Any]:
+    echoed = [echoes_template(answer) for answer in answers]
+    return {
+        "rate": round(float(np.mean(echoed)), 5),
+        "echoed": int(sum(echoed)),
+        "distinct": len(set(answers)),
+    }
+
+
+def _visual_items(vision: VisionSpec) -> list[Any]:
+    from experiments.vl_testbed.scenes import question_items
+
+    return question_items(VISUAL_SEED, VISUAL_IMAGES, vision.image_size)
+
+
+def echo_prompts() -> tuple[list[dict[str, Any]], list[int]]:
+    """:data:`ECHO_PROMPTS` IFEval prompts drawn at random (seed :data:`ECHO_SEED`) from the short-answer subset."""
+    from experiments.vl_testbed.ifeval_short import short_answer_prompts
+    from sinkbench.tasks._data import load_task_data
+    from sinkbench.tasks.ifeval_strict.utils import SOURCE
+
+    data, _ = load_task_data(SOURCE)
+    docs = [dict(doc) for doc in data[SOURCE.split]]
+    kept = short_answer_prompts(docs)
+    chosen = sorted(np.random.default_rng(ECHO_SEED).choice(kept, size=ECHO_PROMPTS, replace=False).tolist())
+    return [docs[i] for i in chosen], chosen
+
+
+def main() -> None:
+    """Run or resume the pilot."""
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.vl_testbed.pilot", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--settings", nargs="+", choices=list(BY_NAME), help="settings to run (default: all, in order)"
+    )
+    parser.add_argument(
+        "--seeds", type=int, nargs="+", default=list(SEEDS), help="pilot seeds (default: %(default)s)"
+    )
+    parser.add_argument("--threads", type=int, default=2, help="torch threads (default: %(default)s)")
+    parser.add_argument(
+        "--workdir", type=Path, default=ROOT / "out" / "mechanism-pilot", help="state and checkpoints"
+    )
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results JSON (default: %(default)s)")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    from sinkbench.provenance import report_header
+
+    started = time.perf_counter()
+
+    def log(message: str) -> None:
+        print(f"[{time.perf_counter() - started:7.1f} s] {message}", flush=True)
+
+    settings = [BY_NAME[name] for name in args.settings] if args.settings else list(SETTINGS)
+    header = {**report_header(), "command": "SINKBENCH_DATA_DIR=DIR python -m experiments.vl_testbed.pilot"}
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    Pilot(args.workdir, args.out, header, log).run(settings, args.seeds)
+    print(f"done in {time.perf_counter() - started:.0f} s; wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
