@@ -7,5 +7,7 @@ Modules: :mod:`.scenes` (images, captions, one-word questions), :mod:`.replies` 
 :mod:`.text_chats` (GSM8K chats of the text-only control), :mod:`.vlm` (the LLaVA and its encoding), :mod:`.train`
 (stages 0-2), :mod:`.controls` (the arms), :mod:`.visual` (accuracy on held-out scenes), :mod:`.ifeval_short`
 (short-answer IFEval), :mod:`.outcomes` (the text outcomes), :mod:`.schema` (the results file, which the
-page reads), :mod:`.experiment` (the resumable run), :mod:`.analysis` and :mod:`.verdicts` (statistics and verdicts).
+page reads), :mod:`.experiment` (the resumable run), :mod:`.analysis` and :mod:`.verdicts` (statistics and verdicts),
+:mod:`.mechanism` (each head's first-token attention before and after stage 2) and :mod:`.pilot` (the mechanism pilot:
+which regime moves the sink).
 """

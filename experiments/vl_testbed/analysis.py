@@ -14,6 +14,10 @@ or a group with the base model (one deterministic value). For each outcome of :d
   VL arm at the compared dose (times sqrt 2 for a difference of two runs, which ignores the pairing and so errs
   large), each simulated difference rounded to the outcome's resolution (one prompt, one question), and that
   spread never below one resolution step;
+* each outcome's **margin** (:attr:`Outcome.margin`) is the smallest effect worth a verdict, fixed in this module
+  before the runs it judges (the first committed experiment was re-judged with them after it ran, as its page
+  says); a question about protecting the sink is posed only where the no-protection arm's sink moved
+  (:func:`experiments.vl_testbed.verdicts.sink_moved`);
 * the verdict follows the rules of :mod:`experiments.vl_testbed.verdicts`.
 
 A run's visual accuracy is tested against chance with a one-sided exact binomial test (``scipy.stats.binomtest``).
@@ -30,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from experiments.vl_testbed.replies import echo_rate
 from experiments.vl_testbed.schema import (
     Analysis,
     BaseRecord,
@@ -40,17 +45,25 @@ from experiments.vl_testbed.schema import (
     RunRecord,
     Spread,
 )
-from experiments.vl_testbed.verdicts import ALPHA, verdict
+from experiments.vl_testbed.verdicts import S_SHIFT, VISUAL_GAIN, sink_moved, verdict
 from sinkbench.stats import mean_interval, minimum_detectable_difference, sign_flip_p
 
+ALPHA = 0.05
 POWER = 0.8
+#: The margin of the IFEval scores (points): about two prompts of a hundred, a quarter of the headroom the first
+#: committed experiment's non-trivial subset left above its base model (about 9 prompts).
+IFEVAL_MARGIN = 2.0
+#: The margin of the template-echo rate: 5% of the answers (about 6 of 128).
+ECHO_MARGIN = 0.05
+#: The margin of the NLL outcomes (nats/token): 7% of the base model's own NLL of its answers (0.726).
+NLL_MARGIN = 0.05
 
 
 @dataclass(frozen=True)
 class Outcome:
     """One outcome: its name on the page, unit, better direction (None: descriptive), how to read it from a run
-    or the base model, its resolution (the smallest change one run can show; 0 when continuous), and what a
-    collapsed answer scores on it."""
+    or the base model, its resolution (the smallest change one run can show; 0 when continuous), what a
+    collapsed answer scores on it, and its margin (the smallest effect worth a verdict; None when descriptive)."""
 
     label: str
     unit: str
@@ -58,6 +71,7 @@ class Outcome:
     read: Callable[[Any], float]
     resolution: Callable[[Any], float]
     collapsed: str
+    margin: float | None = None
 
 
 def _continuous(_: Any) -> float:
@@ -74,6 +88,7 @@ def _ifeval(score: str, label: str, count: str, collapsed: str) -> Outcome:
         lambda r: 100 * getattr(r.text.ifeval, score),
         lambda r: 100 / getattr(r.text.ifeval, count),
         collapsed,
+        IFEVAL_MARGIN,
     )
 
 
@@ -85,6 +100,7 @@ OUTCOMES: dict[str, Outcome] = {
         lambda r: r.text.nll_continue_mean,
         _continuous,
         "not moved by a wish to stop: each token is scored against the tokens that do not end the answer",
+        NLL_MARGIN,
     ),
     "nll": Outcome(
         "NLL of the base model's answers",
@@ -93,6 +109,7 @@ OUTCOMES: dict[str, Outcome] = {
         lambda r: r.text.nll_mean,
         _continuous,
         "grows without bound as the model's chance of stopping at once goes to 1",
+        NLL_MARGIN,
     ),
     "non_trivial_strict": Outcome(
         "IFEval prompt-level strict, prompts a trivial answer fails",
@@ -101,6 +118,7 @@ OUTCOMES: dict[str, Outcome] = {
         lambda r: 100 * r.text.non_trivial_strict,
         lambda r: 100 / r.text.non_trivial_prompts,
         "0 by construction: both an empty answer and 'Red.' fail every one of these prompts",
+        IFEVAL_MARGIN,
     ),
     "prompt_strict": _ifeval(
         "prompt_strict",
@@ -112,6 +130,23 @@ OUTCOMES: dict[str, Outcome] = {
         "inst_strict", "instruction-level strict", "instructions", "see the trivial answers' scores"
     ),
     "prompt_loose": _ifeval("prompt_loose", "prompt-level loose", "prompts", "at least the strict score"),
+    "echo_rate": Outcome(
+        "answers that echo a stage-2 reply template",
+        "share",
+        False,
+        lambda r: echo_rate(r.text.answers),
+        lambda r: 1 / len(r.text.answers),
+        "0 for the trivial answers; 1 for a model that answers every prompt with a reply about a scene",
+        ECHO_MARGIN,
+    ),
+    "distinct_answers": Outcome(
+        "distinct answers",
+        "answers",
+        None,
+        lambda r: len(set(r.text.answers)),
+        lambda r: 1.0,
+        "1",
+    ),
     "answer_tokens": Outcome(
         "median answer length",
         "tokens",
@@ -129,7 +164,13 @@ OUTCOMES: dict[str, Outcome] = {
         "1.0",
     ),
     "sink_strength": Outcome(
-        "S of the VLM-LM", "nats", True, lambda r: r.sink.sink_strength, _continuous, "not an answer score"
+        "S of the VLM-LM",
+        "nats",
+        True,
+        lambda r: r.sink.sink_strength,
+        _continuous,
+        "not an answer score",
+        S_SHIFT,
     ),
     "visual_accuracy": Outcome(
         "visual accuracy, held-out questions",
@@ -138,6 +179,7 @@ OUTCOMES: dict[str, Outcome] = {
         lambda r: 100 * _visual(r).accuracy,
         lambda r: 100 / _visual(r).n,
         "not a text outcome",
+        100 * VISUAL_GAIN,
     ),
 }
 #: The primary outcome, named before the runs: continuous, paired per prompt, blind to answer length.
@@ -153,7 +195,8 @@ class Question:
     """A question of the experiment: treated against control (a run group ``data/dose/arm``, or ``base``).
 
     ``yes`` is ``worse`` when the question asks about damage (the treated group scores worse) and ``better``
-    when it asks about protection; ``protection`` questions are gated by the positive control.
+    when it asks about protection; ``protection`` questions are gated by the positive control, and questions
+    ``about_sink`` (freezing heads) by the mechanism: they are posed only where the sink moved.
     """
 
     text: str
@@ -161,6 +204,7 @@ class Question:
     control: str
     yes: str
     protection: bool = False
+    about_sink: bool = False
 
 
 def questions(compare: str, doses: Sequence[str]) -> dict[str, Question]:
@@ -195,14 +239,15 @@ def questions(compare: str, doses: Sequence[str]) -> dict[str, Question]:
         ("all_qk", "freezing every head's query/key rows"),
     ):
         asked[f"protect_{arm}"] = Question(
-            f"Does {what} protect?", f"{vl}/{arm}", f"{vl}/none", "better", protection=True
+            f"Does {what} protect?", f"{vl}/{arm}", f"{vl}/none", "better", protection=True, about_sink=True
         )
     asked["sink_vs_random"] = Question(
         "Do the sink heads protect more than matched random heads?",
         f"{vl}/sink",
         f"{vl}/random",
         "better",
-        True,
+        protection=True,
+        about_sink=True,
     )
     return asked
 
@@ -252,7 +297,14 @@ def _summary(name: str, by_seed: dict[int, RunRecord]) -> GroupSummary:
 
 
 def _effect(
-    d: np.ndarray, detectable: float, *, yes_sign: int, protection: bool, separated: bool | None
+    d: np.ndarray,
+    detectable: float,
+    margin: float | None,
+    *,
+    yes_sign: int,
+    protection: bool,
+    separated: bool | None,
+    moved: bool | None,
 ) -> Effect:
     low, high = mean_interval(d)
     p = sign_flip_p(d)
@@ -268,14 +320,15 @@ def _effect(
         zero=int((d == 0).sum()),
         minimum_detectable=detectable if finite else None,
         undetectable=None if finite else "too_few_seeds" if math.isinf(detectable) else "no_spread",
+        margin=margin,
         verdict=verdict(
             float(d.mean()),
-            None if math.isnan(p) else p,
             (low, high),
-            detectable if finite else None,
+            margin,
             yes_sign=yes_sign,
             protection=protection,
             positive_control_separated=separated,
+            sink_moved=moved,
         ),
     )
 
@@ -294,6 +347,12 @@ def summarize(results: Results) -> Analysis:
     compare_none = groups.get(f"vl/{config.compare_dose}/none", {})
     comparisons: dict[str, Comparison] = {}
     separated: dict[str, bool] = {}
+    shifts = (
+        [compare_none[s].sink.sink_strength - results.base.sink.sink_strength for s in sorted(compare_none)]
+        if results.base is not None
+        else []
+    )
+    moved = sink_moved(shifts) if shifts else None
     for name, question in questions(config.compare_dose, list(config.doses)).items():
         treated = groups.get(question.treated, {})
         control = groups.get(question.control, {}) if question.control != "base" else None
@@ -317,9 +376,11 @@ def summarize(results: Results) -> Analysis:
             effects[key] = _effect(
                 treated_values - control_values,
                 minimum_detectable_difference(sd, len(seeds), resolution, alpha=ALPHA, power=POWER),
+                outcome.margin,
                 yes_sign=_yes_sign(outcome, question.yes),
                 protection=question.protection,
                 separated=separated.get(key),
+                moved=moved if question.about_sink else None,
             )
         comparisons[name] = Comparison(
             question=question.text,
@@ -341,4 +402,6 @@ def summarize(results: Results) -> Analysis:
             "the spread never below one such step",
         },
         stage1_visual=spread(stage1) if stage1 else None,
+        sink_shifts=[round(shift, 5) for shift in shifts],
+        sink_moved=moved,
     )

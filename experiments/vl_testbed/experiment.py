@@ -25,7 +25,16 @@ import torch
 
 from experiments.vl_testbed import analysis
 from experiments.vl_testbed.controls import ARMS, arm_heads, frozen_units
-from experiments.vl_testbed.outcomes import Generated, ReferenceAnswers, measure_text, reference_answers
+from experiments.vl_testbed.outcomes import (
+    TRIVIAL_ANSWERS,
+    Generated,
+    ReferenceAnswers,
+    frequent_answers,
+    measure_text,
+    non_trivial_prompts,
+    reference_answers,
+    trivial_scores,
+)
 from experiments.vl_testbed.scenes import question_items
 from experiments.vl_testbed.schema import (
     BaseRecord,
@@ -169,6 +178,7 @@ class Testbed:
             self.prepare_seed(key.seed)
             self.log(f"run {number} of {len(planned)}: {key.label()}")
             self._update(runs=[*self.state.runs, self.run_one(key)])
+        self.state = with_trivial_proof_subset(self.state, self.inputs.docs)
         self.state = self.state.model_copy(update={"analysis": analysis.summarize(self.state)})
         self._write()
         write_json_atomic(self.state.model_dump(mode="json", by_alias=True), self.results)
@@ -306,9 +316,8 @@ class Testbed:
         handle = protect_sink_heads(vlm, heads, mode="freeze") if heads else None
         spec = dataclasses.replace(config.doses[key.dose], train_lm=ARMS[key.arm].lm_trains)
         count = spec.steps * spec.batch_size
-        stage = "stage2" if key.data == "vl" else "stage2_text"
-        data = stage_data(
-            stage,
+        vl_data = stage_data(
+            "stage2",
             key.seed,
             count,
             tokenizer,
@@ -316,6 +325,19 @@ class Testbed:
             replies=config.replies,
             problems=inputs.problems,
             text_share=config.text_share,
+        )
+        data = (
+            vl_data
+            if key.data == "vl"
+            else stage_data(
+                "stage2_text",
+                key.seed,
+                count,
+                tokenizer,
+                config.vision,
+                problems=inputs.problems,
+                supervised_tokens=vl_data.supervised_tokens if config.match_text_tokens else None,
+            )
         )
         monitor: list[Any] = []
 
@@ -391,3 +413,37 @@ def ifeval_subset_record(
         "non_trivial": list(non_trivial),
         "trivial_scores": trivial_scores(chosen),
     }
+
+
+def with_trivial_proof_subset(results: Results, docs: Sequence[dict[str, Any]]) -> Results:
+    """``results`` with the non-trivial subset narrowed to the prompts that every run's most frequent answer fails
+    too (:func:`~experiments.vl_testbed.outcomes.frequent_answers`), and every model's strict score on it
+    recomputed from its per-prompt outcomes. ``docs`` are the experiment's IFEval prompts, in order."""
+    frequent = frequent_answers(run.text.answers for run in results.runs)
+    kept = sorted(set(non_trivial_prompts(docs)) & set(non_trivial_prompts(docs, frequent)))
+
+    def narrowed(text: TextRecord) -> TextRecord:
+        strict = text.ifeval.strict_by_prompt
+        score = sum(strict[i] for i in kept) / len(kept) if kept else float("nan")
+        return text.model_copy(update={"non_trivial_strict": score, "non_trivial_prompts": len(kept)})
+
+    subset = results.ifeval_subset.model_copy(
+        update={
+            "non_trivial": kept,
+            "trivial_scores": trivial_scores(docs),
+            "trivial_answers": list(TRIVIAL_ANSWERS),
+            "frequent_answers": frequent,
+            "base_passes_non_trivial": sum(results.base.text.ifeval.strict_by_prompt[i] for i in kept)
+            if results.base is not None
+            else None,
+        }
+    )
+    return results.model_copy(
+        update={
+            "ifeval_subset": subset,
+            "base": results.base.model_copy(update={"text": narrowed(results.base.text)})
+            if results.base is not None
+            else None,
+            "runs": [run.model_copy(update={"text": narrowed(run.text)}) for run in results.runs],
+        }
+    )

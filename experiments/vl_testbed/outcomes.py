@@ -19,7 +19,8 @@ Answers are greedy; generation runs in ``generate_dtype`` (bfloat16 by default),
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,29 +29,46 @@ import torch
 
 from experiments.vl_testbed.ifeval_short import IfevalScores, grade
 
-#: The trivial answers of the non-trivial subset: an empty reply and the testbed's typical collapsed reply.
-TRIVIAL_ANSWERS = ("", "Red.")
+#: The trivial answers of the non-trivial subset: empty, one word, a digit (IFEval's language check passes a digit),
+#: an empty JSON object, and "I" (an all-caps word). At report time each run's own most frequent answer joins them
+#: (:func:`frequent_answers`).
+TRIVIAL_ANSWERS = ("", "Red.", "1", "4", "{}", "I")
 
 
-def non_trivial_prompts(docs: Sequence[dict[str, Any]]) -> list[int]:
-    """Indices of the ``docs`` that every one of :data:`TRIVIAL_ANSWERS` fails (prompt-level strict)."""
+def non_trivial_prompts(
+    docs: Sequence[dict[str, Any]], answers: Sequence[str] = TRIVIAL_ANSWERS
+) -> list[int]:
+    """Indices of the ``docs`` that every one of ``answers`` fails (prompt-level strict)."""
     from sinkbench.tasks.ifeval_strict.utils import process_results
 
     return [
         index
         for index, doc in enumerate(docs)
-        if not any(process_results(doc, [answer])["prompt_level_strict_acc"] for answer in TRIVIAL_ANSWERS)
+        if not any(process_results(doc, [answer])["prompt_level_strict_acc"] for answer in answers)
     ]
 
 
-def trivial_scores(docs: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+def trivial_scores(
+    docs: Sequence[dict[str, Any]], answers: Sequence[str] = TRIVIAL_ANSWERS
+) -> dict[str, dict[str, float]]:
     """What each trivial answer, given to every prompt, scores on the strict outcomes (prompt-level strict on all
     prompts, and instruction-level strict)."""
     scores = {}
-    for answer in TRIVIAL_ANSWERS:
+    for answer in answers:
         graded = grade(docs, [answer] * len(docs), [0] * len(docs))
         scores[answer] = {"prompt_strict": graded.prompt_strict, "inst_strict": graded.inst_strict}
     return scores
+
+
+def frequent_answers(answer_lists: Iterable[Sequence[str]]) -> list[str]:
+    """Each list's most frequent answer where it is given more than once, in order, each once: the answers a
+    collapsed model gives to everything, which the non-trivial subset must also fail."""
+    found: dict[str, None] = {}
+    for answers in answer_lists:
+        common = Counter(answers).most_common(1)
+        if common and common[0][1] > 1:
+            found.setdefault(common[0][0], None)
+    return list(found)
 
 
 def stop_token_ids(model: Any, tokenizer: Any) -> list[int]:

@@ -55,8 +55,11 @@ VERDICT_WORDS = {
     "no": "No",
     "reverse": "No, the reverse",
     "cannot tell": "This design cannot tell",
+    "not posed": "Not posed (the sink did not move)",
     "descriptive": "Descriptive",
 }
+#: The day the outcomes' margins (:data:`experiments.vl_testbed.analysis.OUTCOMES`) were fixed.
+MARGINS_FIXED = "2026-12-03"
 #: The base model's outcomes that other pages show too, as the consistency check's fact kinds and task
 #: (:mod:`sinkbench.leaderboard.consistency`): its IFEval prompt-level strict score and its S.
 BASE_FACTS = {"prompt_strict": ("score", "ifeval_strict"), "sink_strength": ("s",)}
@@ -119,6 +122,16 @@ class TestbedResults:
         return None if comparison is None else comparison.effects.get(outcome)
 
     @property
+    def margins_fixed(self) -> str:
+        """The day the margins were fixed."""
+        return MARGINS_FIXED
+
+    @property
+    def margins_fixed_after(self) -> bool:
+        """Whether the experiment ran before its margins were fixed (and was re-judged with them)."""
+        return self.data.created[:10] < MARGINS_FIXED
+
+    @property
     def comparisons(self) -> dict[str, Comparison]:
         """The questions the file answers, in order."""
         return self.data.analysis.comparisons
@@ -134,6 +147,7 @@ class TestbedResults:
                 f"{VERDICT_WORDS[effect.verdict].lower()} on the {outcome.label} ({_signed(effect.mean, key)} "
                 f"{outcome.unit}, 95% CI {_ci(effect, key)}; exact sign-flip p = {_p(effect.p_sign_flip)}, "
                 f"{effect.positive} up, {effect.negative} down, {effect.zero} equal of {len(effect.differences)} seeds"
+                + (f"; margin ±{_number(effect.margin, key)}" if effect.margin is not None else "")
                 + (
                     f"; smallest detectable {_number(effect.minimum_detectable, key)}"
                     if effect.minimum_detectable is not None

@@ -16,9 +16,9 @@ text-only share of the reply mix. Each setting trains the no-protection arm on e
   NLL of the base model's own answers (nats/token, the stop decision left out).
 
 The rule that picks the compared regime (:data:`RULE`) is fixed here, before the runs: a setting *moves the sink*
-when S of the VLM-LM differs from the base's by at least :data:`S_SHIFT` nats, with one sign, on every pilot
+when S of the VLM-LM differs from the base's by at least :data:`~.verdicts.S_SHIFT` nats, with one sign, on every pilot
 seed; it *learns the visual task* when held-out accuracy beats the same seed's stage-1 VLM by at least
-:data:`VISUAL_GAIN` on every seed; among the settings that do both, the compared regime is the one with the least
+:data:`~.verdicts.VISUAL_GAIN` on every seed; among the settings that do both, the compared regime is the one with the least
 template echo (then the shortest stage 2). None: the protection questions read "not posed".
 
     SINKBENCH_DATA_DIR=DIR python -m experiments.vl_testbed.pilot          # resumable, run by run
@@ -40,20 +40,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from experiments.vl_testbed.replies import ReplyMix, echoes_template
+from experiments.vl_testbed.replies import ReplyMix, echo_rate, echoes_template
 from experiments.vl_testbed.specs import StageSpec, VisionSpec
+from experiments.vl_testbed.verdicts import S_SHIFT, VISUAL_GAIN, sink_moved
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 RESULTS = HERE / "results" / "vl_testbed_mechanism_pilot.json"
 
-#: S of the VLM-LM must move this far from the base's (nats), with one sign, on every seed: twice the range of S
-#: over the six no-protection seeds of the committed experiment (1.426 to 1.590), a regime in which nothing
-#: happened to the sink, so its spread is the seed noise of S after training (fixed before these runs).
-S_SHIFT = 0.33
-#: Held-out visual accuracy must beat the same seed's stage-1 VLM by this much on every seed: 3 binomial standard
-#: errors at 192 questions and 30% accuracy (the realistic null of the committed experiment was 29-36%).
-VISUAL_GAIN = 0.10
 RULE = (
     f"a setting moves the sink when |S(VLM-LM) - S(base)| >= {S_SHIFT} nats with one sign on every pilot seed, and "
     f"learns the visual task when held-out accuracy - the same seed's stage-1 accuracy >= {VISUAL_GAIN:.2f} on every "
@@ -309,6 +303,9 @@ class Pilot:
                     f"  S shift {run['s_shift']:+.3f}, B_gap {run['margin']['b_gap']:.3f}, visual gain "
                     f"{run['visual_gain']:+.3f}, echo {run['echo']['rate']:.2f}, {run['seconds']['total']:.0f} s"
                 )
+        for run in self.state["runs"]:  # the echo of every answer on file, by the current templates
+            run["echo"] = _echo(run["answers"])
+        self.state["base"]["echo"] = _echo(self.state["base"]["answers"])
         self.state["verdicts"] = verdicts(self.state["runs"], seeds)
         self._write()
         write_json_atomic(self.state, self.out)
@@ -325,7 +322,7 @@ def verdicts(runs: Sequence[dict[str, Any]], seeds: Sequence[int]) -> dict[str, 
             continue
         shifts = [run["s_shift"] for run in mine]
         settings[name] = {
-            "sink_moved": all(abs(s) >= S_SHIFT for s in shifts) and len({np.sign(s) for s in shifts}) == 1,
+            "sink_moved": sink_moved(shifts),
             "visual_learned": all(run["visual_gain"] >= VISUAL_GAIN for run in mine),
             "echo_rate": float(np.median([run["echo"]["rate"] for run in mine])),
             "steps": BY_NAME[name].steps if name in BY_NAME else None,
@@ -347,10 +344,9 @@ def _screen(path: Path) -> dict[str, Any]:
 
 
 def _echo(answers: Sequence[str]) -> dict[str, Any]:
-    echoed = [echoes_template(answer) for answer in answers]
     return {
-        "rate": round(float(np.mean(echoed)), 5),
-        "echoed": int(sum(echoed)),
+        "rate": round(echo_rate(answers), 5),
+        "echoed": sum(map(echoes_template, answers)),
         "distinct": len(set(answers)),
     }
 

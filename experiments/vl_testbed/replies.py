@@ -16,7 +16,9 @@ Phrasings are drawn from small pools with the same generator, so a seed gives th
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -208,6 +210,8 @@ def _alternatives(words: tuple[str, ...] | list[str]) -> str:
 
 _CELL = _alternatives(CELLS)
 _NUMBER = _alternatives(NUMBERS)
+_COLOUR = _alternatives(list(COLOURS))
+_SHAPE = _alternatives(SHAPES)
 _ANSWER_WORDS = _alternatives([word for words in ANSWERS.values() for word in words])
 #: What a stage-2 reply says in words no IFEval answer needs: a grid cell, a counted shape, the counting verdict,
 #: a description's opening or a one-word answer on its own (case-insensitive; the templates above, as patterns).
@@ -218,6 +222,7 @@ TEMPLATE_PATTERNS = (
     rf"\bthere (?:is|are) {_NUMBER} shapes? in the image\b",
     r"\bon a (?:dark|black) background\b",
     r"\bon a two by two grid\b",
+    rf"\bthere is no {_COLOUR} {_SHAPE}\b",
     rf"^\s*{_ANSWER_WORDS}\.?\s*$",
 )
 _TEMPLATE = re.compile("|".join(f"(?:{pattern})" for pattern in TEMPLATE_PATTERNS), re.IGNORECASE)
@@ -227,3 +232,8 @@ def echoes_template(answer: str) -> bool:
     """Whether ``answer`` contains a stage-2 reply template (:data:`TEMPLATE_PATTERNS`): the model answers a text
     prompt as it was taught to answer about an image."""
     return _TEMPLATE.search(answer) is not None
+
+
+def echo_rate(answers: Sequence[str]) -> float:
+    """The share of ``answers`` that contain a stage-2 reply template (NaN for none)."""
+    return sum(map(echoes_template, answers)) / len(answers) if answers else math.nan

@@ -54,6 +54,9 @@ class TestbedConfig(Record):
             compared, fixed before they run.
         replies: the reply formats of the VL chats; ``text_share``: the share of VL chats replaced by text-only
             GSM8K chats (0: none, so that the text-only control is the only text training).
+        match_text_tokens: the text-only control's chats are chosen to match the VL stage's supervised tokens
+            within 5% (:func:`experiments.vl_testbed.train.token_matched`); the first committed experiment ran
+            without (48% more tokens).
         plan: the run groups; ``seeds`` each runs.
         top_frac, bands: the sink heads (top fraction of heads by median G) and the random control's depth bands.
         ifeval_prompts, ifeval_rule: the first N IFEval prompts of the short-answer subset (or of all 541);
@@ -67,6 +70,7 @@ class TestbedConfig(Record):
     compare_dose: str
     replies: ReplyMix = ReplyMix()
     text_share: float = Field(default=0.0, ge=0.0, le=1.0)
+    match_text_tokens: bool = False
     vision: VisionSpec = VisionSpec()
     stage0_steps: int = 400
     stage0_batch: int = 64
@@ -277,7 +281,8 @@ class BaseRecord(Record):
 
 
 class IfevalSubset(Record):
-    """Which IFEval prompts the testbed asks, and where they came from."""
+    """Which IFEval prompts the testbed asks, and where they came from; the non-trivial subset (the prompts every
+    trivial answer and every run's most frequent answer fail), and how many of them the base model passes."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
@@ -288,6 +293,9 @@ class IfevalSubset(Record):
     keys: list[int]
     non_trivial: list[int]
     trivial_scores: dict[str, dict[str, float]]
+    trivial_answers: list[str] = []
+    frequent_answers: list[str] = []
+    base_passes_non_trivial: int | None = None
 
 
 class Machine(Record):
@@ -331,13 +339,13 @@ class Results(Record):
         return next((record for record in self.seeds if record.seed == seed), None)
 
 
-Verdict = Literal["yes", "reverse", "no", "cannot tell", "descriptive"]
+Verdict = Literal["yes", "reverse", "no", "cannot tell", "not posed", "descriptive"]
 
 
 class Effect(Record):
     """A paired comparison on one outcome: per-seed differences (treated - control), their summary, the exact
-    sign-flip test, the smallest difference the design detects (from a spread that is not the judged arm's), and
-    the verdict of :mod:`experiments.vl_testbed.verdicts`."""
+    sign-flip test, the smallest difference the design detects (from a spread that is not the judged arm's), the
+    outcome's margin, and the verdict of :mod:`experiments.vl_testbed.verdicts`."""
 
     differences: list[float] = Field(min_length=1)
     mean: float
@@ -349,6 +357,7 @@ class Effect(Record):
     zero: int
     minimum_detectable: float | None
     undetectable: Literal["too_few_seeds", "no_spread"] | None
+    margin: float | None
     verdict: Verdict
 
     @model_validator(mode="after")
@@ -390,3 +399,5 @@ class Analysis(Record):
     comparisons: dict[str, Comparison]
     power: dict[str, str]
     stage1_visual: Spread | None
+    sink_shifts: list[float]
+    sink_moved: bool | None

@@ -62,23 +62,29 @@ def stage_data(
     replies: ReplyMix | None = None,
     problems: Sequence[dict[str, str]] = (),
     text_share: float = 0.0,
+    supervised_tokens: int | None = None,
 ) -> ChatImages:
     """``count`` chats of ``stage`` from ``seed``.
 
     * ``stage1``: captions of scenes ("Describe the image.");
     * ``stage2``: chats about scenes in the reply formats of ``replies``; a ``text_share`` of them (drawn per
       chat) is replaced by a text-only chat from ``problems``;
-    * ``stage2_text``: text-only chats from ``problems`` (the text-only control), as many as stage 2 has.
+    * ``stage2_text``: text-only chats from ``problems`` (the text-only control), as many as stage 2 has; with
+      ``supervised_tokens`` (the VL stage's), chosen to match it (:func:`token_matched`).
 
     Raises:
-        ValueError: text chats are asked for without ``problems``.
+        ValueError: text chats are asked for without ``problems``, or cannot be matched in tokens.
     """
     rng = np.random.default_rng([seed, STAGE_STREAMS[stage]])
     if stage != "stage1" and (stage == "stage2_text" or text_share > 0) and not problems:
         raise ValueError(f"{stage} with text-only chats needs GSM8K problems; none were given")
     if stage == "stage2_text":
-        chats = text_conversations(problems, count, 1, rng)
-        return ChatImages([(*encode(tokenizer, chat, vision.image_tokens), None) for chat in chats])
+        if supervised_tokens is None:
+            chats = text_conversations(problems, count, 1, rng)
+            return ChatImages([(*encode(tokenizer, chat, vision.image_tokens), None) for chat in chats])
+        pool = text_conversations(problems, min(len(problems), MATCH_POOL * count), 1, rng)
+        items = [(*encode(tokenizer, chat, vision.image_tokens), None) for chat in pool]
+        return token_matched(ChatImages(items), count, supervised_tokens)
     items: list[Item] = []
     text_rng = np.random.default_rng([seed, STAGE_STREAMS["stage2_text"]])
     for _ in range(count):
@@ -93,6 +99,37 @@ def stage_data(
             chat = vl_conversation(scene, rng, replies or ReplyMix())
         items.append((*encode(tokenizer, chat, vision.image_tokens), scene.image))
     return ChatImages(items)
+
+
+#: The text-only control's supervised tokens must lie within this share of the VL stage's.
+TOKEN_MATCH = 0.05
+#: Candidate text chats drawn per chat kept, when matching tokens.
+MATCH_POOL = 4
+
+
+def token_matched(pool: ChatImages, count: int, target: int) -> ChatImages:
+    """``count`` chats of ``pool`` whose supervised tokens sum to within :data:`TOKEN_MATCH` of ``target``: the
+    chats whose own count is nearest ``target / count`` (ties: the earlier drawn), kept in draw order. This
+    favours problems of typical solution length (GSM8K's solutions run longer than the VL replies).
+
+    Raises:
+        ValueError: the pool is smaller than ``count``, or the chosen chats miss the target by more than
+            :data:`TOKEN_MATCH`.
+    """
+    if len(pool) < count:
+        raise ValueError(
+            f"{count} text chats are needed to match the VL stage's tokens; the pool has {len(pool)}"
+        )
+    per_chat = target / count
+    tokens = [sum(label != IGNORE for label in labels) for _, labels, _ in pool.items]
+    nearest = sorted(range(len(pool)), key=lambda i: (abs(tokens[i] - per_chat), i))[:count]
+    chosen = ChatImages([pool.items[i] for i in sorted(nearest)])
+    if abs(chosen.supervised_tokens - target) > TOKEN_MATCH * target:
+        raise ValueError(
+            f"text chats of {chosen.supervised_tokens} supervised tokens cannot match the VL stage's {target} within "
+            f"{TOKEN_MATCH:.0%}; give more GSM8K problems"
+        )
+    return chosen
 
 
 def collate(pad_id: int):

@@ -1,77 +1,98 @@
 """The verdict words of the testbed, written once: what a paired comparison on one outcome may conclude.
 
-Every comparison has a "yes" direction (the damage, or the protection, it asks about). With ``p`` the exact
-two-sided sign-flip p-value over seeds, ``alpha`` 0.05, and ``MDD`` the smallest mean difference the design
-detects with 80% power (simulated from the no-protection arm's between-seed spread, never the judged arm's):
+Every comparison has a "yes" direction (the damage, or the protection, it asks about) and a **margin**: the smallest
+effect on that outcome worth the word, fixed before the runs (:data:`experiments.vl_testbed.analysis.OUTCOMES`),
+never taken from the arm being judged. With the 95% percentile bootstrap interval of the mean difference over
+seeds, the verdict is an equivalence test (two one-sided tests, each at 2.5%):
 
-1. A **protection** question (an arm against no protection) first needs the positive control: if the LM-frozen
-   arm does not separate from no protection on this outcome (``p <= alpha`` in the protective direction), the
-   design cannot see a protection there, and the verdict is **cannot tell**, whatever the arm did.
-2. ``p <= alpha``: **yes** when the mean difference points the "yes" way, **reverse** when it points the other.
-3. Otherwise, for a protection question only: **no** when the 95% interval of the mean difference lies inside
-   ``(-MDD, +MDD)`` (an effect as large as the design can detect is excluded).
-4. Otherwise: **cannot tell**.
+1. A question about **protecting the sink** is judged only where the mechanism happened: if the no-protection
+   arm's sink did not move beyond its noise (:func:`sink_moved`), the verdict is **not posed**.
+2. A **protection** question then needs the positive control: if freezing the whole LM does not reach "yes" on this
+   outcome, the design cannot see a protection there, and the verdict is **cannot tell**.
+3. **yes** when the interval excludes zero on the "yes" side and the mean difference reaches the margin;
+   **reverse** the same on the other side.
+4. **no** when the whole interval lies inside plus or minus the margin: any effect is smaller than the margin.
+5. Otherwise: **cannot tell** (an interval that excludes zero with a mean below the margin and a bound beyond it;
+   an interval that straddles zero and a margin; no margin or no interval).
 
-Outcomes without a better direction (answer length, the share of answers that stop) are **descriptive**: their
-differences and tests are shown, with no verdict. So "all paired differences zero" is **no** only where the
-positive control separated (rule 1) and the detectable difference is known; else **cannot tell**.
+So a tiny consistent effect is "no" when its interval stays inside the margin, and "yes" is never given to an
+effect smaller than the margin. Outcomes without a better direction (answer length, the share of answers that
+stop) are **descriptive**: their differences are shown, never judged.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
-ALPHA = 0.05
+#: S of the VLM-LM must move this far from the base's (nats), with one sign, on every seed, for the sink to have
+#: moved: twice the range of S over the six no-protection seeds of the first committed experiment (1.426 to 1.590,
+#: a regime in which nothing happened to the sink, so its spread is the seed noise of S after training). Fixed
+#: before the mechanism pilot (:mod:`experiments.vl_testbed.pilot`) ran.
+S_SHIFT = 0.33
+
+
+#: Held-out visual accuracy must beat the same seed's VLM after stage 1 (its LM untouched) by this much for the visual
+#: task to count as learned: 3 binomial standard errors at 192 questions and 30% accuracy (the realistic null of the
+#: first committed experiment was 29-36%).
+VISUAL_GAIN = 0.10
+
+
+def sink_moved(shifts: Sequence[float]) -> bool:
+    """Whether the sink moved: every seed's change of S (VLM-LM minus base) reaches :data:`S_SHIFT`, all with one
+    sign."""
+    return bool(shifts) and (all(s >= S_SHIFT for s in shifts) or all(s <= -S_SHIFT for s in shifts))
+
+
 #: The rules above, as the page states them.
 RULES = (
-    "A protection question needs the positive control first: where freezing the whole LM does not separate from "
-    "no protection on an outcome (exact sign-flip p <= 0.05 in the protective direction), the design cannot see a "
-    "protection there, and the verdict is 'cannot tell' whatever the arm did.",
-    "p <= 0.05: 'yes' when the mean difference points the way the question asks about, 'reverse' when it points "
-    "the other way.",
-    "Otherwise, for a protection question only: 'no' when the 95% interval of the mean difference lies inside "
-    "plus or minus the smallest detectable difference (80% power, simulated from the no-protection arm's "
-    "between-seed spread, never the judged arm's).",
-    "Otherwise: 'cannot tell'. Answer length and the share of answers that stop are descriptive: tested, never "
+    "A question about protecting the sink is judged only where the no-protection arm's sink moved beyond its "
+    "noise (S of the VLM-LM changed by at least 0.33 nats, with one sign, on every seed); elsewhere it is 'not "
+    "posed'.",
+    "A protection question then needs the positive control: where freezing the whole LM does not reach 'yes' on "
+    "an outcome, the design cannot see a protection there, and the verdict is 'cannot tell'.",
+    "'yes' when the 95% interval of the mean difference excludes zero on the side the question asks about and the "
+    "mean reaches the outcome's margin (fixed before the runs, never from the judged arm); 'reverse' the same on "
+    "the other side.",
+    "'no' when the whole 95% interval lies inside plus or minus the margin (two one-sided tests).",
+    "Otherwise 'cannot tell'. Answer length and the share of answers that stop are descriptive: shown, never "
     "judged.",
 )
 
 
 def verdict(
     mean: float,
-    p_value: float | None,
     ci95: tuple[float | None, float | None],
-    minimum_detectable: float | None,
+    margin: float | None,
     *,
     yes_sign: int,
-    protection: bool,
-    positive_control_separated: bool | None,
+    protection: bool = False,
+    positive_control_separated: bool | None = None,
+    sink_moved: bool | None = None,
 ) -> str:
     """The verdict of one paired comparison by :data:`RULES`.
 
     Args:
         mean: mean difference (treated - control).
-        p_value: exact two-sided sign-flip p-value (None: not computable).
         ci95: 95% interval of the mean difference.
-        minimum_detectable: the design's smallest detectable difference (None: unknown).
+        margin: the outcome's margin (None: none fixed, so only "cannot tell" or "descriptive").
         yes_sign: +1 or -1, the sign of a difference that answers "yes"; 0 for a descriptive outcome.
-        protection: whether the question asks if an arm protects (rules 1 and 3 apply).
-        positive_control_separated: whether the positive control separated on this outcome (protection only).
+        protection: whether the question asks if an arm protects (rule 2 applies).
+        positive_control_separated: whether the positive control reached "yes" on this outcome (protection only).
+        sink_moved: for a question about protecting the sink, whether the no-protection arm's sink moved; None
+            for any other question (rule 1 does not apply).
     """
     if yes_sign == 0:
         return "descriptive"
+    if sink_moved is False:
+        return "not posed"
     if protection and not positive_control_separated:
         return "cannot tell"
-    if p_value is not None and p_value <= ALPHA and mean != 0:
-        return "yes" if math.copysign(1, mean) == yes_sign else "reverse"
     low, high = ci95
-    if (
-        protection
-        and minimum_detectable is not None
-        and low is not None
-        and high is not None
-        and -minimum_detectable < low
-        and high < minimum_detectable
-    ):
+    if margin is None or low is None or high is None or math.isnan(low) or math.isnan(high):
+        return "cannot tell"
+    if (low > 0 or high < 0) and abs(mean) >= margin:
+        return "yes" if math.copysign(1, mean) == yes_sign else "reverse"
+    if -margin < low and high < margin:
         return "no"
     return "cannot tell"

@@ -32,7 +32,7 @@ from experiments.vl_testbed.scenes import (
 )
 from experiments.vl_testbed.schema import Results
 from experiments.vl_testbed.text_chats import problem_turns, solution_text, text_conversations
-from experiments.vl_testbed.verdicts import verdict
+from experiments.vl_testbed.verdicts import sink_moved, verdict
 
 if TYPE_CHECKING:
     from experiments.vl_testbed.vlm import VisionSpec
@@ -275,6 +275,83 @@ def test_stage_data_has_images_for_vl_chats_only() -> None:
     )
 
 
+def test_text_control_matches_the_vl_stage_in_supervised_tokens() -> None:
+    from experiments.vl_testbed.train import TOKEN_MATCH, ChatImages, stage_data, token_matched
+    from experiments.vl_testbed.vlm import IGNORE, build_vlm
+
+    tokenizer = tiny_tokenizer()
+    build_vlm(tiny_causal_lm("llama"), tokenizer, _tiny_vision())
+    problems = [
+        {
+            "question": f"What is {a} times {b}?",
+            "answer": f"{a} times {b} is {a * b}. " * (1 + b % 4) + f"\n#### {a * b}",
+        }
+        for a in range(1, 20)
+        for b in range(1, 5)
+    ]
+    unmatched = stage_data("stage2_text", 0, 6, tokenizer, _tiny_vision(), problems=problems)
+    target = round(unmatched.supervised_tokens * 0.7)  # fewer tokens than the draw gives
+    matched = stage_data(
+        "stage2_text", 0, 6, tokenizer, _tiny_vision(), problems=problems, supervised_tokens=target
+    )
+    assert len(matched) == 6 and abs(matched.supervised_tokens - target) <= TOKEN_MATCH * target
+    again = stage_data(
+        "stage2_text", 0, 6, tokenizer, _tiny_vision(), problems=problems, supervised_tokens=target
+    )
+    assert [ids for ids, _, _ in again.items] == [ids for ids, _, _ in matched.items]  # deterministic
+
+    def item(tokens: int) -> tuple[list[int], list[int], None]:
+        return [1] * (tokens + 2), [IGNORE, IGNORE] + [1] * tokens, None
+
+    pool = ChatImages([item(n) for n in (40, 10, 12, 90, 11)])
+    assert token_matched(pool, 3, 33).supervised_tokens == 33  # the three nearest 11 tokens, in draw order
+    assert [len(ids) for ids, _, _ in token_matched(pool, 3, 33).items] == [12, 14, 13]
+    with pytest.raises(ValueError, match="cannot match the VL stage's 300 within 5%"):
+        token_matched(pool, 3, 300)
+    with pytest.raises(ValueError, match="the pool has 5"):
+        token_matched(pool, 6, 60)
+
+
+@pytest.mark.parametrize(
+    ("answer", "echoes"),
+    [
+        ("I can see a red square in the top left. That makes one shape, so the answer is 1.", True),
+        ("The top right holds a blue circle.", True),
+        ("There are two shapes in the image.", True),
+        ("This is a picture of three shapes on a two by two grid.", True),
+        ("Red.", True),
+        ("  four ", True),
+        ("Paris is the capital of France.", False),
+        ("I think the answer is yes, and the color is red.", False),
+        ("Redwood trees are tall.", False),
+        ("", False),
+    ],
+)
+def test_template_echo_finds_stage2_replies_only(answer: str, echoes: bool) -> None:
+    from experiments.vl_testbed.replies import echo_rate, echoes_template
+
+    assert echoes_template(answer) is echoes
+    assert echo_rate([answer, "Paris."]) == (0.5 if echoes else 0.0)
+
+
+def test_every_stage2_reply_format_echoes() -> None:
+    from experiments.vl_testbed.replies import TURNS, echoes_template
+    from experiments.vl_testbed.scenes import make_scene
+
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        scene = make_scene(rng, 32)
+        for turn in TURNS.values():
+            assert echoes_template(turn(scene, rng)[1])
+
+
+def test_frequent_answers_are_each_runs_repeated_top_answer() -> None:
+    from experiments.vl_testbed.outcomes import frequent_answers
+
+    runs = [["a", "b", "a"], ["c", "d"], ["a", "a", "e", "e", "e"], []]
+    assert frequent_answers(runs) == ["a", "e"]  # "c" is given once; each answer listed once
+
+
 def test_arms_freeze_what_they_say() -> None:
     sink, shape = TINY_SINK_HEADS, TINY_SHAPE
     assert arm_heads("none", 0, sink, shape, 2) == [] == arm_heads("frozen_lm", 0, sink, shape, 2)
@@ -339,36 +416,70 @@ def test_trivial_answers_fail_every_non_trivial_prompt() -> None:
 
 
 @pytest.mark.parametrize(
-    ("mean", "p", "ci", "mde", "protection", "separated", "expected"),
+    ("mean", "ci", "margin", "protection", "separated", "moved", "expected"),
     [
-        (2.0, 0.008, (1.0, 3.0), 1.5, True, True, "yes"),
-        (-2.0, 0.008, (-3.0, -1.0), 1.5, True, True, "reverse"),
-        (0.1, 0.6, (-0.5, 0.8), 1.5, True, True, "no"),
+        (2.0, (1.0, 3.0), 1.5, True, True, True, "yes"),  # excludes zero, the mean reaches the margin
+        (-2.0, (-3.0, -1.0), 1.5, True, True, True, "reverse"),
+        (0.0, (0.0, 0.0), 1.5, True, True, True, "no"),  # every difference zero: inside any margin
+        (0.1, (0.05, 0.15), 1.5, True, True, True, "no"),  # a tiny consistent effect, inside the margin
         (
-            0.0,
             1.0,
-            (0.0, 0.0),
+            (0.2, 1.8),
             1.5,
             True,
             True,
-            "no",
-        ),  # every difference zero, the positive control separated
-        (0.0, 1.0, (0.0, 0.0), 1.5, True, False, "cannot tell"),  # ... and where it did not
-        (0.0, 1.0, (0.0, 0.0), None, True, True, "cannot tell"),  # no detectable size known
-        (2.0, 0.008, (1.0, 3.0), 1.5, True, False, "cannot tell"),  # rule 1 comes first
-        (0.5, 0.3, (-1.0, 2.5), 1.5, True, True, "cannot tell"),
-        (2.0, 0.008, (1.0, 3.0), None, False, None, "yes"),  # a damage question needs no positive control
-        (0.0, 1.0, (0.0, 0.0), 1.5, False, None, "cannot tell"),  # ... and never says no
+            True,
+            "cannot tell",
+        ),  # excludes zero below the margin, bound beyond it
+        (1.6, (0.2, 3.0), 1.5, True, True, True, "yes"),  # ... the mean at the margin
+        (0.1, (-0.5, 0.8), 1.5, True, True, True, "no"),  # mixed signs, narrow
+        (0.5, (-1.0, 2.5), 1.5, True, True, True, "cannot tell"),  # mixed signs, wide
+        (2.0, (1.0, 3.0), 1.5, True, True, False, "not posed"),  # the sink did not move
+        (0.0, (0.0, 0.0), 1.5, True, True, False, "not posed"),
+        (2.0, (1.0, 3.0), 1.5, True, False, True, "cannot tell"),  # the positive control did not separate
+        (0.0, (0.0, 0.0), None, True, True, True, "cannot tell"),  # no margin fixed
+        (2.0, (1.0, 3.0), 1.5, False, None, None, "yes"),  # a damage question needs neither gate
+        (0.0, (0.0, 0.0), 1.5, False, None, None, "no"),
+        (2.0, (float("nan"), float("nan")), 1.5, False, None, None, "cannot tell"),
     ],
 )
-def test_verdict_rules(mean, p, ci, mde, protection, separated, expected) -> None:
-    assert (
-        verdict(mean, p, ci, mde, yes_sign=1, protection=protection, positive_control_separated=separated)
-        == expected
+def test_verdict_rules(mean, ci, margin, protection, separated, moved, expected) -> None:
+    judged = verdict(
+        mean,
+        ci,
+        margin,
+        yes_sign=1,
+        protection=protection,
+        positive_control_separated=separated,
+        sink_moved=moved,
     )
-    assert verdict(mean, p, ci, mde, yes_sign=0, protection=protection, positive_control_separated=True) == (
-        "descriptive"
+    assert judged == expected
+    mirrored = verdict(
+        -mean,
+        (-ci[1], -ci[0]),
+        margin,
+        yes_sign=-1,
+        protection=protection,
+        positive_control_separated=separated,
+        sink_moved=moved,
     )
+    assert mirrored == expected  # the rules do not depend on which way "yes" points
+    assert verdict(mean, ci, margin, yes_sign=0, protection=protection, sink_moved=moved) == "descriptive"
+
+
+@pytest.mark.parametrize(
+    ("shifts", "moved"),
+    [
+        ([0.4, 0.5, 0.33], True),
+        ([-0.4, -0.9], True),
+        ([0.4, -0.4], False),  # two signs
+        ([0.4, 0.2], False),  # one seed inside the noise
+        ([0.08, 0.1, 0.05], False),  # the first committed experiment's regime
+        ([], False),
+    ],
+)
+def test_sink_moved_needs_every_seed_beyond_the_noise_with_one_sign(shifts, moved) -> None:
+    assert sink_moved(shifts) is moved
 
 
 @pytest.mark.slow  # the whole tiny VL testbed, trained twice (the testbed_run fixture)
