@@ -24,14 +24,16 @@ from experiments.page_fragment import (
 from experiments.vl_testbed.analysis import OUTCOMES, PRIMARY
 from experiments.vl_testbed.charts import LengthChart, PairedChart, TrajectoryChart
 from experiments.vl_testbed.controls import ARMS
-from experiments.vl_testbed.schema import Comparison, Effect, Results
-from experiments.vl_testbed.verdicts import RULES
+from experiments.vl_testbed.schema import Comparison, Effect, PilotResults, Results
+from experiments.vl_testbed.verdicts import RULES, S_SHIFT, VISUAL_GAIN
 from sinkbench.leaderboard.consistency import fact_key, model_ref
 from sinkbench.leaderboard.content import PlotRef
 
 #: The results file of ``python -m experiments.vl_testbed.run``; other backbones' runs sit beside it as
 #: ``vl_testbed_<name>.json``.
 TESTBED_FILE = "vl_testbed.json"
+#: The mechanism pilot's results, beside the testbed's (:mod:`experiments.vl_testbed.pilot`).
+PILOT_FILE = "vl_testbed_mechanism_pilot.json"
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 #: Where the page's charts go, site-relative.
@@ -325,8 +327,21 @@ def read_testbed(path: Path, shown: str) -> TestbedResults:
     return TestbedResults(shown, data)
 
 
+def read_pilot(path: Path) -> PilotResults | None:
+    """The mechanism pilot's results beside a testbed results file, None when there are none.
+
+    Raises:
+        SourceInvalid: the file is there but unsafe to read, not strict JSON, or unfinished.
+    """
+    if not path.exists():
+        return None
+    fix = "rerun `python -m experiments.vl_testbed.pilot` to rewrite it"
+    return read_results(PilotResults, path, shown_path(path), TESTBED_SIZE_LIMIT, fix)
+
+
 def page_files(results: Path = RESULTS / TESTBED_FILE) -> dict[str, str]:
-    """The page folder's files (``training.md`` and its charts) from ``results``."""
+    """The page folder's files (``training.md`` and its charts) from ``results`` (and the mechanism pilot's
+    :data:`PILOT_FILE` beside it, when there is one)."""
     run = read_testbed(results, shown_path(results))
     charts = run.charts()
     context = {
@@ -338,6 +353,9 @@ def page_files(results: Path = RESULTS / TESTBED_FILE) -> dict[str, str]:
         "rules": RULES,
         "verdict_words": VERDICT_WORDS,
         "undetectable": UNDETECTABLE,
+        "pilot": read_pilot(results.parent / PILOT_FILE),
+        "s_shift": S_SHIFT,
+        "visual_gain": VISUAL_GAIN,
     }
     markdown = render(HERE, "training.md.j2", context)
     return fragment("training.md", markdown, list(charts.values()))

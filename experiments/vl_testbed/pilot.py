@@ -40,13 +40,14 @@ from typing import Any
 import numpy as np
 import torch
 
+from experiments.vl_testbed.page import PILOT_FILE
 from experiments.vl_testbed.replies import ReplyMix, echo_rate, echoes_template
 from experiments.vl_testbed.specs import StageSpec, VisionSpec
 from experiments.vl_testbed.verdicts import S_SHIFT, VISUAL_GAIN, sink_moved
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-RESULTS = HERE / "results" / "vl_testbed_mechanism_pilot.json"
+RESULTS = HERE / "results" / PILOT_FILE
 
 RULE = (
     f"a setting moves the sink when |S(VLM-LM) - S(base)| >= {S_SHIFT} nats with one sign on every pilot seed, and "
@@ -324,7 +325,7 @@ def verdicts(runs: Sequence[dict[str, Any]], seeds: Sequence[int]) -> dict[str, 
         settings[name] = {
             "sink_moved": sink_moved(shifts),
             "visual_learned": all(run["visual_gain"] >= VISUAL_GAIN for run in mine),
-            "echo_rate": float(np.median([run["echo"]["rate"] for run in mine])),
+            "echo_rate": round(float(np.median([run["echo"]["rate"] for run in mine])), 5),
             "steps": BY_NAME[name].steps if name in BY_NAME else None,
         }
     eligible = [n for n, v in settings.items() if v["sink_moved"] and v["visual_learned"]]

@@ -401,3 +401,53 @@ class Analysis(Record):
     stage1_visual: Spread | None
     sink_shifts: list[float]
     sink_moved: bool | None
+
+
+class Loose(BaseModel):
+    """A frozen record that keeps fields the page does not read."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class PilotRun(Loose):
+    """One run of the mechanism pilot (:mod:`experiments.vl_testbed.pilot`): what the page shows of it."""
+
+    setting: str
+    seed: int
+    s_shift: float
+    visual_gain: float
+    sink: dict[str, Any]
+    margin: dict[str, Any]
+    echo: dict[str, Any]
+    nll_continue: float
+    first_token_attention: dict[str, dict[str, Any]]
+    stage2: dict[str, Any]
+    seconds: dict[str, float]
+
+
+class PilotSetting(Record):
+    """The pilot's rule applied to one setting."""
+
+    sink_moved: bool
+    visual_learned: bool
+    echo_rate: float
+    steps: int | None
+
+
+class PilotVerdicts(Record):
+    """The pilot's rule applied: per setting, and the compared regime (None: the protection questions are not
+    posed)."""
+
+    settings: dict[str, PilotSetting]
+    compared_regime: str | None
+
+
+class PilotResults(Loose):
+    """The mechanism pilot's results file."""
+
+    created: str
+    rule: str
+    settings: list[dict[str, Any]] = Field(min_length=1)
+    base: dict[str, Any]
+    runs: list[PilotRun] = Field(min_length=1)
+    verdicts: PilotVerdicts

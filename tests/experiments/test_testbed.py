@@ -510,10 +510,25 @@ def test_pipeline_records_every_run_and_resumes(testbed_run) -> None:
         "damage", "text_damage", "vl_vs_text", "dose_low", "positive_control", "protect_sink", "protect_random",
         "sink_vs_random",
     ]  # fmt: skip
-    assert all(
-        e.verdict == "cannot tell"
-        for e in comparisons["protect_sink"].effects.values()
-        if e.verdict != "descriptive"
+    shifts = [
+        runs["vl", "high", "none", seed].sink.sink_strength - data.base.sink.sink_strength for seed in (0, 1)
+    ]
+    assert data.analysis.sink_shifts == pytest.approx(shifts, abs=1e-5)
+    assert data.analysis.sink_moved is sink_moved(shifts)
+    for name in ("protect_sink", "protect_random", "sink_vs_random"):  # posed only where the sink moved
+        judged = {e.verdict for e in comparisons[name].effects.values()} - {"descriptive"}
+        assert ("not posed" in judged) is (not data.analysis.sink_moved) and len(judged) >= 1
+    assert {e.verdict for e in comparisons["damage"].effects.values()} - {"descriptive"} <= {
+        "yes", "reverse", "no", "cannot tell"
+    }  # fmt: skip
+    subset = data.ifeval_subset
+    assert subset.trivial_answers == ["", "Red.", "1", "4", "{}", "I"] and set(subset.non_trivial) <= {
+        0,
+        1,
+        2,
+    }
+    assert subset.base_passes_non_trivial == sum(
+        data.base.text.ifeval.strict_by_prompt[i] for i in subset.non_trivial
     )
     assert (
         comparisons["protect_sink"].effects["nll"].undetectable == "too_few_seeds"
@@ -543,7 +558,13 @@ def test_the_page_reads_the_results_and_draws_every_run(testbed_run) -> None:
     page = read_testbed(results, "vl_testbed.json")
     assert page.arms == ["none", "sink", "random", "frozen_lm"]
     sentence = page.sentence("protect_sink")
-    assert sentence.startswith("Does freezing the sink heads protect? This design cannot tell on the NLL")
+    said = (
+        "Not posed (the sink did not move)"
+        if not page.data.analysis.sink_moved
+        else "This design cannot tell"
+    )
+    assert sentence.startswith(f"Does freezing the sink heads protect? {said} on the NLL")
+    assert "; margin ±0.050" in sentence  # the NLL's margin, stated beside the verdict
     assert "of 2 seeds" in sentence and "\n" not in sentence
     charts = {Path(plot.path).name: plot.chart for plot in page.charts().values()}
     assert set(charts) == {Path(path).name for path in PLOT_PATHS.values()}

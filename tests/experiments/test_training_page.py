@@ -248,7 +248,8 @@ def test_site_build_publishes_the_rendered_page(tiny_results: Path, tmp_path: Pa
     ]
     assert main(argv) == 0
     shown = re.sub(r"\s+", " ", (out / "training.html").read_text(encoding="utf-8"))
-    assert "Does freezing the sink heads protect? This design cannot tell on the NLL" in shown
+    assert "Does freezing the sink heads protect? Not posed (the sink did not move) on the NLL" in shown
+    assert "Did the sink move?</strong> No" in shown
     assert "board-training-paired" in shown and "tiny-llama" in shown
     assert "the load average (1, 5, 15 min) at the start was 0.5, 0.4, 0.3" in shown
     for path in PLOT_PATHS.values():
