@@ -24,6 +24,7 @@ from experiments.interventions_pair.study_schema import (
     Contrast,
     Measured,
     StudyResults,
+    interaction,
     run_measured,
 )
 from experiments.page_fragment import (
@@ -147,14 +148,32 @@ def recovered(measured: Measured, base: Measured, vlm_lm: Measured) -> float | N
     return (vlm_lm.text.nll_continue_mean - measured.text.nll_continue_mean) / loss
 
 
+#: The merges that draw random masks (their seed matters); the study passes none, so merge's default, 0.
+RANDOM_MERGES = ("dare",)
+
+
 def _merge_note(arm: Arm) -> str:
-    """What a merge's row says when its weights are the VLM-LM's: exactly, or up to float rounding."""
+    """What a merge's row says: its weights are the VLM-LM's (exactly, or up to float rounding); it extrapolates past
+    the VLM-LM (further from the reference than the VLM-LM is); its random mask's seed."""
     if arm.details.get("identical_to_vlm_lm"):
         return "same weights as the VLM-LM"
-    distance = arm.details.get("distance", {}).get("to_vlm_lm")
-    if distance is not None and distance < ROUNDING:
-        return f"the VLM-LM's weights up to float rounding (relative distance {distance:.0e})"
-    return ""
+    distance = arm.details.get("distance", {})
+    if distance.get("to_vlm_lm") is not None and distance["to_vlm_lm"] < ROUNDING:
+        return f"the VLM-LM's weights up to float rounding (relative distance {distance['to_vlm_lm']:.0e})"
+    notes = []
+    if (distance.get("to_reference") or 0) > 1:
+        notes.append(
+            f"extrapolates: {distance['to_reference']:.2f}× the VLM-LM's distance from the reference, "
+            f"{distance['to_vlm_lm']:.2f}× from the VLM-LM"
+        )
+    if arm.name in RANDOM_MERGES:
+        seed = arm.details.get("seed")
+        notes.append(
+            f"mask seed {seed}"
+            if seed is not None
+            else "mask seed not recorded in this file; the study passed none, so merge's default 0"
+        )
+    return "; ".join(notes)
 
 
 @dataclass(frozen=True)
@@ -259,7 +278,11 @@ class InterventionsPage:
             f"Would a random change of the same size do the same? Gaussian ΔW at the VLM-LM's relative norms "
             f"(largest error {100 * arm.details['max_relative_error']:.2g}%) changes, against the base, "
             f"{change(arm, 'base')}, against the VLM-LM's NLL {_signed(real_nll)} nats: the random change costs "
-            f"{ratio} the real one's NLL loss."
+            f"{ratio} the real one's NLL loss. Two confounds: the noise matches each projection's relative "
+            "Frobenius norm only, and a Gaussian ΔW spreads that norm over every direction, so its operator norm (F.1's "
+            "quantity) is smaller than the real change's; and the real VLM-LM also changed the tied embeddings and "
+            "the norm scales, which the noise leaves alone. Controls matched on each matrix's operator norm, or "
+            "covering every tensor the real change touched, were not run."
         )
 
     def _ablation(self) -> str | None:
@@ -270,11 +293,23 @@ class InterventionsPage:
             singles = [arm for arm in ablation.settings if arm.name != "joint"]
             joint = next((arm for arm in ablation.settings if arm.name == "joint"), None)
             text = "; ".join(f"{arm.title}: {change(arm, 'base')}" for arm in ablation.settings)
-            if joint is not None:
+            excess = interaction(ablation)
+            if joint is not None and excess is not None:
                 summed = sum(_contrast(arm, "base", "nll_continue").difference for arm in singles)
                 joint_nll = _contrast(joint, "base", "nll_continue").difference
-                word = "more than" if joint_nll > summed else "no more than"
-                text += f" (joint NLL change {_signed(joint_nll)} nats, {word} the singles' sum {_signed(summed)})"
+                low, high = excess.ci
+                word = (
+                    "super-additive"
+                    if low > 0
+                    else "sub-additive"
+                    if high < 0
+                    else "cannot tell whether additive"
+                )
+                text += (
+                    f" (joint NLL change {_signed(joint_nll)} nats against the singles' sum {_signed(summed)}: the "
+                    f"joint exceeds the sum by {_signed(excess.difference)} {_bracket(low, high, 2)} over "
+                    f"{excess.prompts} prompts, {word})"
+                )
             parts.append(f"{BACKBONES.get(ablation.backbone, ablation.backbone)}: {text}")
         return (
             "Which norm channels carry the model? Setting the top-10 channels per layer of each norm scale to the "

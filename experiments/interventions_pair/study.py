@@ -361,6 +361,7 @@ class Study:
                     distance=record["distance"],
                     reading=record["reading"],
                     parameters=record["parameters"],
+                    seed=record["seed"],
                     identical_to_vlm_lm=identical,
                 )
             )

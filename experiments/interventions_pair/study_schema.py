@@ -155,3 +155,26 @@ def contrasts(treated: TextRecord, comparator: TextRecord, non_trivial: list[int
             )
         )
     return found
+
+
+def interaction(ablation: Ablation) -> Contrast | None:
+    """The joint setting's NLL change minus the sum of the single settings' changes (each against the untouched
+    model), paired per prompt with its 95% percentile bootstrap interval over prompts: above zero the channels'
+    effects are super-additive. Prompts missing a value in any model are left out; None without a joint setting."""
+    joint = next((arm for arm in ablation.settings if arm.name == "joint"), None)
+    if joint is None:
+        return None
+    singles = [arm.measured.text.nll_continue for arm in ablation.settings if arm.name != "joint"]
+    base = ablation.base.text.nll_continue
+    differences = []
+    for index, untouched in enumerate(base):
+        row = [untouched, joint.measured.text.nll_continue[index], *(single[index] for single in singles)]
+        if all(value is not None and np.isfinite(value) for value in row):
+            differences.append(row[1] - untouched - sum(value - untouched for value in row[2:]))
+    low, high = mean_interval(differences)
+    return Contrast(
+        outcome="nll_continue",
+        difference=float(np.mean(differences)),
+        ci=(low, high),
+        prompts=len(differences),
+    )

@@ -372,3 +372,49 @@ def test_a_float32_study_is_a_section_of_its_own(tiny_study, tmp_path: Path) -> 
     # No Gemma here: neither ran its ablation; only the float32 file lacks the merges.
     assert "interventions_pair.run --precision float32 --steps ablation_gemma merges</code>" in html
     assert "interventions_pair.run --steps ablation_gemma</code>" in html
+
+
+def test_the_ablations_interaction_is_the_joint_change_minus_the_singles_sum_per_prompt() -> None:
+    from experiments.interventions_pair.study_schema import interaction
+
+    data = read_study(RESULTS / INTERVENTIONS_FILE, INTERVENTIONS_FILE)
+    ablation = next(a for a in data.ablations if a.backbone == "gemma")  # SmolLM2 has one norm kind: no joint
+    found = interaction(ablation)
+    base = ablation.base.text.nll_continue
+    arms = {arm.name: arm.measured.text.nll_continue for arm in ablation.settings}
+    expected = [
+        arms["joint"][i] - base[i] - sum(arms[name][i] - base[i] for name in arms if name != "joint")
+        for i in range(len(base))
+    ]
+    assert found.difference == pytest.approx(sum(expected) / len(expected)) and found.prompts == len(base)
+    assert found.ci[0] < found.difference < found.ci[1]
+    joint = next(arm for arm in ablation.settings if arm.name == "joint")
+    additive = [
+        base[i] + sum(arms[name][i] - base[i] for name in arms if name != "joint") for i in range(len(base))
+    ]
+    exactly_additive = joint.model_copy(
+        update={
+            "measured": joint.measured.model_copy(
+                update={"text": joint.measured.text.model_copy(update={"nll_continue": additive})}
+            )
+        }
+    )
+    settings = [exactly_additive if arm.name == "joint" else arm for arm in ablation.settings]
+    none = interaction(ablation.model_copy(update={"settings": settings}))
+    assert none.difference == pytest.approx(0, abs=1e-9) and none.ci[1] - none.ci[0] < 1e-9
+    assert interaction(ablation.model_copy(update={"settings": settings[:-1]})) is None  # no joint setting
+
+
+def test_a_merge_row_says_it_extrapolates_and_names_its_mask_seed() -> None:
+    data = read_study(RESULTS / FLOAT32_FILE, FLOAT32_FILE)
+    page = InterventionsPage(FLOAT32_FILE, data)
+    notes = {row["label"].split(",")[0]: row["note"] for row in page.rows() if row["group"] == "merge"}
+    assert notes["STAR"].startswith("extrapolates: 2.29× the VLM-LM's distance from the reference")
+    assert "mask seed not recorded in this file" in notes["DARE"]
+    assert notes["Uniform averaging (model soup)"] == ""  # between the two: nothing to say
+    dare = next(arm for arm in data.merges if arm.name == "dare")
+    seeded = dare.model_copy(update={"details": {**dare.details, "seed": 7}})
+    merges = [seeded if arm.name == "dare" else arm for arm in data.merges]
+    page = InterventionsPage(FLOAT32_FILE, data.model_copy(update={"merges": merges}))
+    (note,) = [row["note"] for row in page.rows() if row["label"].startswith("DARE")]
+    assert note.endswith("; mask seed 7")

@@ -633,9 +633,10 @@ def test_the_presets_say_what_the_page_and_readme_say() -> None:
     assert ("vl", "low", "none") in planned and ("text", "high", "none") in planned
     assert full.runs()[0].seed == full.seeds[0] and full.runs()[-1].seed == full.seeds[-1]  # seed by seed
     assert gpu.device == "cuda" and gpu.ifeval_rule == "all" and gpu.max_new_tokens == 1280
-    assert len(gpu.seeds) >= 6 and ("vl", "high", "frozen_lm") in {
-        (k.data, k.dose, k.arm) for k in gpu.runs()
-    }
+    gpu_planned = {(k.data, k.dose, k.arm) for k in gpu.runs()}
+    assert len(gpu.seeds) >= 6 and {("vl", "high", "frozen_lm"), ("vl", "high", "all_qk")} <= gpu_planned
+    assert gpu.match_text_tokens and not full.match_text_tokens  # the committed CPU recipe stays as it ran
+    assert len(gpu.runs()) == 36
     assert (
         gpu.doses["high"].lr == full.doses["high"].lr and gpu.doses["high"].steps > full.doses["high"].steps
     )
