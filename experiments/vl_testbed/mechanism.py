@@ -18,14 +18,13 @@ import numpy as np
 import torch
 
 from experiments.vl_testbed.scenes import QuestionItem
+from experiments.vl_testbed.verdicts import HEAD_SHIFT
 from experiments.vl_testbed.vlm import encode, pixel_values
 from sinkbench.sink.metrics import LAST_QUERIES
 from sinkbench.stats.resampling import N_RESAMPLES, bootstrap, percentile_interval
 
 #: Resamples of the per-head intervals (every head at once: a (resamples, prompts, layers, heads) array).
 HEAD_RESAMPLES = 999
-#: A head "moved" when its mean change of first-token attention is at least this (and its interval excludes 0).
-HEAD_SHIFT = 0.1
 
 Prompt = tuple[list[int], "np.ndarray | None"]
 

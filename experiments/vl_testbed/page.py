@@ -25,7 +25,7 @@ from experiments.vl_testbed.analysis import OUTCOMES, PRIMARY
 from experiments.vl_testbed.charts import LengthChart, PairedChart, TrajectoryChart
 from experiments.vl_testbed.controls import ARMS
 from experiments.vl_testbed.schema import Comparison, Effect, PilotResults, Results
-from experiments.vl_testbed.verdicts import RULES, S_SHIFT, VISUAL_GAIN
+from experiments.vl_testbed.verdicts import HEAD_SHIFT, RULES, S_SHIFT, VISUAL_GAIN, compare_backbones
 from sinkbench.leaderboard.consistency import fact_key, model_ref
 from sinkbench.leaderboard.content import PlotRef
 
@@ -34,6 +34,8 @@ from sinkbench.leaderboard.content import PlotRef
 TESTBED_FILE = "vl_testbed.json"
 #: The mechanism pilot's results, beside the testbed's (:mod:`experiments.vl_testbed.pilot`).
 PILOT_FILE = "vl_testbed_mechanism_pilot.json"
+#: The same pilot on the second backbone, Gemma 3 270M.
+GEMMA_PILOT_FILE = "vl_testbed_mechanism_pilot_gemma3.json"
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 #: Where the page's charts go, site-relative.
@@ -339,10 +341,81 @@ def read_pilot(path: Path) -> PilotResults | None:
     return read_results(PilotResults, path, shown_path(path), TESTBED_SIZE_LIMIT, fix)
 
 
+def backbone_answers(first: PilotResults, second: PilotResults) -> list[str]:
+    """Per setting both pilots ran on every seed: does the second backbone's sink move more, and does it lose more
+    (:func:`~experiments.vl_testbed.verdicts.compare_backbones`, with the outcomes' margins)? The loss is not read
+    where a base model repeats the prompt in most of its answers (its NLL reference is then not an answer)."""
+    sentences = []
+    what = {setting["name"]: setting["what"] for setting in second.settings}
+    a, b = first.backbone, second.backbone
+    for name in (n for n in second.verdicts.settings if n in first.verdicts.settings):
+        runs = [[run for run in pilot.runs if run.setting == name] for pilot in (first, second)]
+        shift = [[abs(run.s_shift) for run in mine] for mine in runs]
+        gap = [[run.margin["b_gap"] for run in mine] for mine in runs]
+        texts = [[run.first_token_attention["text"] for run in mine] for mine in runs]
+        share = [[100 * text["heads_moved"] / text["heads"] for text in mine] for mine in texts]
+        heads = [[text["sink_heads"]["change"]["mean"] for text in mine] for mine in texts]
+        sentences.append(
+            f"{name} ({what[name]}): does {b}'s sink move more than {a}'s? "
+            f"{_ANSWERS[compare_backbones(*shift, S_SHIFT)]} (|S shift| "
+            f"{_listed(shift[1])} against {_listed(shift[0])} nats; the rule needs every seed apart by {S_SHIFT}); "
+            f"B_gap {_listed(gap[1], 2, '')} against {_listed(gap[0], 2, '')} nats; heads whose first-token attention on text moved "
+            f"(by {HEAD_SHIFT} or more): {_percent(share[1])} against {_percent(share[0])} of all; the top sink heads' "
+            f"first-token attention changed {_listed(heads[1])} against {_listed(heads[0])}."
+        )
+        if all("nll_continue" in pilot.base for pilot in (first, second)):
+            margin = OUTCOMES["nll_continue"].margin or 0.0
+            rise = [
+                [run.nll_continue - pilot.base["nll_continue"] for run in mine]
+                for mine, pilot in zip(runs, (first, second), strict=True)
+            ]
+            echo = [[run.echo["rate"] for run in mine] for mine in runs]
+            gain = [[100 * run.visual_gain for run in mine] for mine in runs]
+            copying = [
+                p for p in (first, second) if 2 * p.base.get("copies_prompt", 0) > len(p.base["answers"])
+            ]
+            answer = (
+                "Cannot tell, "
+                + " and ".join(
+                    f"{p.backbone}'s base model repeats the prompt in {p.base['copies_prompt']} of its "
+                    f"{len(p.base['answers'])} answers"
+                    for p in copying
+                )
+                + ", so the NLL of those answers measures leaving the copy, not text damage"
+                if copying
+                else _ANSWERS[compare_backbones(*rise, margin)]
+            )
+            sentences.append(
+                f"{name}: does {b} lose more than {a}? {answer}: the NLL of its base model's own answers rose "
+                f"{_listed(rise[1])} against {_listed(rise[0])} nats/token (margin {margin}); echo "
+                f"{_listed(echo[1], 2, '')} against {_listed(echo[0], 2, '')}; visual gain {_listed(gain[1], 1)} against "
+                f"{_listed(gain[0], 1)} points."
+            )
+    if sentences:
+        sentences.append(
+            "Two backbones are a direction, not a correlation; their seeds cannot be paired, so a word needs every "
+            "seed of one backbone beyond every seed of the other by the margin, else 'cannot tell'."
+        )
+    return sentences
+
+
+#: :func:`~experiments.vl_testbed.verdicts.compare_backbones`'s words as answers to "does it ... more?".
+_ANSWERS = {"more": "Yes", "less": "No, less", "cannot tell": "Cannot tell"}
+
+
+def _percent(numbers: list[float]) -> str:
+    return ", ".join(f"{x:.0f}%" for x in numbers)
+
+
+def _listed(numbers: list[float], digits: int = 3, sign: str = "+") -> str:
+    return ", ".join(f"{x:{sign}.{digits}f}" for x in numbers)
+
+
 def page_files(results: Path = RESULTS / TESTBED_FILE) -> dict[str, str]:
-    """The page folder's files (``training.md`` and its charts) from ``results`` (and the mechanism pilot's
-    :data:`PILOT_FILE` beside it, when there is one)."""
+    """The page folder's files (``training.md`` and its charts) from ``results`` (and the mechanism pilots'
+    :data:`PILOT_FILE` and :data:`GEMMA_PILOT_FILE` beside it, where they are)."""
     run = read_testbed(results, shown_path(results))
+    pilot, second = read_pilot(results.parent / PILOT_FILE), read_pilot(results.parent / GEMMA_PILOT_FILE)
     charts = run.charts()
     context = {
         "run": run,
@@ -353,7 +426,11 @@ def page_files(results: Path = RESULTS / TESTBED_FILE) -> dict[str, str]:
         "rules": RULES,
         "verdict_words": VERDICT_WORDS,
         "undetectable": UNDETECTABLE,
-        "pilot": read_pilot(results.parent / PILOT_FILE),
+        "pilot": pilot,
+        "pilot_file": PILOT_FILE,
+        "second_pilot": second,
+        "second_pilot_file": GEMMA_PILOT_FILE,
+        "backbone_answers": backbone_answers(pilot, second) if pilot and second else [],
         "s_shift": S_SHIFT,
         "visual_gain": VISUAL_GAIN,
     }

@@ -23,6 +23,12 @@ template echo (then the shortest stage 2). None: the protection questions read "
 
     SINKBENCH_DATA_DIR=DIR python -m experiments.vl_testbed.pilot          # resumable, run by run
     python -m experiments.vl_testbed.pilot --settings recipe --seeds 200   # a subset
+    python -m experiments.vl_testbed.pilot --backbone gemma3 --settings recipe   # the second backbone (point 8)
+    python -m experiments.vl_testbed.pilot --quick                         # a smoke run of a few minutes
+
+The second backbone, Gemma 3 270M (S +0.098 on the board's raw-text screen, against SmolLM2's +1.456), is the base
+checkpoint asked in Gemma 3's turn format, as the interventions study asks it
+(:func:`experiments.interventions_pair.study.write_gemma_folder`); its S is measured in that format here.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from experiments.vl_testbed.page import PILOT_FILE
+from experiments.vl_testbed.page import GEMMA_PILOT_FILE, PILOT_FILE
 from experiments.vl_testbed.replies import ReplyMix, echo_rate, echoes_template
 from experiments.vl_testbed.specs import StageSpec, VisionSpec
 from experiments.vl_testbed.verdicts import S_SHIFT, VISUAL_GAIN, sink_moved
@@ -48,6 +54,21 @@ from experiments.vl_testbed.verdicts import S_SHIFT, VISUAL_GAIN, sink_moved
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 RESULTS = HERE / "results" / PILOT_FILE
+
+
+@dataclass(frozen=True)
+class Backbone:
+    """A language model the pilot wraps: its sinkbench model name and where its results go."""
+
+    model: str
+    label: str
+    results: Path
+
+
+BACKBONES = {
+    "smollm2": Backbone("smollm2-135m-instruct", "SmolLM2-135M-Instruct", RESULTS),
+    "gemma3": Backbone("gemma3-270m", "Gemma 3 270M", RESULTS.with_name(GEMMA_PILOT_FILE)),
+}
 
 RULE = (
     f"a setting moves the sink when |S(VLM-LM) - S(base)| >= {S_SHIFT} nats with one sign on every pilot seed, and "
@@ -119,14 +140,23 @@ def _vision_key(vision: VisionSpec) -> str:
 class Pilot:
     """Runs (and resumes) the pilot; the state is written to ``workdir/state.json`` after every step."""
 
-    def __init__(self, workdir: Path, out: Path, header: dict[str, Any], log: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        out: Path,
+        header: dict[str, Any],
+        log: Callable[[str], None],
+        backbone: Backbone = BACKBONES["smollm2"],
+        quick: bool = False,
+    ) -> None:
         from experiments.vl_testbed.run import gsm8k_problems, sink_heads
         from experiments.vl_testbed.schema import RunGroup, TestbedConfig
-        from sinkbench.models import resolve_model
 
-        self.workdir, self.out, self.log = workdir, out, log
+        self.workdir, self.out, self.log, self.quick = workdir, out, log, quick
         self.state_file = workdir / "state.json"
-        self.base_dir = Path(resolve_model("smollm2-135m-instruct")[1])
+        self.base_dir = base_folder(backbone, workdir)
+        self.stage1_spec = dataclasses.replace(STAGE1, steps=2) if quick else STAGE1
+        self.stage0_steps = 20 if quick else STAGE0_STEPS
         self.sink_heads, self.shape = sink_heads(self.base_dir, 0.1)
         needs_text = TestbedConfig(
             stage1=STAGE1,
@@ -136,11 +166,17 @@ class Pilot:
             plan=(RunGroup(data="vl", dose="x", arms=("none",)),),
         )
         self.problems, self.text_source = gsm8k_problems(needs_text)
-        self.docs, self.echo_indices = echo_prompts()
-        fresh = {**header, "rule": RULE, "settings": [dataclasses.asdict(s) for s in SETTINGS], "runs": []}
+        self.docs, self.echo_indices = echo_prompts(8 if quick else ECHO_PROMPTS)
+        fresh = {
+            **header,
+            "backbone": backbone.label,
+            "rule": RULE,
+            "settings": [dataclasses.asdict(s) for s in SETTINGS],
+            "runs": [],
+        }
         fresh["echo_prompts"] = {"seed": ECHO_SEED, "indices_in_ifeval": self.echo_indices}
         self.state = json.loads(self.state_file.read_text()) if self.state_file.is_file() else fresh
-        self.state["rule"], self.state["settings"] = RULE, fresh["settings"]
+        self.state.update(backbone=backbone.label, rule=RULE, settings=fresh["settings"])
 
     def _write(self) -> None:
         from sinkbench.safe_io import write_json_atomic
@@ -164,7 +200,25 @@ class Pilot:
                 "echo": _echo(answers.texts),
             }
             self._write()
-        return self.state["base"]
+        base = self.state["base"]
+        if "nll_continue" not in base:  # what each run's NLL is read against (absent before 2026-12-04)
+            from experiments.vl_testbed.experiment import load_base
+            from experiments.vl_testbed.outcomes import answer_nll
+
+            model, tokenizer = load_base(self.base_dir)
+            _, nll_continue = answer_nll(model, tokenizer, self.reference())
+            base["nll_continue"] = round(float(np.nanmean(nll_continue)), 5)
+            self._write()
+        base["copies_prompt"] = copies_prompt(base["answers"], [d["prompt"] for d in self.docs])
+        return base
+
+    def reference(self) -> Any:
+        """The base model's answers to the echo prompts, which every run is scored on (teacher-forced)."""
+        from experiments.vl_testbed.outcomes import ReferenceAnswers
+
+        base = self.state["base"]
+        prompts = tuple(d["prompt"] for d in self.docs)
+        return ReferenceAnswers(prompts, tuple(map(tuple, base["answer_ids"])), tuple(base["stopped"]))
 
     def stage1(self, seed: int, vision: VisionSpec) -> tuple[Path, dict[str, Any]]:
         """The seed's stage-0/1 vision weights for ``vision`` and the stage-1 VLM's measurements (made once)."""
@@ -183,9 +237,10 @@ class Pilot:
         started = time.perf_counter()
         lm, tokenizer = load_base(self.base_dir)
         vlm = build_vlm(lm, tokenizer, vision, seed=seed)
-        stage0 = pretrain_encoder(vlm, vision, seed, STAGE0_STEPS)
-        data = stage_data("stage1", seed, STAGE1.steps * STAGE1.batch_size, tokenizer, vision)
-        train_stage(vlm, tokenizer, data, STAGE1, seed)
+        stage0 = pretrain_encoder(vlm, vision, seed, self.stage0_steps)
+        spec = self.stage1_spec
+        data = stage_data("stage1", seed, spec.steps * spec.batch_size, tokenizer, vision)
+        train_stage(vlm, tokenizer, data, spec, seed)
         path.parent.mkdir(parents=True, exist_ok=True)
         torch.save(vision_state(vlm), path)
         items = _visual_items(vision)
@@ -214,7 +269,7 @@ class Pilot:
             sink_shift,
             text_prompts,
         )
-        from experiments.vl_testbed.outcomes import ReferenceAnswers, answer_nll, generate
+        from experiments.vl_testbed.outcomes import answer_nll, generate
         from experiments.vl_testbed.train import stage_data, train_stage
         from experiments.vl_testbed.visual import visual_accuracy
         from experiments.vl_testbed.vlm import build_vlm, save_vlm
@@ -228,7 +283,7 @@ class Pilot:
         lm, tokenizer = load_base(self.base_dir)
         vlm = build_vlm(lm, tokenizer, vision, seed=seed)
         vlm.load_state_dict(torch.load(stage1_path), strict=False)
-        spec = setting.stage2
+        spec = dataclasses.replace(setting.stage2, steps=2) if self.quick else setting.stage2
         data = stage_data(
             "stage2",
             seed,
@@ -266,10 +321,7 @@ class Pilot:
         prompts = [d["prompt"] for d in self.docs]
         answers = generate(model, tokenizer, prompts, ECHO_TOKENS, 16)
         base = self.base()
-        reference = ReferenceAnswers(
-            tuple(prompts), tuple(map(tuple, base["answer_ids"])), tuple(base["stopped"])
-        )
-        _, nll_continue = answer_nll(model, tokenizer, reference)
+        _, nll_continue = answer_nll(model, tokenizer, self.reference())
         shutil.rmtree(run_dir, ignore_errors=True)
         return {
             "setting": setting.name,
@@ -352,14 +404,47 @@ def _echo(answers: Sequence[str]) -> dict[str, Any]:
     }
 
 
+#: An answer *copies the prompt* when it starts with the prompt's first this many characters (a base checkpoint asked
+#: in a turn format it was not tuned on may continue the prompt instead of answering it).
+COPY_PREFIX = 40
+
+
+def copies_prompt(answers: Sequence[str], prompts: Sequence[str]) -> int:
+    """How many ``answers`` start by repeating their prompt (its first :data:`COPY_PREFIX` characters)."""
+    return sum(
+        answer.strip().startswith(prompt.strip()[:COPY_PREFIX])
+        for answer, prompt in zip(answers, prompts, strict=True)
+    )
+
+
 def _visual_items(vision: VisionSpec) -> list[Any]:
     from experiments.vl_testbed.scenes import question_items
 
     return question_items(VISUAL_SEED, VISUAL_IMAGES, vision.image_size)
 
 
-def echo_prompts() -> tuple[list[dict[str, Any]], list[int]]:
-    """:data:`ECHO_PROMPTS` IFEval prompts drawn at random (seed :data:`ECHO_SEED`) from the short-answer subset."""
+def base_folder(backbone: Backbone, workdir: Path) -> Path:
+    """The backbone's transformers folder: SmolLM2's packaged one; Gemma 3 270M written once under ``workdir`` with
+    its turn format as the chat template and ``<end_of_turn>`` as the tokenizer's end of sequence, so that every
+    model built from it (the VLM, the extracted VLM-LM) stops where a turn ends."""
+    if backbone.model != "gemma3-270m":
+        from sinkbench.models import resolve_model
+
+        return Path(resolve_model(backbone.model)[1])
+    from transformers import AutoTokenizer
+
+    from experiments.interventions_pair.study import write_gemma_folder
+
+    folder = write_gemma_folder(workdir / "gemma-base")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    if tokenizer.eos_token != "<end_of_turn>":
+        tokenizer.eos_token = "<end_of_turn>"
+        tokenizer.save_pretrained(folder)
+    return folder
+
+
+def echo_prompts(count: int = ECHO_PROMPTS) -> tuple[list[dict[str, Any]], list[int]]:
+    """``count`` IFEval prompts drawn at random (seed :data:`ECHO_SEED`) from the short-answer subset."""
     from experiments.vl_testbed.ifeval_short import short_answer_prompts
     from sinkbench.tasks._data import load_task_data
     from sinkbench.tasks.ifeval_strict.utils import SOURCE
@@ -367,7 +452,7 @@ def echo_prompts() -> tuple[list[dict[str, Any]], list[int]]:
     data, _ = load_task_data(SOURCE)
     docs = [dict(doc) for doc in data[SOURCE.split]]
     kept = short_answer_prompts(docs)
-    chosen = sorted(np.random.default_rng(ECHO_SEED).choice(kept, size=ECHO_PROMPTS, replace=False).tolist())
+    chosen = sorted(np.random.default_rng(ECHO_SEED).choice(kept, size=count, replace=False).tolist())
     return [docs[i] for i in chosen], chosen
 
 
@@ -382,12 +467,31 @@ def main() -> None:
     parser.add_argument(
         "--seeds", type=int, nargs="+", default=list(SEEDS), help="pilot seeds (default: %(default)s)"
     )
+    parser.add_argument(
+        "--backbone",
+        choices=list(BACKBONES),
+        default="smollm2",
+        help="the language model wrapped into the VLM (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: 2 steps per stage, 8 echo prompts, written under the work folder only",
+    )
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default: %(default)s)")
     parser.add_argument(
-        "--workdir", type=Path, default=ROOT / "out" / "mechanism-pilot", help="state and checkpoints"
+        "--workdir",
+        type=Path,
+        help="state and checkpoints (default: out/mechanism-pilot[-BACKBONE][-quick])",
     )
-    parser.add_argument("--out", type=Path, default=RESULTS, help="results JSON (default: %(default)s)")
+    parser.add_argument(
+        "--out", type=Path, help="results JSON (default: results/, or the work folder with --quick)"
+    )
     args = parser.parse_args()
+    backbone = BACKBONES[args.backbone]
+    suffix = ("" if args.backbone == "smollm2" else f"-{args.backbone}") + ("-quick" if args.quick else "")
+    workdir = args.workdir or ROOT / "out" / f"mechanism-pilot{suffix}"
+    out = args.out or (workdir / "pilot.json" if args.quick else backbone.results)
     torch.set_num_threads(args.threads)
     from sinkbench.provenance import report_header
 
@@ -397,10 +501,14 @@ def main() -> None:
         print(f"[{time.perf_counter() - started:7.1f} s] {message}", flush=True)
 
     settings = [BY_NAME[name] for name in args.settings] if args.settings else list(SETTINGS)
-    header = {**report_header(), "command": "SINKBENCH_DATA_DIR=DIR python -m experiments.vl_testbed.pilot"}
-    args.workdir.mkdir(parents=True, exist_ok=True)
-    Pilot(args.workdir, args.out, header, log).run(settings, args.seeds)
-    print(f"done in {time.perf_counter() - started:.0f} s; wrote {args.out}")
+    command = "SINKBENCH_DATA_DIR=DIR python -m experiments.vl_testbed.pilot"
+    if args.backbone != "smollm2":
+        command += f" --backbone {args.backbone}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    Pilot(workdir, out, {**report_header(), "command": command}, log, backbone, args.quick).run(
+        settings, args.seeds
+    )
+    print(f"done in {time.perf_counter() - started:.0f} s; wrote {out}")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,10 @@ from collections.abc import Sequence
 S_SHIFT = 0.33
 
 
+#: A head's first-token attention "moved" when its mean change over prompts is at least this, with a 95% interval
+#: that excludes zero (:func:`experiments.vl_testbed.mechanism.sink_shift`).
+HEAD_SHIFT = 0.1
+
 #: Held-out visual accuracy must beat the same seed's VLM after stage 1 (its LM untouched) by this much for the visual
 #: task to count as learned: 3 binomial standard errors at 192 questions and 30% accuracy (the realistic null of the
 #: first committed experiment was 29-36%).
@@ -42,6 +46,19 @@ def sink_moved(shifts: Sequence[float]) -> bool:
     """Whether the sink moved: every seed's change of S (VLM-LM minus base) reaches :data:`S_SHIFT`, all with one
     sign."""
     return bool(shifts) and (all(s >= S_SHIFT for s in shifts) or all(s <= -S_SHIFT for s in shifts))
+
+
+def compare_backbones(first: Sequence[float], second: Sequence[float], margin: float) -> str:
+    """Whether an outcome is larger on a second backbone than on the first, over seeds that cannot be paired (the
+    models differ): "more" when every value of ``second`` exceeds every value of ``first`` by at least ``margin``,
+    "less" the reverse, otherwise "cannot tell". Two backbones give a direction, never a correlation."""
+    if not first or not second:
+        return "cannot tell"
+    if min(second) - max(first) >= margin:
+        return "more"
+    if min(first) - max(second) >= margin:
+        return "less"
+    return "cannot tell"
 
 
 #: The rules above, as the page states them.

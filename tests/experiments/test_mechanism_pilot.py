@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from tiny_models import tiny_causal_lm, tiny_tokenizer
 
-from experiments.vl_testbed.mechanism import HEAD_SHIFT, sink_shift
+from experiments.vl_testbed.mechanism import sink_shift
 from experiments.vl_testbed.specs import VisionSpec
+from experiments.vl_testbed.verdicts import HEAD_SHIFT
 
 TINY_VISION = VisionSpec(image_size=16, patch_size=8, hidden_size=16, intermediate_size=32, layers=1, heads=2)
 
@@ -103,3 +104,75 @@ def test_the_rule_picks_the_least_echoing_regime_that_moves_the_sink_and_learns(
     assert [name for name, v in found["settings"].items() if v["sink_moved"]] == ["long", "scale10"]
     assert "tokens16" not in found["settings"]
     assert verdicts(runs[:2], (200, 201))["compared_regime"] is None  # nothing moved: not posed
+
+
+def test_an_answer_copies_the_prompt_when_it_starts_with_its_opening() -> None:
+    from experiments.vl_testbed.pilot import COPY_PREFIX, copies_prompt
+
+    prompt = "Write a limerick about a cat. " * 3
+    assert copies_prompt([prompt + " More", " " + prompt[:COPY_PREFIX], "A cat sat."], [prompt] * 3) == 2
+    assert copies_prompt([prompt[: COPY_PREFIX - 1]], [prompt]) == 0  # shorter than the opening
+
+
+def test_backbones_compare_only_when_every_seed_is_apart_by_the_margin() -> None:
+    from experiments.vl_testbed.verdicts import compare_backbones
+
+    assert compare_backbones([0.1, 0.2], [0.6, 0.9], 0.33) == "more"  # 0.6 - 0.2 = 0.4 >= 0.33
+    assert compare_backbones([0.6, 0.9], [0.1, 0.2], 0.33) == "less"
+    assert compare_backbones([0.1, 0.2], [0.5, 0.9], 0.33) == "cannot tell"  # 0.5 - 0.2 = 0.3 < 0.33
+    assert compare_backbones([0.1, 0.7], [0.5, 0.9], 0.0) == "cannot tell"  # the seeds overlap
+    assert compare_backbones([], [0.5], 0.0) == "cannot tell"
+
+
+def test_the_second_backbone_is_read_against_the_first_setting_by_setting() -> None:
+    import json
+    from pathlib import Path
+
+    from experiments.vl_testbed.page import PILOT_FILE, backbone_answers
+    from experiments.vl_testbed.schema import PilotResults
+
+    raw = json.loads((Path("experiments/vl_testbed/results") / PILOT_FILE).read_text())
+    first = PilotResults.model_validate({**raw, "base": {**raw["base"], "nll_continue": 1.0}})
+    recipe = [run for run in raw["runs"] if run["setting"] == "recipe"]
+    second_runs = [
+        {**run, "s_shift": 1.0 + i, "nll_continue": run["nll_continue"] + 0.5} for i, run in enumerate(recipe)
+    ]
+    second = PilotResults.model_validate(
+        {
+            **raw,
+            "backbone": "Second",
+            "base": {**raw["base"], "nll_continue": 1.0},
+            "runs": second_runs,
+            "verdicts": {
+                "settings": {"recipe": raw["verdicts"]["settings"]["recipe"]},
+                "compared_regime": None,
+            },
+        }
+    )
+    answers = backbone_answers(first, second)
+    assert len(answers) == 3  # moved, lost, the caveat
+    assert (
+        answers[0].startswith("recipe (")
+        and "Second's sink move more than SmolLM2-135M-Instruct's? Yes" in answers[0]
+    )
+    assert "+1.000, +2.000 against +0.175, +0.046" in answers[0]
+    assert "lose more than SmolLM2-135M-Instruct? Yes" in answers[1]  # every seed's NLL rose 0.5 more
+    assert "direction, not a correlation" in answers[2]
+    copying = second.model_copy(update={"base": {**second.base, "copies_prompt": 25}})  # 25 of 48: most
+    (_, lost, _) = backbone_answers(first, copying)
+    assert (
+        "lose more than SmolLM2-135M-Instruct? Cannot tell, Second's base model repeats the prompt in 25"
+        in lost
+    )
+    half = second.model_copy(update={"base": {**second.base, "copies_prompt": 24}})
+    assert "? Yes" in backbone_answers(first, half)[1]  # half is not most
+    without_base_nll = first.model_copy(
+        update={"base": {k: v for k, v in raw["base"].items() if k != "nll_continue"}}
+    )
+    assert len(backbone_answers(without_base_nll, second)) == 2  # no base NLL: the loss is not read
+    assert (
+        backbone_answers(
+            first, first.model_copy(update={"verdicts": second.verdicts.model_copy(update={"settings": {}})})
+        )
+        == []
+    )
