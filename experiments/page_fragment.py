@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 import jinja2
 from pydantic import BaseModel, ValidationError
@@ -27,6 +28,14 @@ from sinkbench.safe_io import UnsafeFileError, read_json
 Schema = TypeVar("Schema", bound=BaseModel)
 #: The repository's root, against which the pages name the files they were made from.
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class ResultsFile(Generic[Schema]):
+    """One results file as a page reads it: the name the page shows and its validated contents."""
+
+    source: str
+    data: Schema
 
 
 class SourceInvalid(UserError):

@@ -29,6 +29,7 @@ from experiments.interventions_pair.study_schema import (
 )
 from experiments.page_fragment import (
     ROOT,
+    ResultsFile,
     SourceInvalid,
     fragment,
     page_command,
@@ -176,12 +177,8 @@ def _merge_note(arm: Arm) -> str:
     return "; ".join(notes)
 
 
-@dataclass(frozen=True)
-class InterventionsPage:
+class InterventionsPage(ResultsFile[StudyResults]):
     """What the Interventions page shows of one of the study's results files."""
-
-    source: str
-    data: StudyResults
 
     @property
     def suffix(self) -> str:
@@ -500,10 +497,5 @@ def page_files(folder: Path = RESULTS) -> dict[str, str]:
     )
 
 
-def main() -> None:
-    """``python -m experiments.interventions_pair.page``: render the page into ``experiments/interventions_pair/page/``."""
+if __name__ == "__main__":  # python -m experiments.interventions_pair.page: the page into its page/ folder
     page_command("interventions_pair", HERE, page_files)
-
-
-if __name__ == "__main__":
-    main()

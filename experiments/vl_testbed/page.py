@@ -10,10 +10,10 @@ statistics) or read from it in one line here; nothing is recomputed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from experiments.page_fragment import (
+    ResultsFile,
     SourceInvalid,
     fragment,
     page_command,
@@ -72,12 +72,8 @@ SENTENCE_OUTCOMES = (PRIMARY, "non_trivial_strict")
 _FIX = "rerun `python -m experiments.vl_testbed.run` to rewrite it"
 
 
-@dataclass(frozen=True)
-class TestbedResults:
+class TestbedResults(ResultsFile[Results]):
     """What the Training dynamics page shows of one testbed results file."""
-
-    source: str
-    data: Results
 
     @property
     def compare(self) -> str:

@@ -106,9 +106,10 @@ QUICK = TestbedConfig(
 #: For one H200 (bfloat16, ten times the stage-2 steps at twice the batch, the full 541-prompt IFEval at 1,280
 #: tokens), six seeds (the fewest at which the exact sign-flip test can reach p < 0.05) of the compared arms, the
 #: graded control that freezes every head's query/key rows, and the text-only control matched in supervised tokens:
-#: 36 runs. The mechanism pilot found S growing with the stage-2 length on the CPU (+0.05 to +0.18 nats at 20 steps,
-#: +0.24 and +0.35 at 80), so this preset's 200 steps of 16 are where the sink is likeliest to move; whether it did
-#: decides, by the same rule, whether its protection questions are posed. Estimated, not measured: about 10 s of
+#: 36 runs. On the CPU the mechanism pilot found S growing with the stage-2 length up to 80 steps of 8 (+0.05 to
+#: +0.18 nats at 20 steps, +0.24 and +0.35 at 80) and no further at 160 (+0.27 and +0.35), short of the rule on one
+#: seed each time; this preset's 200 steps of 16 may not move the sink either, and whether it did decides, by the
+#: same rule, whether its protection questions are posed. Estimated, not measured: about 10 s of
 #: training per run and 65 to 130 s of greedy generation (five batches of 128 prompts, up to 1,280 decoding steps at
 #: an assumed 10 to 20 ms each), so 45 to 90 minutes in all; fewer seeds would leave every verdict "cannot tell".
 #: Prepared, not yet run: no GPU was lent to the sessions that wrote it.

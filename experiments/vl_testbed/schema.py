@@ -446,6 +446,7 @@ class PilotResults(Loose):
     """The mechanism pilot's results file."""
 
     created: str
+    updated: str | None = None
     backbone: str
     rule: str
     settings: list[dict[str, Any]] = Field(min_length=1)
