@@ -137,8 +137,16 @@ def change(arm: Arm, against: str) -> str:
     strict = _contrast(arm, against, "non_trivial_strict")
     return (
         f"NLL {_signed(nll.difference)} nats {_interval(nll)}, non-trivial strict {_signed(strict.difference, 1)} "
-        f"points {_interval(strict, 1)}"
+        f"points {_interval(strict, 1)} ({strict.prompts} prompts)"
     )
+
+
+def _cost_ratio(arm: Arm, real_nll: float) -> str:
+    """The arm's NLL change against the base as a multiple of the VLM-LM's (``real_nll``)."""
+    if real_nll <= 0:
+        return "not defined (the VLM-LM lost nothing)"
+    ratio = f"{_contrast(arm, 'base', 'nll_continue').difference / real_nll:.1f}"
+    return f"{'0.0' if ratio == '-0.0' else ratio.replace('-', '−')}×"
 
 
 def recovered(measured: Measured, base: Measured, vlm_lm: Measured) -> float | None:
@@ -268,19 +276,37 @@ class InterventionsPage(ResultsFile[StudyResults]):
         arm, vlm_lm = self.data.random_control, self._vlm_lm()
         if arm is None or vlm_lm is None:
             return None
-        random_nll = _contrast(arm, "base", "nll_continue").difference
         real_nll = vlm_lm.text.nll_continue_mean - self._base().text.nll_continue_mean
-        ratio = f"{random_nll / real_nll:.1f}×" if real_nll > 0 else "not defined (the VLM-LM lost nothing)"
-        return (
+        sentence = (
             f"Would a random change of the same size do the same? Gaussian ΔW at the VLM-LM's relative norms "
             f"(largest error {100 * arm.details['max_relative_error']:.2g}%) changes, against the base, "
             f"{change(arm, 'base')}, against the VLM-LM's NLL {_signed(real_nll)} nats: the random change costs "
-            f"{ratio} the real one's NLL loss. Two confounds: the noise matches each projection's relative "
-            "Frobenius norm only, and a Gaussian ΔW spreads that norm over every direction, so its operator norm (F.1's "
-            "quantity) is smaller than the real change's; and the real VLM-LM also changed the tied embeddings and "
-            "the norm scales, which the noise leaves alone. Controls matched on each matrix's operator norm, or "
-            "covering every tensor the real change touched, were not run."
+            f"{_cost_ratio(arm, real_nll)} the real one's NLL loss. Two confounds: the noise matches each projection's "
+            "relative Frobenius norm only, and a Gaussian ΔW spreads that norm over every direction, so its operator "
+            "norm (F.1's quantity) is smaller than the real change's; and the real VLM-LM also changed the tied "
+            "embeddings and the norm scales, which the noise leaves alone."
         )
+        controls = {control.name: control for control in self.data.random_controls}
+        operator, every = controls.get("random_operator"), controls.get("random_every_tensor")
+        if operator is None and every is None:
+            return (
+                f"{sentence} Controls matched on each matrix's operator norm, or covering every tensor the real "
+                "change touched, were not run."
+            )
+        if operator is not None:
+            sentence += (
+                f" Matched on each projection's operator norm instead (its Frobenius norm then a median "
+                f"{operator.details['median_frobenius_ratio']:.1f}× the real change's): {change(operator, 'base')}, "
+                f"{_cost_ratio(operator, real_nll)} the real loss."
+            )
+        if every is not None:
+            ratio = every.details["median_operator_ratio"]
+            sentence += (
+                f" On all {every.details['tensors']} tensors the VLM-LM changed ({', '.join(every.details['changed'])}; "
+                f"Frobenius-matched, its operator norm a median {ratio:.2f}× the real change's): "
+                f"{change(every, 'base')}, {_cost_ratio(every, real_nll)} the real loss."
+            )
+        return sentence
 
     def _ablation(self) -> str | None:
         if not self.data.ablations:
@@ -401,8 +427,9 @@ class InterventionsPage(ResultsFile[StudyResults]):
                 "text-only endpoint (seed 0)",
                 run_measured(text),
             )
-        if data.random_control is not None:
-            add("random ΔW", data.random_control.title, data.random_control.measured)
+        for arm in [data.random_control, *data.random_controls]:
+            if arm is not None:
+                add("random ΔW", arm.title, arm.measured)
         for arm in data.merges:
             note = _merge_note(arm)
             add("merge", arm.title, arm.measured, note)

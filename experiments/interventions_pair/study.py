@@ -10,6 +10,8 @@ later steps read:
 * ``endpoints``: the VL and text-only endpoints of seed 0 at the compared dose, re-made by the testbed's recipe;
 * ``displacement``: where the weights moved, VL against text-only endpoint (F.1);
 * ``random_control``: Gaussian ΔW at the VL pair's relative norms, seed 0 (D.4);
+* ``random_controls``: the same control matched on each projection's operator norm instead, and one on every
+  tensor the VL pair changed (:data:`RANDOM_CONTROLS`);
 * ``merges``: the seven merge settings of F.4, each with its text outcomes and the visual accuracy of its VLM;
 * ``injection_runs``: the injected SmolLM2 through the testbed's stages, against vanilla runs of the same seeds (the
   study makes those that are not on file).
@@ -56,7 +58,17 @@ GEMMA_TURNS = (
 )
 #: The steps that read the endpoints' checkpoints (kept in the work folder only): ``endpoints`` runs before them
 #: whenever they are missing (:meth:`Study._needs`).
-NEEDS_ENDPOINTS = ("displacement", "random_control", "merges")
+NEEDS_ENDPOINTS = ("displacement", "random_control", "random_controls", "merges")
+#: The ``random_controls`` step's controls beside the paper's (``random_control``: Frobenius norm, projections):
+#: name -> (title, match, scope), all of seed 0.
+RANDOM_CONTROLS = {
+    "random_operator": ("Gaussian ΔW at the VLM-LM's operator norms (seed 0)", "operator", "projections"),
+    "random_every_tensor": (
+        "Gaussian ΔW at the VLM-LM's relative norms on every tensor it changed (seed 0)",
+        "frobenius",
+        "changed",
+    ),
+}
 #: Per-seed outcomes of the injection runs, paired with vanilla over seeds: name -> value of a run.
 SEED_OUTCOMES: dict[str, Callable[[RunRecord], float]] = {
     "nll_continue": lambda run: run.text.nll_continue_mean,
@@ -288,11 +300,12 @@ class Study:
         """The base model and the VLM-LM (the re-made VL endpoint), which the pair's interventions are compared with."""
         return {"base": self.state.base, "vlm_lm": run_measured(self.state.endpoints.vl)}
 
-    def _intervene(self, spec: Any, models: dict[str, Path], out: Path) -> Any:
-        """``spec`` (an intervention of :mod:`sinkbench.interventions`) run on ``models`` into ``out``; its report."""
+    def _intervene(self, spec: Any, models: dict[str, Path], out: Path, parameters: Any = None) -> Any:
+        """``spec`` (an intervention of :mod:`sinkbench.interventions`) run on ``models`` into ``out`` with
+        ``parameters`` (None: its defaults); its report."""
         from sinkbench.interventions.checkpoint import write_intervention
 
-        return write_intervention(spec, models, out, overwrite=True, progress=False)
+        return write_intervention(spec, models, out, parameters, overwrite=True, progress=False)
 
     def _pair(self) -> dict[str, Path]:
         """The base model and its VL endpoint's language model, as the interventions' reference and VLM-LM."""
@@ -315,24 +328,45 @@ class Study:
             }
         }
 
-    def _random_control(self) -> dict[str, Any]:
+    def _control_arm(self, name: str, title: str, match: str, scope: str) -> Arm:
+        """The random-dW control of the pair matched in ``match`` on ``scope``, seed 0, measured against the base
+        and the VLM-LM."""
         from sinkbench.interventions.random_control import RANDOM_CONTROL
+        from sinkbench.interventions.settings import RandomControlParameters
 
-        out = self.workdir / "random-control"
-        record = self._intervene(RANDOM_CONTROL, self._pair(), out)
+        out = self.workdir / name.replace("_", "-")
+        parameters = RandomControlParameters(seed=0, match=match, scope=scope)
+        record = self._intervene(RANDOM_CONTROL, self._pair(), out, parameters)
         measured = self._measure(self.testbed, out)
         shutil.rmtree(out)  # measured: the results keep its numbers, not its weights
-        arm = self._arm(
-            "random_control",
-            "Gaussian ΔW at the VLM-LM's relative norms (seed 0)",
+        return self._arm(
+            name,
+            title,
             measured,
             self._comparators(),
+            match=match,
+            scope=scope,
+            tensors=len(record.tensors),
             max_relative_error=record.max_relative_error,
             median_target_relative_frobenius=float(
-                np.median([row.target_relative_frobenius for row in record.projections])
+                np.median([row.relative_frobenius for row in record.tensors])
             ),
+            median_frobenius_ratio=float(np.median([row.frobenius_ratio for row in record.tensors])),
+            median_operator_ratio=float(np.median([row.operator_ratio for row in record.tensors])),
+            changed=sorted({_kind(row.tensor) for row in record.tensors}),
         )
-        return {"random_control": arm}
+
+    def _random_control(self) -> dict[str, Any]:
+        title = "Gaussian ΔW at the VLM-LM's relative norms (seed 0)"
+        return {"random_control": self._control_arm("random_control", title, "frobenius", "projections")}
+
+    def _random_controls(self) -> dict[str, Any]:
+        return {
+            "random_controls": [
+                self._control_arm(name, title, match, scope)
+                for name, (title, match, scope) in RANDOM_CONTROLS.items()
+            ]
+        }
 
     def _merges(self) -> dict[str, Any]:
         from sinkbench.extract.implant import implant_lm
@@ -490,6 +524,12 @@ class Study:
                 "over_seeds": over_seeds(paired, vanilla),
             }
         )
+
+
+def _kind(tensor: str) -> str:
+    """The kind of a tensor by its qualified name: ``model.layers.3.self_attn.q_proj.weight`` -> ``q_proj``,
+    ``model.embed_tokens.weight`` -> ``embed_tokens``."""
+    return tensor.removesuffix(".weight").removesuffix(".bias").rsplit(".", 1)[-1]
 
 
 def gemma_shape(folder: Path) -> dict[str, int]:

@@ -25,6 +25,7 @@ STEPS = (
     "endpoints",
     "displacement",
     "random_control",
+    "random_controls",
     "merges",
     "injection_runs",
 )
@@ -115,6 +116,7 @@ class StudyResults(Record):
     endpoints: Endpoints | None = None
     displacement: dict[str, Any] | None = None
     random_control: Arm | None = None
+    random_controls: list[Arm] = Field(default_factory=list)
     merges: list[Arm] = Field(default_factory=list)
     ablations: list[Ablation] = Field(default_factory=list)
     injection: Injection | None = None

@@ -191,9 +191,10 @@ class Testbed:
         return self.state.base
 
     def _reference(self) -> ReferenceAnswers:
-        """The base model's answers, which every run's NLL scores (from the state once the base is measured)."""
+        """The base model's answers, which every run's NLL scores (from the state; measured first in a new work
+        folder whose state has no base, e.g. the interventions study's in another precision)."""
         if self.reference is None:
-            base = self.state.base
+            base = self.ensure_base()
             self.reference = ReferenceAnswers(
                 tuple(doc["prompt"] for doc in self.inputs.docs),
                 tuple(tuple(ids) for ids in base.reference_token_ids),

@@ -58,16 +58,18 @@ RESULTS = HERE / "results" / PILOT_FILE
 
 @dataclass(frozen=True)
 class Backbone:
-    """A language model the pilot wraps: its sinkbench model name and where its results go."""
+    """A language model the pilot wraps: its sinkbench model name, where its results go, and whether it is a base
+    checkpoint without a chat template, asked in Gemma 3's turn format (:func:`base_folder`)."""
 
     model: str
     label: str
     results: Path
+    gemma_turns: bool = False
 
 
 BACKBONES = {
     "smollm2": Backbone("smollm2-135m-instruct", "SmolLM2-135M-Instruct", RESULTS),
-    "gemma3": Backbone("gemma3-270m", "Gemma 3 270M", RESULTS.with_name(GEMMA_PILOT_FILE)),
+    "gemma3": Backbone("gemma3-270m", "Gemma 3 270M", RESULTS.with_name(GEMMA_PILOT_FILE), gemma_turns=True),
 }
 
 RULE = (
@@ -429,10 +431,11 @@ def _visual_items(vision: VisionSpec) -> list[Any]:
 
 
 def base_folder(backbone: Backbone, workdir: Path) -> Path:
-    """The backbone's transformers folder: SmolLM2's packaged one; Gemma 3 270M written once under ``workdir`` with
-    its turn format as the chat template and ``<end_of_turn>`` as the tokenizer's end of sequence, so that every
-    model built from it (the VLM, the extracted VLM-LM) stops where a turn ends."""
-    if backbone.model != "gemma3-270m":
+    """The backbone's transformers folder: its packaged one; for a base Gemma 3 checkpoint (``gemma_turns``) one
+    written once under ``workdir`` with Gemma 3's turn format as the chat template and ``<end_of_turn>`` as the
+    tokenizer's end of sequence, so that every model built from it (the VLM, the extracted VLM-LM) stops where a turn
+    ends."""
+    if not backbone.gemma_turns:
         from sinkbench.models import resolve_model
 
         return Path(resolve_model(backbone.model)[1])

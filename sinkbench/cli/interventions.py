@@ -171,14 +171,14 @@ INTERVENTIONS = (
     ),
     Intervention(
         "random-control",
-        """The random-dW control: REFERENCE plus Gaussian noise matched per projection to VLM_LM's relative change
-        (paper D.4).
+        """The random-dW control: REFERENCE plus Gaussian noise matched per tensor to VLM_LM's change (paper D.4).
 
-        Add seeded Gaussian noise to every attention and MLP projection of REFERENCE, scaled so that each one's
-        ||dW||_F / ||W||_F equals VLM_LM's; norm scales, biases, embeddings and the LM head are left untouched.
-        OUT is a transformers checkpoint with intervention.json (targets and realised norms, S).
+        Add seeded Gaussian noise to every attention and MLP projection of REFERENCE (--scope changed: to every
+        tensor VLM_LM changed), scaled so that each one's ||dW||_F (--match operator: ||dW||_2) equals VLM_LM's;
+        by default norm scales, biases, embeddings and the LM head are left untouched, as in the paper. OUT is a
+        transformers checkpoint with intervention.json (targets and realised norms, S).
         """,
-        models=(_REFERENCE, ("vlm_lm", "its VLM-LM, whose relative changes the noise matches")),
+        models=(_REFERENCE, ("vlm_lm", "its VLM-LM, whose changes the noise matches")),
         out="the control checkpoint folder",
         spec="random_control:RANDOM_CONTROL",
         parameters=options.model_options(RandomControlParameters),

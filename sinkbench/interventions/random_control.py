@@ -1,17 +1,25 @@
-"""The random-dW control (arXiv 2609.00746, Appendix D.4): the reference LLM with Gaussian noise added to every
-attention and MLP projection, scaled so that each one's relative Frobenius norm matches the real VLM-LM's.
+"""The random-dW control (arXiv 2609.00746, Appendix D.4): the reference LLM with Gaussian noise added to the tensors
+the VLM-LM changed, each scaled so that its change has the size of the VLM-LM's.
 
-For each projection weight W of the reference (:func:`~sinkbench.interventions.modules.projections`) with the
-VLM-LM's relative change r = ||W_vlm - W||_F / ||W||_F (:mod:`.displacement`): draw G with i.i.d. standard normal
-entries and set ``W <- W + G * r ||W||_F / ||G||_F``, so ||dW||_F / ||W||_F is exactly r before the result is
-cast back to the model's dtype (the report gives the realised ratio after the cast, read back from the weights).
-Norm scales (RMSNorm gamma), biases, embeddings and the LM head are left untouched, as in the paper. The noise is
-drawn on the CPU from one generator seeded with ``seed``, projection by projection in model order, so a seed
-gives the same control on any device.
+For each tensor W of the reference in the control's scope and the VLM-LM's W' of the same name, with the real
+change dW = W' - W: draw G with i.i.d. standard normal entries and set ``W <- W + G * ||dW|| / ||G||``, in the
+chosen norm (:data:`~.settings.CONTROL_MATCHES`): the Frobenius norm, as the paper does (so each projection's
+relative Frobenius norm ||dW||_F / ||W||_F is the VLM-LM's), or the operator norm, the largest singular value
+(for a fused expert tensor the largest over experts; for a vector its length). At equal Frobenius norm a Gaussian
+dW spreads over every direction, so its operator norm is several times smaller than a trained change's: the
+operator-norm match makes the two equal in the quantity F.1 reports, at a larger Frobenius norm.
+
+The scope (:data:`~.settings.CONTROL_SCOPES`) is every attention and MLP projection (the paper's: norm scales,
+biases, embeddings and the LM head untouched), or every tensor the VLM-LM changed at all (tied weights once; of an
+embedding the VLM grew by its image token, the reference's rows). The
+report gives each tensor's target and the realised norm after the cast back to the model's dtype, read back from
+the weights. The noise is drawn on the CPU from one generator seeded with ``seed``, tensor by tensor in model
+order, so a seed gives the same control on any device.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,101 +27,174 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
+from sinkbench.errors import UserError
 from sinkbench.interventions.checkpoint import Intervention, Output, Report, Run
-from sinkbench.interventions.displacement import displacement_rows
-from sinkbench.interventions.modules import projections
-from sinkbench.interventions.settings import RandomControlParameters
+from sinkbench.interventions.modules import projections, require_same_structure
+from sinkbench.interventions.settings import CONTROL_MATCHES, CONTROL_SCOPES, RandomControlParameters
 from sinkbench.models import LoadedModel, ModelLike, load_all
 
 
 @dataclass(frozen=True)
+class Change:
+    """The size of a change of one tensor: its Frobenius and operator norms (:func:`change_norm`)."""
+
+    frobenius: float
+    operator: float
+
+    @classmethod
+    def of(cls, delta: torch.Tensor) -> Change:
+        return cls(change_norm(delta, "frobenius"), change_norm(delta, "operator"))
+
+    def norm(self, match: str) -> float:
+        """The norm called ``match`` (:data:`~.settings.CONTROL_MATCHES`)."""
+        return self.frobenius if match == "frobenius" else self.operator
+
+
+@dataclass(frozen=True)
 class ControlRow:
-    """One projection of the control: its target and realised relative Frobenius norms of dW."""
+    """One tensor of the control: the VLM-LM's change in the matched norm (the target), the noise's after the
+    cast to the model's dtype (realised), the real change's relative Frobenius norm ||dW||_F / ||W||_F, and the
+    noise's norms over the real change's in each norm (the one matched near 1, the other the confound)."""
 
-    layer: int
-    name: str
-    target_relative_frobenius: float
-    realised_relative_frobenius: float
+    tensor: str
+    target: float
+    realised: float
+    relative_frobenius: float
+    frobenius_ratio: float
+    operator_ratio: float
 
 
-def matched_targets(reference: torch.nn.Module, vlm_lm: torch.nn.Module) -> dict[str, float]:
-    """Each projection's relative Frobenius change from ``reference`` to ``vlm_lm``, by qualified name."""
-    prefix = {(item.layer, item.name): item.qualified for item, _ in projections(reference)}
-    return {
-        prefix[(row.layer, row.name)]: row.relative_frobenius
-        for row in displacement_rows(reference, vlm_lm)
-        if row.operator_norm is not None
-    }
+def change_norm(delta: torch.Tensor, match: str) -> float:
+    """The ``match`` norm (:data:`~.settings.CONTROL_MATCHES`) of ``delta``, in float32."""
+    delta = delta.detach().float()
+    if match == "operator" and delta.dim() >= 2:
+        return float(torch.linalg.svdvals(delta)[..., 0].max())
+    return float(torch.linalg.vector_norm(delta))
+
+
+def real_changes(
+    reference: torch.nn.Module, vlm_lm: torch.nn.Module, scope: str = "projections"
+) -> dict[str, Change]:
+    """Each in-scope tensor's change from ``reference`` to ``vlm_lm``, by qualified name, in model order (scope
+    ``changed``: the tensors whose values differ)."""
+    require_same_structure(reference, vlm_lm, "the VLM-LM")
+    theirs = dict(vlm_lm.named_parameters())
+    if scope == "projections":
+        tensors = [(item.qualified, weight) for item, weight in projections(reference)]
+    else:
+        tensors = list(reference.named_parameters())  # tied weights once
+    changes = {}
+    for name, weight in tensors:
+        other = theirs.get(name)
+        if other is not None and other.shape[1:] == weight.shape[1:] and other.shape[0] > weight.shape[0]:
+            # a vocabulary the VLM grew (its image token): the change of the reference's rows
+            other = other[: weight.shape[0]]
+        if other is None or other.shape != weight.shape:
+            raise UserError(
+                f"the VLM-LM: {name} is {'missing' if other is None else f'shape {tuple(other.shape)}'}, the "
+                f"reference's is {tuple(weight.shape)}; scope 'changed' needs every tensor of the reference in it"
+            )
+        delta = other.detach().float().cpu() - weight.detach().float().cpu()
+        if scope == "projections" or bool(delta.any()):
+            changes[name] = Change.of(delta)
+    return changes
 
 
 def add_matched_noise(
-    model: torch.nn.Module, targets: Mapping[str, float], *, seed: int, progress: bool = False
+    model: torch.nn.Module,
+    changes: Mapping[str, Change],
+    *,
+    seed: int,
+    match: str = "frobenius",
+    progress: bool = False,
 ) -> list[ControlRow]:
-    """Add the control's noise to ``model`` in place (module docstring); every projection must have a target.
+    """Add the control's noise to the tensors of ``model`` named in ``changes``, in place (module docstring).
 
     Returns:
-        Per projection, the target and the realised relative Frobenius norm (after the cast to its dtype).
+        Per tensor, the target and the realised norm of the change (after the cast to its dtype).
     """
     generator = torch.Generator().manual_seed(seed)
     rows = []
     with torch.no_grad():
-        for item, weight in tqdm(projections(model), desc="random dW", unit="tensor", disable=not progress):
-            target = targets[item.qualified]
+        for name, real in tqdm(changes.items(), desc="random dW", unit="tensor", disable=not progress):
+            weight = model.get_parameter(name)
             original = weight.detach().float().cpu().clone()
             noise = torch.randn(original.shape, generator=generator)
-            scale = target * torch.linalg.vector_norm(original) / torch.linalg.vector_norm(noise)
-            weight.copy_((original + noise * scale).to(weight.device, weight.dtype))
-            realised = torch.linalg.vector_norm(weight.detach().float().cpu() - original)
+            target = real.norm(match)
+            weight.copy_(
+                (original + noise * (target / change_norm(noise, match))).to(weight.device, weight.dtype)
+            )
+            added = Change.of(weight.detach().float().cpu() - original)
+            size = float(torch.linalg.vector_norm(original))
             rows.append(
                 ControlRow(
-                    item.layer, item.name, target, float(realised / torch.linalg.vector_norm(original))
+                    name,
+                    target,
+                    added.norm(match),
+                    real.frobenius / size if size > 0 else math.inf,
+                    _ratio(added.frobenius, real.frobenius),
+                    _ratio(added.operator, real.operator),
                 )
             )
     return rows
 
 
+def _ratio(added: float, real: float) -> float:
+    return added / real if real > 0 else (1.0 if added == 0 else math.inf)
+
+
 def random_control(
-    reference: ModelLike, vlm_lm: ModelLike, *, seed: int = 0, progress: bool = False, **load_options: Any
+    reference: ModelLike,
+    vlm_lm: ModelLike,
+    *,
+    seed: int = 0,
+    match: str = "frobenius",
+    scope: str = "projections",
+    progress: bool = False,
+    **load_options: Any,
 ) -> tuple[LoadedModel, list[ControlRow]]:
-    """The control model and its per-projection norms (module docstring).
+    """The control model and its per-tensor norms (module docstring).
 
     Args:
         reference: the reference LLM; a :class:`~sinkbench.models.LoadedModel` is changed in place (pass a spec
             or folder to keep it).
-        vlm_lm: its VLM-LM, whose relative changes the noise matches (same architecture and size).
+        vlm_lm: its VLM-LM, whose changes the noise matches (same architecture and size).
         seed: the noise's seed.
+        match: the norm matched, a key of :data:`~.settings.CONTROL_MATCHES`.
+        scope: the tensors changed, a key of :data:`~.settings.CONTROL_SCOPES`.
         progress: show a progress bar.
         load_options: how specs are loaded (:func:`sinkbench.models.load_model`).
     """
+    RandomControlParameters(seed, match, scope)  # checks the choices
     loaded = load_all({"reference": reference, "vlm_lm": vlm_lm}, **load_options)
     control, vlm = loaded["reference"], loaded["vlm_lm"]
-    targets = matched_targets(control.model, vlm.model)
-    return control, add_matched_noise(control.model, targets, seed=seed, progress=progress)
+    changes = real_changes(control.model, vlm.model, scope)
+    return control, add_matched_noise(control.model, changes, seed=seed, match=match, progress=progress)
 
 
 @dataclass(frozen=True)
 class RandomControlReport(Report):
-    """The control's report: its seed and method, how close each projection came to its target, and S of the
-    reference, the VLM-LM and the control (None: not measured)."""
+    """The control's report: its seed, what it matched and where, how close each tensor came to its target, and S
+    of the reference, the VLM-LM and the control (None: not measured)."""
 
     seed: int
+    match: str
+    scope: str
     method: str
     max_relative_error: float
-    projections: list[ControlRow]
+    tensors: list[ControlRow]
     sink_strength: dict[str, Any] | None
 
     @classmethod
     def of(cls, run: Run[RandomControlParameters]) -> RandomControlReport:
-        rows, strength = run.records[""]["projections"], run.records[""]["sink_strength"]
-        errors = [
-            abs(row.realised_relative_frobenius / row.target_relative_frobenius - 1)
-            for row in rows
-            if row.target_relative_frobenius > 0
-        ]
+        rows, strength = run.records[""]["tensors"], run.records[""]["sink_strength"]
+        parameters = run.parameters
+        errors = [abs(row.realised / row.target - 1) for row in rows if row.target > 0]
         return cls(
-            run.parameters.seed,
-            "Gaussian dW per projection, ||dW||_F / ||W||_F matched to the VLM-LM's; norm scales, biases, "
-            "embeddings and LM head untouched",
+            parameters.seed,
+            parameters.match,
+            parameters.scope,
+            f"Gaussian dW matched in {CONTROL_MATCHES[parameters.match]}, on {CONTROL_SCOPES[parameters.scope]}",
             max(errors, default=0.0),
             rows,
             None if run.inputs is None else {**run.inputs, "control": strength},
@@ -122,8 +203,8 @@ class RandomControlReport(Report):
     def text(self) -> str:
         return "\n".join(
             [
-                f"random control of {len(self.projections)} projections, seed {self.seed}: realised relative "
-                f"norms within {self.max_relative_error:.2%} of their targets",
+                f"random control of {len(self.tensors)} tensors ({self.match} norm, {self.scope}), seed "
+                f"{self.seed}: realised norms within {self.max_relative_error:.2%} of their targets",
                 *self.strength_lines(self.sink_strength),
             ]
         )
@@ -131,8 +212,16 @@ class RandomControlReport(Report):
 
 def _control(run: Run[RandomControlParameters]) -> Iterator[Output]:
     reference, vlm_lm = run.loaded["reference"], run.loaded["vlm_lm"]
-    control, rows = random_control(reference, vlm_lm, seed=run.parameters.seed, progress=run.progress)
-    yield "", control, {"projections": rows}
+    parameters = run.parameters
+    control, rows = random_control(
+        reference,
+        vlm_lm,
+        seed=parameters.seed,
+        match=parameters.match,
+        scope=parameters.scope,
+        progress=run.progress,
+    )
+    yield "", control, {"tensors": rows}
 
 
 #: The random-dW control of (``reference``, ``vlm_lm``): one checkpoint, the reference with matched noise.

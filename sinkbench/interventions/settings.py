@@ -67,11 +67,32 @@ def merge_setting(name: str) -> MergeSetting:
     raise UserError(f"unknown merge setting {name!r}; choose from {', '.join(MERGE_SETTING_NAMES)}")
 
 
+#: Which norm of each tensor's change the random-dW control matches.
+CONTROL_MATCHES = {
+    "frobenius": "||dW||_F, the paper's D.4",
+    "operator": "||dW||_2, the largest singular value (F.1's quantity; a vector's is its length)",
+}
+#: Which tensors the random-dW control adds noise to.
+CONTROL_SCOPES = {
+    "projections": "every attention and MLP projection, as in the paper",
+    "changed": "every tensor VLM_LM changed: projections, norm scales, embeddings and LM head",
+}
+
+
 @dataclass(frozen=True)
 class RandomControlParameters:
     """The random-dW control's parameters."""
 
     seed: int = option(0, "seed of the noise")
+    match: str = option(
+        "frobenius", "the norm of each tensor's change the noise matches", choices=CONTROL_MATCHES
+    )
+    scope: str = option("projections", "the tensors the noise is added to", choices=CONTROL_SCOPES)
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("match", CONTROL_MATCHES), ("scope", CONTROL_SCOPES)):
+            if getattr(self, name) not in allowed:
+                raise UserError(f"unknown {name} {getattr(self, name)!r}; choose from {', '.join(allowed)}")
 
 
 @dataclass(frozen=True)

@@ -195,6 +195,24 @@ def test_a_study_in_another_precision_measures_afresh_and_makes_its_own_vanilla_
             name
         )
 
+    # A new work folder holding only the results file: a step that reads the endpoints re-makes them, and the
+    # testbed there measures this recipe's base again first (its answers score every NLL).
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / STUDY_FILE).write_text(data.model_dump_json(by_alias=True), encoding="utf-8")
+    logged.clear()
+    remade = Study(
+        StudyInputs(in_float32, inputs, None, (0, 1)),
+        fresh,
+        tmp_path / "out3.json",
+        HEADER,
+        log=logged.append,
+    ).run(("displacement",))
+    assert [line for line in logged if line.startswith("step ")] == ["step endpoints", "step displacement"]
+    for data_kind in ("vl", "text"):
+        before, after = (getattr(found.endpoints, data_kind).text for found in (data, remade))
+        assert after.nll_continue_mean == pytest.approx(before.nll_continue_mean, abs=1e-4), data_kind
+
 
 @pytest.mark.slow  # the whole tiny interventions study, run twice (the tiny_study fixture)
 def test_each_intervention_records_what_it_did(tiny_study) -> None:
@@ -203,6 +221,24 @@ def test_each_intervention_records_what_it_did(tiny_study) -> None:
     q = data.displacement["summary"]["self_attn.q_proj.weight"]
     assert q["median_ratio"] > 0 and q["layers"] == 4
     assert data.random_control.details["max_relative_error"] < 0.01
+    controls = {arm.name: arm for arm in data.random_controls}
+    assert list(controls) == ["random_operator", "random_every_tensor"]
+    operator, every = controls["random_operator"].details, controls["random_every_tensor"].details
+    assert operator["max_relative_error"] < 0.01 and every["max_relative_error"] < 0.01
+    assert (operator["match"], operator["scope"]) == ("operator", "projections")
+    assert operator["changed"] == [
+        "down_proj",
+        "gate_proj",
+        "k_proj",
+        "o_proj",
+        "q_proj",
+        "up_proj",
+        "v_proj",
+    ]
+    assert {"embed_tokens", "input_layernorm", "norm"} <= set(every["changed"])  # stage 2 trains the whole LM
+    assert every["tensors"] > operator["tensors"] and every["median_frobenius_ratio"] == pytest.approx(
+        1, rel=0.01
+    )
     merges = {arm.name: arm for arm in data.merges}
     assert len(merges) == 7
     for name, arm in merges.items():
