@@ -118,7 +118,17 @@ def _fill(argv: list[str], tmp: Path) -> dict[str, str]:
     return {name: HELPERS[name](tmp) for name in sorted(wanted | {"tmp"})}
 
 
-@pytest.mark.parametrize("command", sorted(ONE_LINE))
+#: Commands whose error case is slow: lm-eval indexes its whole task catalogue; serve builds a site and opens a port.
+SLOW_ERRORS = ("eval", "site serve")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(name, marks=pytest.mark.slow) if name in SLOW_ERRORS else name
+        for name in sorted(ONE_LINE)
+    ],
+)
 def test_a_user_error_is_one_line_and_exit_1(
     command: str, tmp_path: Path, listener: socket.socket, capsys: pytest.CaptureFixture[str]
 ) -> None:

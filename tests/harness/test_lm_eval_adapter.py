@@ -25,6 +25,7 @@ from sinkbench.harness import plugin
 from sinkbench.harness.run import tasks_path
 
 if TYPE_CHECKING:
+    import lm_eval.evaluator
     import lm_eval.evaluator_utils
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "strict"
@@ -63,6 +64,7 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _sinkbench_tasks() -> lm_eval.tasks.TaskManager:
+    import lm_eval.evaluator
     import lm_eval.evaluator_utils
 
     return lm_eval.tasks.TaskManager(include_path=str(tasks_path()), include_defaults=False)
@@ -88,6 +90,7 @@ def test_patch_1_task_index_is_looked_up_by_name_and_built_from_the_folders() ->
 
 
 def test_patch_2_requests_are_served_by_the_attribute_named_after_their_type() -> None:
+    import lm_eval.evaluator
     import lm_eval.evaluator_utils
     from lm_eval.api.model import LM
 
@@ -103,6 +106,7 @@ def test_patch_2_requests_are_served_by_the_attribute_named_after_their_type() -
 
 
 def test_patch_3_evaluate_takes_the_model_and_tasks_first_and_is_called_by_name() -> None:
+    import lm_eval.evaluator
     import lm_eval.evaluator_utils
 
     from sinkbench.harness.request import REQUEST_TYPE
@@ -117,6 +121,7 @@ def test_patch_3_evaluate_takes_the_model_and_tasks_first_and_is_called_by_name(
 
 
 def test_patch_4_stderr_for_metric_is_looked_up_by_name_with_its_two_arguments() -> None:
+    import lm_eval.evaluator
     import lm_eval.evaluator_utils
     from lm_eval.api import metrics
 
@@ -132,6 +137,7 @@ def test_patch_4_stderr_for_metric_is_looked_up_by_name_with_its_two_arguments()
 
 
 def test_task_patches_are_idempotent() -> None:
+    import lm_eval.evaluator
     import lm_eval.evaluator_utils
     from lm_eval.api.model import LM
 
@@ -150,6 +156,7 @@ def test_task_patches_are_idempotent() -> None:
 def test_simple_evaluate_raises_missing_data_as_an_error_a_caller_catches(
     tiny_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import lm_eval.evaluator
     import lm_eval.evaluator_utils
 
     from sinkbench.tasks import _data
@@ -178,6 +185,7 @@ def test_simple_evaluate_raises_missing_data_as_an_error_a_caller_catches(
 
 
 def test_simple_evaluate_raises_an_unsupported_backend_as_an_error_a_caller_catches(no_weights: str) -> None:
+    import lm_eval.evaluator
     import lm_eval.evaluator_utils
 
     from sinkbench.harness.request import REQUEST_TYPE, BackendUnsupported

@@ -237,7 +237,11 @@ def test_a_killed_run_leaves_the_old_or_the_new_output_and_the_next_run_cleans_u
             assert snapshot(out) == new_ref and leftovers(out) == [], f"after a kill at {steps[point - 1]}"
 
 
-@pytest.mark.parametrize("command", [AGGREGATE, SITE], ids=lambda command: command.name)
+@pytest.mark.parametrize(
+    "command",
+    [AGGREGATE, pytest.param(SITE, marks=pytest.mark.slow)],  # a forked whole site build: the slow tier
+    ids=lambda command: command.name,
+)
 def test_a_second_writer_gets_the_lock_error_while_the_first_is_publishing(
     command: Command, references: References, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -361,11 +361,9 @@ def test_screening_ranks_backbones_by_sink_strength(site: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def board(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+def board(real_board_site: Path) -> tuple[Path, object]:
     """The repository's own board (17 IFEval pairs, enough to check intervals held out), built, and its tables."""
-    out = tmp_path_factory.mktemp("board") / "site"
-    build_site(PROJECT_ROOT / "submissions", out)
-    return out, build_tables(load_submissions(PROJECT_ROOT / "submissions").entries)
+    return real_board_site, build_tables(load_submissions(PROJECT_ROOT / "submissions").entries)
 
 
 def _cells(row: str) -> list[str]:

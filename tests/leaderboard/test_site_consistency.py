@@ -153,10 +153,9 @@ def test_bases_are_one_unless_they_name_another_subset_limit_cap_dtype_or_source
 
 
 @pytest.fixture(scope="module")
-def board(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], list[Fact]]:
+def board(real_board_site: Path) -> tuple[Path, dict[str, str], list[Fact]]:
     """The repository's board, built: the site, each page's HTML, and the facts the Compare page hands over."""
-    site = tmp_path_factory.mktemp("facts") / "site"
-    build_site(ROOT / "submissions", site)
+    site = real_board_site
     pages = {
         page.relative_to(site).as_posix(): page.read_text(encoding="utf-8") for page in site.rglob("*.html")
     }
