@@ -381,7 +381,7 @@ class InterventionsPage(ResultsFile[StudyResults]):
             return None
         arm = next(a for a in merges if a.name == best)
         visual = arm.measured.visual
-        return (
+        sentence = (
             "Can merging the reference back in recover the text loss? The best of the seven settings on the NLL, "
             f"{arm.title}, wins back {100 * shares[best]:.0f}% of the VLM-LM's NLL loss "
             f"({change(arm, 'vlm_lm')} against the VLM-LM), at visual accuracy "
@@ -390,6 +390,20 @@ class InterventionsPage(ResultsFile[StudyResults]):
             if visual is not None
             else f"The best of the seven settings on the NLL, {arm.title}, is the VLM-LM itself."
         )
+        graded = [
+            f"α = {arm.details['alpha']:.2f}: {100 * recovered(arm.measured, base, vlm_lm):.0f}% of the NLL loss "
+            f"back, non-trivial strict {_signed(strict.difference, 1)} points {_interval(strict, 1)} "
+            f"({strict.prompts} prompts), visual {100 * arm.measured.visual.accuracy:.1f}%"
+            for arm in self.data.toward_base
+            if arm.measured.visual is not None
+            for strict in [_contrast(arm, "vlm_lm", "non_trivial_strict")]
+        ]
+        if graded and recovered(vlm_lm, base, vlm_lm) is not None:
+            sentence += (
+                " Graded positive controls of known size, the VLM-LM moved a fraction α of the way back to the "
+                f"base (a linear mix, no training): {'; '.join(graded)}."
+            )
+        return sentence
 
     def rows(self) -> list[dict[str, Any]]:
         """Every model of the study as a table row: what it is, S with its interval and each outcome."""
@@ -433,6 +447,8 @@ class InterventionsPage(ResultsFile[StudyResults]):
         for arm in data.merges:
             note = _merge_note(arm)
             add("merge", arm.title, arm.measured, note)
+        for arm in data.toward_base:
+            add("toward the base", arm.title, arm.measured)
         for ablation in data.ablations:
             name = BACKBONES.get(ablation.backbone, ablation.backbone)
             if ablation.backbone != "smollm2":

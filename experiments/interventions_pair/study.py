@@ -13,6 +13,8 @@ later steps read:
 * ``random_controls``: the same control matched on each projection's operator norm instead, and one on every
   tensor the VL pair changed (:data:`RANDOM_CONTROLS`);
 * ``merges``: the seven merge settings of F.4, each with its text outcomes and the visual accuracy of its VLM;
+* ``toward_base``: graded positive controls of known size, the VLM-LM moved a fraction :data:`TOWARD_BASE` of the way
+  back to the base (a linear mix; no training), measured as the merges are;
 * ``injection_runs``: the injected SmolLM2 through the testbed's stages, against vanilla runs of the same seeds (the
   study makes those that are not on file).
 """
@@ -58,7 +60,9 @@ GEMMA_TURNS = (
 )
 #: The steps that read the endpoints' checkpoints (kept in the work folder only): ``endpoints`` runs before them
 #: whenever they are missing (:meth:`Study._needs`).
-NEEDS_ENDPOINTS = ("displacement", "random_control", "random_controls", "merges")
+NEEDS_ENDPOINTS = ("displacement", "random_control", "random_controls", "merges", "toward_base")
+#: The ``toward_base`` step's fractions α: the VLM-LM's weights W + α (W_base - W), α of its change undone.
+TOWARD_BASE = (0.25, 0.5, 0.75)
 #: The ``random_controls`` step's controls beside the paper's (``random_control``: Frobenius norm, projections):
 #: name -> (title, match, scope), all of seed 0.
 RANDOM_CONTROLS = {
@@ -369,7 +373,6 @@ class Study:
         }
 
     def _merges(self) -> dict[str, Any]:
-        from sinkbench.extract.implant import implant_lm
         from sinkbench.interventions.merging import MERGE
 
         out = self.workdir / "merges"
@@ -378,13 +381,8 @@ class Study:
         arms = []
         for name, record in report.settings.items():
             identical = record["distance"]["to_vlm_lm"] == 0
-            if identical:  # the same weights as the VLM-LM: its measurements are this model's
-                measured = comparators["vlm_lm"]
-            else:
-                vlm_dir = self.workdir / "implanted" / name
-                implant_lm(str(self._dirs("vl") / "vlm"), out / name, vlm_dir, overwrite=True)
-                measured = self._measure(self.testbed, out / name, vlm_dir)
-                shutil.rmtree(vlm_dir)
+            # the same weights as the VLM-LM: its measurements are this model's
+            measured = comparators["vlm_lm"] if identical else self._implanted(name, out / name)
             self.log(f"merge {name}: done")
             arms.append(
                 self._arm(
@@ -401,6 +399,46 @@ class Study:
             )
         shutil.rmtree(out)
         return {"merges": arms}
+
+    def _implanted(self, name: str, lm_dir: Path) -> Measured:
+        """``lm_dir`` (a changed VLM-LM) measured, with the visual accuracy of the VL endpoint's VLM it is put back
+        into."""
+        from sinkbench.extract.implant import implant_lm
+
+        vlm_dir = self.workdir / "implanted" / name
+        implant_lm(str(self._dirs("vl") / "vlm"), lm_dir, vlm_dir, overwrite=True)
+        measured = self._measure(self.testbed, lm_dir, vlm_dir)
+        shutil.rmtree(vlm_dir)
+        return measured
+
+    def _toward_base(self) -> dict[str, Any]:
+        from sinkbench.interventions.merging import merge
+        from sinkbench.interventions.settings import MergeSetting
+
+        arms = []
+        for alpha in TOWARD_BASE:
+            name = f"toward_base_{round(alpha * 100)}"
+            setting = MergeSetting(
+                name, f"VLM-LM moved {alpha:.0%} of the way back to the base", "linear", mix=1 - alpha
+            )
+            model, record = merge(self.study.inputs.base_dir, self._dirs("vl") / "lm", setting)
+            out = self.workdir / "toward-base" / name
+            model.model.save_pretrained(out)
+            model.tokenizer.save_pretrained(out)
+            measured = self._implanted(name, out)
+            shutil.rmtree(out)
+            self.log(f"{name}: done")
+            arms.append(
+                self._arm(
+                    name,
+                    record["title"],
+                    measured,
+                    self._comparators(),
+                    alpha=alpha,
+                    distance=record["distance"],
+                )
+            )
+        return {"toward_base": arms}
 
     def _ablation(self, backbone: str, testbed: Testbed, model_dir: Path, template: str) -> Ablation:
         from sinkbench.interventions.ablation import CHANNEL_ABLATION

@@ -27,6 +27,7 @@ STEPS = (
     "random_control",
     "random_controls",
     "merges",
+    "toward_base",
     "injection_runs",
 )
 #: The outcomes a contrast is computed on: name -> (label, unit, per-prompt values of a text record).
@@ -118,6 +119,7 @@ class StudyResults(Record):
     random_control: Arm | None = None
     random_controls: list[Arm] = Field(default_factory=list)
     merges: list[Arm] = Field(default_factory=list)
+    toward_base: list[Arm] = Field(default_factory=list)
     ablations: list[Ablation] = Field(default_factory=list)
     injection: Injection | None = None
     seconds: dict[str, float] = Field(default_factory=dict)

@@ -128,15 +128,16 @@ def distances(merged: dict[str, torch.Tensor], reference: dict, vlm_lm: dict) ->
 def merge(
     reference: ModelLike,
     vlm_lm: ModelLike,
-    name: str,
+    name: str | MergeSetting,
     *,
     base: ModelLike | None = None,
     seed: int = 0,
     **load_options: Any,
 ) -> tuple[LoadedModel, dict[str, Any]]:
-    """The merged model of setting ``name`` (a copy of the VLM-LM with the merged weights, its tokenizer) and its
-    record: the setting, the reading, the parameters and the distances (module docstring)."""
-    chosen = merge_setting(name)
+    """The merged model of setting ``name`` (one of the paper's by name, or a :class:`MergeSetting` of one's own,
+    e.g. another linear mix) — a copy of the VLM-LM with the merged weights, its tokenizer — and its record: the
+    setting, the reading, the parameters and the distances (module docstring)."""
+    chosen = name if isinstance(name, MergeSetting) else merge_setting(name)
     models = {"reference": reference, "vlm_lm": vlm_lm, **({"base": base} if base is not None else {})}
     return _merged(chosen, _load(models, **load_options), seed)
 

@@ -247,6 +247,15 @@ def test_each_intervention_records_what_it_did(tiny_study) -> None:
         assert (arm.measured.visual is not None) or identical
         if identical:  # the VLM-LM's own measurements, so no difference against it
             assert all(c.difference == 0 for c in arm.contrasts["vlm_lm"])
+    toward = {arm.name: arm for arm in data.toward_base}
+    assert list(toward) == ["toward_base_25", "toward_base_50", "toward_base_75"]
+    for arm in data.toward_base:  # α of the change undone: α of the way from the VLM-LM, 1 - α from the base
+        alpha, distance = arm.details["alpha"], arm.details["distance"]
+        assert distance["to_vlm_lm"] == pytest.approx(alpha, rel=1e-3)
+        assert distance["to_reference"] == pytest.approx(1 - alpha, rel=1e-3)
+        assert arm.measured.visual is not None
+    # α = 0.5 is the uniform merge: the same weights, so the same answers
+    assert toward["toward_base_50"].measured.text.answers == merges["uniform"].measured.text.answers
     (ablation,) = data.ablations
     assert ablation.backbone == "smollm2" and [arm.name for arm in ablation.settings] == ["input_layernorm"]
     assert ablation.settings[0].details["norms_changed"] == TINY_SHAPE["num_layers"]
