@@ -390,6 +390,8 @@ class InterventionsPage(ResultsFile[StudyResults]):
             if visual is not None
             else f"The best of the seven settings on the NLL, {arm.title}, is the VLM-LM itself."
         )
+        if recovered(vlm_lm, base, vlm_lm) is None:  # the VLM-LM lost nothing: no share to win back
+            return sentence
         graded = [
             f"α = {arm.details['alpha']:.2f}: {100 * recovered(arm.measured, base, vlm_lm):.0f}% of the NLL loss "
             f"back, non-trivial strict {_signed(strict.difference, 1)} points {_interval(strict, 1)} "
@@ -398,7 +400,7 @@ class InterventionsPage(ResultsFile[StudyResults]):
             if arm.measured.visual is not None
             for strict in [_contrast(arm, "vlm_lm", "non_trivial_strict")]
         ]
-        if graded and recovered(vlm_lm, base, vlm_lm) is not None:
+        if graded:
             sentence += (
                 " Graded positive controls of known size, the VLM-LM moved a fraction α of the way back to the "
                 f"base (a linear mix, no training): {'; '.join(graded)}."
