@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,9 +19,13 @@ sys.dont_write_bytecode = False
 
 
 def pytest_configure(config):
-    """Force Hugging Face libraries offline for the whole session."""
+    """Force Hugging Face libraries offline for the whole session; under pytest-xdist, share the cores between
+    the workers (torch would start one thread per core in each: on 2 cores, 2 workers ran 20% slower)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -27,6 +33,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def site_builds_without_the_api_reference() -> Iterator[None]:
+    """Site builds inside the tests leave out the Guide's Python API page (mkdocstrings: half of each build's
+    time). What they check is the board; the API page is checked where the whole configuration runs:
+    ``real_board_site`` (which restores it) and ``sinkbench site build`` in a fresh interpreter
+    (``tests/docs/test_guide_reference.py``)."""
+    from sinkbench.leaderboard import project
+
+    @functools.wraps(project._plugins)
+    def without_mkdocstrings(*args: object, **options: object) -> dict:
+        plugins = without_mkdocstrings.__wrapped__(*args, **options)
+        return {name: value for name, value in plugins.items() if name != "mkdocstrings"}
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(project, "_plugins", without_mkdocstrings)
+        yield
+
+
+@pytest.fixture
+def whole_site_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Site builds in this test run the whole ``mkdocs.yml``, the Guide's API page too (for a test that compares
+    a build here with one in a fresh interpreter, or that needs the API page's libraries)."""
+    from sinkbench.leaderboard import project
+
+    monkeypatch.setattr(project, "_plugins", project._plugins.__wrapped__)
 
 
 @pytest.fixture(scope="session")

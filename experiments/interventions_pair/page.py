@@ -16,6 +16,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from experiments import page_fragment
 from experiments.interventions_pair.charts import LayerRatioChart, MergeChart
 from experiments.interventions_pair.study_schema import (
     CONTRAST_OUTCOMES,
@@ -26,16 +27,6 @@ from experiments.interventions_pair.study_schema import (
     StudyResults,
     interaction,
     run_measured,
-)
-from experiments.page_fragment import (
-    ROOT,
-    ResultsFile,
-    SourceInvalid,
-    fragment,
-    page_command,
-    read_results,
-    render,
-    shown_path,
 )
 from experiments.vl_testbed.page import TestbedResults, read_testbed
 from sinkbench.leaderboard.consistency import fact_attributes
@@ -92,9 +83,9 @@ def read_study(path: Path, shown: str) -> StudyResults:
     """The study's results through its schema.
 
     Raises:
-        SourceInvalid: the file is unreadable or does not fit the schema (one line: file, field, fix).
+        page_fragment.SourceInvalid: the file is unreadable or does not fit the schema (one line: file, field, fix).
     """
-    return read_results(StudyResults, path, shown, SIZE_LIMIT, _FIX)
+    return page_fragment.read_results(StudyResults, path, shown, SIZE_LIMIT, _FIX)
 
 
 def _projection(name: str) -> str:
@@ -185,7 +176,7 @@ def _merge_note(arm: Arm) -> str:
     return "; ".join(notes)
 
 
-class InterventionsPage(ResultsFile[StudyResults]):
+class InterventionsPage(page_fragment.ResultsFile[StudyResults]):
     """What the Interventions page shows of one of the study's results files."""
 
     @property
@@ -211,8 +202,8 @@ class InterventionsPage(ResultsFile[StudyResults]):
     @cached_property
     def _testbed(self) -> TestbedResults | None:
         """The testbed's results file the study names (None: absent, e.g. a study made elsewhere)."""
-        path = ROOT / str(self.data.testbed.get("file", ""))
-        return read_testbed(path, shown_path(path)) if path.is_file() else None
+        path = page_fragment.ROOT / str(self.data.testbed.get("file", ""))
+        return read_testbed(path, page_fragment.shown_path(path)) if path.is_file() else None
 
     def base_bases(self) -> dict[str, str]:
         """The basis of each of :meth:`base_facts`, as the page states it under the table."""
@@ -532,15 +523,19 @@ def page_files(folder: Path = RESULTS) -> dict[str, str]:
     """The page folder's files (``interventions.md`` and its charts) from the study's results files in ``folder``.
 
     Raises:
-        SourceInvalid: no results file there, or one does not fit the schema.
+        page_fragment.SourceInvalid: no results file there, or one does not fit the schema.
     """
     studies = InterventionsStudies.of(folder)
     if not studies.pages:
-        raise SourceInvalid(f"{shown_path(folder)}: no {INTERVENTIONS_FILE}. Fix: {_FIX}")
-    return fragment(
-        "interventions.md", render(HERE, "interventions.md.j2", studies.context()), studies.plots()
+        raise page_fragment.SourceInvalid(
+            f"{page_fragment.shown_path(folder)}: no {INTERVENTIONS_FILE}. Fix: {_FIX}"
+        )
+    return page_fragment.fragment(
+        "interventions.md",
+        page_fragment.render(HERE, "interventions.md.j2", studies.context()),
+        studies.plots(),
     )
 
 
 if __name__ == "__main__":  # python -m experiments.interventions_pair.page: the page into its page/ folder
-    page_command("interventions_pair", HERE, page_files)
+    page_fragment.page_command("interventions_pair", HERE, page_files)

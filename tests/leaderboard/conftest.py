@@ -11,10 +11,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="session")
 def real_board_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The repository's own board (``submissions/``) built once per session with the default sources; tests read
-    it and never change it."""
-    from sinkbench.leaderboard.project import build_site
+    """The repository's own board (``submissions/``) built once per session with the default sources and the whole
+    configuration (the Guide's API page too); tests read it and never change it."""
+    from sinkbench.leaderboard import project
 
     out = tmp_path_factory.mktemp("real-board") / "site"
-    build_site(ROOT / "submissions", out)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(project, "_plugins", project._plugins.__wrapped__)
+        project.build_site(ROOT / "submissions", out)
     return out

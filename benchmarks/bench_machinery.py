@@ -1,0 +1,109 @@
+"""Time what each piece of the site build's speed machinery saves.
+
+One synthetic board (``bench_site.py``'s) is built with the piece and without it, alternating, ``--repeat`` builds
+of each; the script prints the medians, ranges and the share of the build's wall time the piece saves. A piece that saves less than 5% at 1,000 entries does not pay for its code.
+
+The pieces, each switched off here by replacing a name for the build (without any of them but ``raw_blocks`` the site
+comes out the same byte for byte: ``tests/leaderboard/test_site_project.py``; without ``raw_blocks``, the same HTML
+with other line breaks):
+
+* ``shared_partials``: the theme's parts shared by many pages rendered once per folder;
+* ``raw_blocks``: the templates' HTML blocks kept out of Markdown;
+* ``entry_html_page``: entry pages skip Markdown altogether;
+* ``writer_threads``: generated files written by threads while pages render;
+* ``gc_threshold``: the cyclic garbage collector run less often during the build;
+* ``chart_worker``: charts and downloads made in a forked second process.
+
+Run (the first build, not timed, warms the caches):
+
+    python benchmarks/bench_machinery.py [--entries 1000] [--repeat 3] [--pieces raw_blocks gc_threshold]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from bench_site import EXPERIMENTS, board_like
+
+from sinkbench.leaderboard import background, generate, plugin, project, raw_blocks, shared_partials
+
+
+class InlineWriter:
+    """:class:`background.FileWriter` without threads: each file is written when it is submitted."""
+
+    def submit(self, write: Callable[[], None]) -> None:
+        write()
+
+    def wait(self) -> None:
+        """Nothing is left to wait for."""
+
+
+#: Each piece, as the (module, name, replacement) that switch it off.
+PIECES: dict[str, list[tuple[object, str, object]]] = {
+    "shared_partials": [(shared_partials, "share_partials", lambda env: None)],
+    "raw_blocks": [
+        (raw_blocks, "lift", lambda markdown: (markdown, [])),
+        (raw_blocks, "restore", lambda html, blocks: html),
+    ],
+    "entry_html_page": [(plugin, "EntryHtmlPage", lambda file, config, entry: None)],
+    "writer_threads": [(background, "FileWriter", InlineWriter)],
+    "gc_threshold": [(project, "fewer_collections", contextlib.nullcontext)],
+    "chart_worker": [(generate, "in_background", lambda work: work)],
+}
+
+
+def build_seconds(root: Path, out: Path, without: str | None = None) -> float:
+    """Wall seconds of one whole build of ``root`` into ``out``, with every piece but ``without``."""
+    with pytest.MonkeyPatch.context() as patch:
+        for module, name, replacement in PIECES.get(without or "", []):
+            patch.setattr(module, name, replacement)
+        return project.build_site(root, out, experiments_dir=EXPERIMENTS).timings["total"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--entries", type=int, default=1000, help="entries of the synthetic board")
+    parser.add_argument("--repeat", type=int, default=3, help="builds with and builds without each piece")
+    parser.add_argument(
+        "--pieces",
+        nargs="+",
+        choices=sorted(PIECES),
+        default=list(PIECES),
+        metavar="PIECE",
+        help=f"pieces to time, of: {', '.join(PIECES)} (default: all)",
+    )
+    parser.add_argument(
+        "--tmp", type=Path, help="folder the board and sites go under (default: the system's)"
+    )
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(dir=args.tmp) as folder:
+        root = Path(folder) / "submissions"
+        board_like(root, args.entries, profiles=0.3)
+        build_seconds(root, Path(folder) / "warm-up")
+        for piece in args.pieces:
+            timed: dict[str, list[float]] = {"with": [], "without": []}
+            for _ in range(args.repeat):
+                timed["with"].append(build_seconds(root, Path(folder) / "with"))
+                timed["without"].append(build_seconds(root, Path(folder) / "without", piece))
+            medians = {side: statistics.median(seconds) for side, seconds in timed.items()}
+            ranges = {side: f"{min(seconds):.2f} to {max(seconds):.2f}" for side, seconds in timed.items()}
+            saved = 100 * (medians["without"] - medians["with"]) / medians["without"]
+            print(
+                f"{piece:16} with {medians['with']:6.2f} s ({ranges['with']}), without {medians['without']:6.2f} s "
+                f"({ranges['without']}): saves {saved:+.1f}%",
+                file=sys.stdout,
+                flush=True,
+            )
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+
+
+if __name__ == "__main__":
+    main()
