@@ -37,8 +37,8 @@ MkDocs' own error, listing every problem; nothing is written.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -293,15 +293,12 @@ def _release_api_memos() -> None:
     site included (about 165 MiB per build of a 1,000-entry board), so ``mkdocs serve`` grew at each rebuild:
     mkdocstrings-python's record of which templates each Jinja environment has (keyed by the environment, which
     reaches the build's configuration) and griffe's dataclass parameters (keyed by the loaded classes). A version
-    without either memo needs nothing."""
+    without either memo, or a build that never loaded them, needs nothing."""
     for module, name in (
         ("mkdocstrings_handlers.python._internal.rendering", "_test_existing_template"),
         ("griffe._internal.extensions.dataclasses", "_dataclass_parameters"),
     ):
-        try:
-            memo = getattr(importlib.import_module(module), name, None)
-        except ImportError:  # not installed, or moved
-            continue
+        memo = getattr(sys.modules.get(module), name, None)
         if hasattr(memo, "cache_clear"):
             memo.cache_clear()
 
