@@ -25,7 +25,6 @@ import argparse
 import contextlib
 import os
 import statistics
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -99,7 +98,6 @@ def main() -> None:
             print(
                 f"{piece:16} with {medians['with']:6.2f} s ({ranges['with']}), without {medians['without']:6.2f} s "
                 f"({ranges['without']}): saves {saved:+.1f}%",
-                file=sys.stdout,
                 flush=True,
             )
     print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
