@@ -12,7 +12,7 @@ with other line breaks):
 * ``entry_html_page``: entry pages skip Markdown altogether;
 * ``writer_threads``: generated files written by threads while pages render;
 * ``gc_threshold``: the cyclic garbage collector run less often during the build;
-* ``chart_worker``: charts and downloads made in a forked second process.
+* ``chart_process``: the charts' SVGs rendered in a second process while the pages render.
 
 Run (the first build, not timed, warms the caches):
 
@@ -32,7 +32,8 @@ from pathlib import Path
 import pytest
 from bench_site import EXPERIMENTS, board_like
 
-from sinkbench.leaderboard import background, generate, plugin, project, raw_blocks, shared_partials
+from sinkbench import charts
+from sinkbench.leaderboard import background, plugin, project, raw_blocks, shared_partials
 
 
 class InlineWriter:
@@ -55,7 +56,7 @@ PIECES: dict[str, list[tuple[object, str, object]]] = {
     "entry_html_page": [(plugin, "EntryHtmlPage", lambda file, config, entry: None)],
     "writer_threads": [(background, "FileWriter", InlineWriter)],
     "gc_threshold": [(project, "fewer_collections", contextlib.nullcontext)],
-    "chart_worker": [(generate, "in_background", lambda work: work)],
+    "chart_process": [(charts.Rendering, "MIN_FOR_PROCESS", float("inf"))],
 }
 
 

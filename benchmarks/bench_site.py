@@ -7,13 +7,15 @@ repository's), model facts on every model (display name, family, model type from
 declared or counted from the weights) and, on ``--profiles`` of the measured entries, a ``sink_profile.json`` (10
 layers x 32 heads, so their pages carry a heatmap). The experiments' committed pages are published as they are
 (``experiments/*/page/``). The board is flushed to disk before its build is timed. Prints the wall time of
-each build stage (validation and aggregation, the generated pages, then what is left of the charts and downloads
-made alongside them in a second process, MkDocs itself on every page, then publishing: flushing the site to disk and
+each build stage (validation and aggregation, the generated pages and downloads, MkDocs itself on every page, then
+what is left of the charts rendered alongside in a second process, then publishing: flushing the site to disk and
 moving it into place), and the CPU time of the whole build (the second process's included), which varies less on a
 shared machine; then the time of a fixed pure-Python loop, which says how fast the machine is when builds timed on
 two machines are compared. Run:
 
-    python benchmarks/bench_site.py [--sizes 10 100 1000] [--profiles 0.3] [--repeat 3] [--tmp /dev/shm]
+    python benchmarks/bench_site.py [--sizes 10 100 1000] [--profiles 0.3] [--repeat 3] [--tmp /dev/shm] [--warm]
+
+Every chart is rendered (an empty chart cache) unless ``--warm``, which times a rebuild of an unchanged board.
 """
 
 from __future__ import annotations
@@ -240,15 +242,20 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def bench(count: int, profiles: float, where: Path | None = None) -> tuple[dict[str, float], float, int, int]:
+def bench(
+    count: int, profiles: float, where: Path | None = None, warm: bool = False
+) -> tuple[dict[str, float], float, int, int]:
     """Stage wall times and total CPU seconds of one full build over ``count`` synthetic entries (written, with the
-    site, under ``where``: the system's temporary folder when None), with the numbers of pages and charts built."""
+    site, under ``where``: the system's temporary folder when None), with the numbers of pages and charts built.
+    The build renders every chart (an empty chart cache), or with ``warm`` none (a build before it filled it)."""
     with tempfile.TemporaryDirectory(dir=where) as folder:
-        root = Path(folder) / "submissions"
+        root, cache = Path(folder) / "submissions", Path(folder) / "chart-cache"
         board_like(root, count, profiles)
+        if warm:
+            build_site(root, Path(folder) / "site", experiments_dir=EXPERIMENTS, chart_cache=cache)
         os.sync()  # the board's files reach the disk now, not while the build is timed
         started = _cpu_seconds()
-        report = build_site(root, Path(folder) / "site", experiments_dir=EXPERIMENTS)
+        report = build_site(root, Path(folder) / "site", experiments_dir=EXPERIMENTS, chart_cache=cache)
         return report.timings, _cpu_seconds() - started, report.pages, report.plots
 
 
@@ -268,13 +275,18 @@ def main() -> None:
         "one such as /dev/shm times the build without the disk, which on a slow virtual disk adds seconds of "
         "file creation to the MkDocs stage",
     )
+    parser.add_argument(
+        "--warm",
+        action="store_true",
+        help="time a rebuild whose charts a first build kept in the chart cache (default: every chart rendered)",
+    )
     args = parser.parse_args()
     header = " ".join(f"{stage:>9}" for stage in STAGES)
     print(f"{'entries':>8} {'pages':>6} {'charts':>6} {header} {'wall s':>8} {'CPU s':>8}")
     for count in args.sizes:
         walls = []
         for _ in range(args.repeat):
-            timings, cpu, pages, plots = bench(count, args.profiles, args.tmp)
+            timings, cpu, pages, plots = bench(count, args.profiles, args.tmp, args.warm)
             walls.append(timings["total"])
             stages = " ".join(f"{timings.get(stage, 0.0):>9.2f}" for stage in STAGES)
             print(

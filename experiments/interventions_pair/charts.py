@@ -1,5 +1,4 @@
-"""Charts of the Interventions page, drawn like the other charts of :mod:`sinkbench.leaderboard.plots` (its style,
-margins and SVG writer), each with its interactive figure (:mod:`sinkbench.leaderboard.charts`).
+"""Charts of the Interventions page, each one Vega-Lite declaration (:mod:`sinkbench.charts`):
 
 * :class:`LayerRatioChart`: per decoder layer, how much further the VL endpoint moved than the text-only one;
 * :class:`MergeChart`: each merge's text loss against its visual accuracy (the trade-off a merge makes).
@@ -8,21 +7,17 @@ margins and SVG writer), each with its interactive figure (:mod:`sinkbench.leade
 from __future__ import annotations
 
 from dataclasses import dataclass
-from html import escape
 from typing import Any
 
-import matplotlib
-
-from experiments.vl_testbed.charts import ARM_COLOURS
-from sinkbench.leaderboard import charts
-from sinkbench.leaderboard.plots import _STYLE, _new_axes, _plain, _to_svg
+from sinkbench import charts
+from sinkbench.charts import Chart, nominal, quantitative
 
 #: The projections the displacement chart draws, with their labels.
 RATIO_KINDS = (("q_proj", "W_q"), ("k_proj", "W_k"), ("v_proj", "W_v"), ("o_proj", "W_o"))
 
 
 @dataclass(frozen=True)
-class LayerRatioChart:
+class LayerRatioChart(Chart):
     """``‖ΔW‖₂`` of the VL endpoint over the text-only endpoint's, per layer, one line per projection kind;
     ``series`` holds ``(label, ((layer, ratio), ...))`` and ``window`` the layers the page's median covers."""
 
@@ -56,57 +51,49 @@ class LayerRatioChart:
             f"change, per decoder layer (1: they moved as far). {parts}."
         )
 
-    def svg(self) -> str:
-        """Draw the chart."""
-        with matplotlib.rc_context(_STYLE):
-            figure, axes = _new_axes(6.4, 3.4, left=0.7)
-            for index, (label, points) in enumerate(self.series):
-                axes.plot(
-                    [layer for layer, _ in points],
-                    [ratio for _, ratio in points],
-                    marker="o",
-                    markersize=3,
-                    linewidth=1.2,
-                    color=ARM_COLOURS[index % len(ARM_COLOURS)],
-                    label=label,
-                )
-            axes.axhline(1.0, color="#616161", linestyle="--", linewidth=0.9)
-            if self.window:
-                axes.axvspan(min(self.window) - 0.5, max(self.window) + 0.5, color="#eeeeee", zorder=0)
-            axes.set_xlabel("decoder layer (shaded: the last-10 window the medians cover)")
-            axes.set_ylabel("VL / text-only ‖ΔW‖₂")
-            axes.legend(loc="upper left", fontsize=7, ncols=len(self.series), frameon=False)
-            axes.set_title(
-                _plain("How much further the VL endpoint moved, per layer"), loc="left", fontsize=10
-            )
-        return _to_svg(figure, "Weight displacement ratio per layer", self.alt)
+    TITLE = "How much further the VL endpoint moved, per layer"
 
-    def figure(self) -> dict:
-        """The interactive figure: one series per projection kind (toggled from the legend)."""
-        data = [
-            {
-                "type": "scatter",
-                "mode": "lines+markers",
-                "name": label,
-                "x": [layer for layer, _ in points],
-                "y": [ratio for _, ratio in points],
-                "line": {"color": ARM_COLOURS[index % len(ARM_COLOURS)]},
-                "hovertemplate": f"{label}, layer %{{x}}: %{{y:.2f}}×<extra></extra>",
-            }
-            for index, (label, points) in enumerate(self.series)
+    def body(self) -> dict[str, Any]:
+        """One line per projection kind (toggled from the legend), the ratio 1 dashed, the window shaded."""
+        rows = [
+            {"kind": label, "layer": layer, "ratio": ratio}
+            for label, points in self.series
+            for layer, ratio in points
         ]
-        return {
-            "data": data,
-            "layout": charts.layout(
-                "decoder layer",
-                "VL / text-only ‖ΔW‖₂",
-                shapes=[charts.horizontal_line(1.0, "#616161", "dash")],
-            ),
-        }
+        kinds = [label for label, _ in self.series]
+        x = quantitative(
+            "layer", "decoder layer (shaded: the last-10 window the medians cover)", axis={"tickMinStep": 1}
+        )
+        y = quantitative("ratio", "VL / text-only ‖ΔW‖₂", scale={"zero": False})
+        toggle = {"name": "shown", "select": {"type": "point", "fields": ["kind"]}, "bind": "legend"}
+        layers: list[dict[str, Any]] = []
+        if self.window:
+            layers.append(
+                {
+                    "data": {"values": [{"start": min(self.window) - 0.5, "end": max(self.window) + 0.5}]},
+                    "mark": {"type": "rect", "color": "#9e9e9e", "opacity": 0.15},
+                    "encoding": {"x": {"field": "start", "type": "quantitative"}, "x2": {"field": "end"}},
+                }
+            )
+        layers += [
+            charts.rule("y", 1.0, dash=(5, 3)),
+            {
+                "params": [toggle],
+                "mark": {"type": "line", "point": True, "strokeWidth": 1.5},
+                "encoding": {
+                    "x": x,
+                    "y": y,
+                    "color": nominal("kind", "projection", scale=charts.series_scale(kinds)),
+                    "opacity": {"condition": {"param": "shown", "value": 1}, "value": 0.15},
+                    "tooltip": [{"field": "kind"}, {"field": "layer"}, {"field": "ratio", "format": ".2f"}],
+                },
+            },
+        ]
+        return {"data": {"values": rows}, "height": 280, "layer": layers}
 
 
 @dataclass(frozen=True)
-class MergeChart:
+class MergeChart(Chart):
     """Each model's NLL of the base answers (x, lower is closer to the base's text behaviour) against its visual
     accuracy (y, %); ``points`` holds ``(label, nll, visual, kind)`` with kind ``merge``, ``base`` or ``vlm_lm``."""
 
@@ -135,75 +122,68 @@ class MergeChart:
             f"accuracy of its VLM (chance {self.chance:.1f}%). {parts}."
         )
 
-    def svg(self) -> str:
-        """Draw the chart (the base LLM, which has no vision, as a vertical line)."""
-        with matplotlib.rc_context(_STYLE):
-            figure, axes = _new_axes(6.4, 3.8, left=0.7)
-            for index, (label, nll, visual, kind) in enumerate(self.points):
-                if visual is None:
-                    axes.axvline(nll, color="#616161", linestyle="--", linewidth=0.9)
-                    axes.annotate(
-                        _plain(label),
-                        (nll, self.chance),
-                        xytext=(3, 3),
-                        textcoords="offset points",
-                        fontsize=7,
-                    )
-                    continue
-                colour = "#000000" if kind == "vlm_lm" else ARM_COLOURS[index % len(ARM_COLOURS)]
-                axes.plot(
-                    [nll], [visual], marker="D" if kind == "vlm_lm" else "o", markersize=5, color=colour
-                )
-                axes.annotate(
-                    _plain(label.split(",")[0]),
-                    (nll, visual),
-                    xytext=(4, 2 + 7 * (index % 3) - 7),
-                    textcoords="offset points",
-                    fontsize=6.5,
-                )
-            axes.axhline(self.chance, color="#9e9e9e", linestyle=":", linewidth=0.9)
-            axes.set_xlabel("NLL of the base model's answers (nats; lower: closer to the base)")
-            axes.set_ylabel("visual accuracy (%; dotted: chance)")
-            axes.set_title("What each merge trades: text against vision", loc="left", fontsize=10)
-        return _to_svg(figure, "Merges: text loss against visual accuracy", self.alt)
+    TITLE = "What each merge trades: text against vision"
 
-    def figure(self) -> dict:
-        """The interactive figure: one point per model, the base LLM as a vertical line, chance as a dotted one."""
-        shown = [p for p in self.points if p[2] is not None]
-        base = [p for p in self.points if p[2] is None]
-        data = [
+    def body(self) -> dict[str, Any]:
+        """One point per model (the VLM-LM a black diamond), its name beside it (placed clear of the others); the
+        base LLM, which has no vision, as a dashed vertical line; chance as a dotted horizontal one."""
+        shown = [
+            {"model": label, "short": label.split(",")[0], "nll": nll, "visual": visual, "kind": kind}
+            for label, nll, visual, kind in self.points
+            if visual is not None
+        ]
+        bases = [(label, nll) for label, nll, visual, _ in self.points if visual is None]
+        names = [row["model"] for row in shown]
+        colours = [
+            "#000000" if row["kind"] == "vlm_lm" else charts.SERIES_COLOURS[i % len(charts.SERIES_COLOURS)]
+            for i, row in enumerate(shown)
+        ]
+        frame = charts.Frame.around(
+            [row["nll"] for row in shown] + [nll for _, nll in bases],
+            [row["visual"] for row in shown] + [self.chance],
+        )
+        x = quantitative(
+            "nll", "NLL of the base model's answers (nats; lower: closer to the base)", scale=frame.scale("x")
+        )
+        y = quantitative("visual", "visual accuracy (%; dotted: chance)", scale=frame.scale("y"))
+        layers: list[dict[str, Any]] = [charts.rule("y", self.chance, dash=(2, 2))]
+        for label, nll in bases:
+            layers.append(charts.rule("x", nll, dash=(5, 3)))
+            layers.append(
+                {
+                    "data": {"values": [{"nll": nll, "text": label}]},
+                    "mark": {
+                        "type": "text",
+                        "align": "left",
+                        "dx": 3,
+                        "y": 8,
+                        "fontSize": 9,
+                        "color": charts.GREY,
+                    },
+                    "encoding": {"x": {"field": "nll", "type": "quantitative"}, "text": {"field": "text"}},
+                }
+            )
+        layers.append(
             {
-                "type": "scatter",
-                "mode": "markers",
-                "name": escape(label),
-                "x": [nll],
-                "y": [visual],
-                "marker": {
-                    "size": 11,
-                    "symbol": "diamond" if kind == "vlm_lm" else "circle",
-                    "color": "#000000" if kind == "vlm_lm" else ARM_COLOURS[index % len(ARM_COLOURS)],
+                "mark": {"type": "point", "filled": True, "size": 70},
+                "encoding": {
+                    "x": x,
+                    "y": y,
+                    "color": nominal("model", None, scale={"domain": names, "range": colours}, legend=None),
+                    "shape": {
+                        "field": "kind",
+                        "type": "nominal",
+                        "scale": {"domain": ["vlm_lm", "merge"], "range": ["diamond", "circle"]},
+                        "legend": None,
+                    },
+                    "tooltip": [
+                        {"field": "model"},
+                        {"field": "nll", "title": "NLL (nats)", "format": ".3f"},
+                        {"field": "visual", "title": "visual (%)", "format": ".1f"},
+                    ],
                 },
-                "hovertemplate": charts.hover_text(label, "NLL %{x:.3f} nats", "visual %{y:.1f}%")
-                + "<extra></extra>",
             }
-            for index, (label, nll, visual, kind) in enumerate(shown)
-        ]
-        shapes = [charts.horizontal_line(self.chance, "#9e9e9e", "dot")]
-        shapes += [
-            {
-                "type": "line",
-                "yref": "paper",
-                "y0": 0,
-                "y1": 1,
-                "x0": nll,
-                "x1": nll,
-                "line": {"color": "#616161", "width": 1, "dash": "dash"},
-            }
-            for _, nll, _, _ in base
-        ]
-        return {
-            "data": data,
-            "layout": charts.layout(
-                "NLL of the base model's answers (nats)", "visual accuracy (%)", shapes=shapes
-            ),
-        }
+        )
+        labels = charts.place_labels([(row["short"], row["nll"], row["visual"]) for row in shown], frame)
+        layers.append(charts.label_layer(labels, x, y))
+        return {"data": {"values": shown}, "height": charts.SCATTER_HEIGHT, "layer": layers}

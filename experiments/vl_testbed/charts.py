@@ -1,31 +1,22 @@
-"""Charts of the VL fine-tuning testbed (the Training dynamics page) that show every run, not only averages.
+"""Charts of the VL fine-tuning testbed (the Training dynamics page) that show every run, not only averages, each
+one Vega-Lite declaration (:mod:`sinkbench.charts`):
 
 * :class:`PairedChart`: one outcome per arm, each seed a line joining its arms (the pairing the statistics use);
-* :class:`LengthChart`: the answer lengths of every run group, every answer shown in the box;
+* :class:`LengthChart`: the answer lengths of every run group, every answer shown over its box;
 * :class:`TrajectoryChart`: S against training step, per arm, every seed.
-
-Built like the other charts of :mod:`sinkbench.leaderboard.plots` (its style, margins and SVG writer), each
-with its interactive figure too (:mod:`sinkbench.leaderboard.charts`).
 """
 
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass
-from html import escape
+from typing import Any
 
-import matplotlib
-from matplotlib.ticker import MaxNLocator
-
-from sinkbench.leaderboard import charts
-from sinkbench.leaderboard.plots import _STYLE, _new_axes, _plain, _to_svg
-
-#: Colours of the arms of a training experiment, in order (Okabe-Ito).
-ARM_COLOURS = ("#D55E00", "#0072B2", "#009E73", "#CC79A7", "#E69F00")
+from sinkbench import charts
+from sinkbench.charts import Chart, nominal, quantitative
 
 
 @dataclass(frozen=True)
-class PairedChart:
+class PairedChart(Chart):
     """``outcome`` per arm for every seed; each seed's values joined by a line across the arms.
 
     ``seeds`` holds ``(seed, values)`` with one value per arm (None where the run is missing); ``reference`` is
@@ -38,6 +29,8 @@ class PairedChart:
     reference: float | None
     reference_label: str
 
+    TITLE = "{outcome}: every seed (numbers) in every arm"
+
     @property
     def alt(self) -> str:
         """One-paragraph description for ``alt`` and ``<desc>``."""
@@ -48,80 +41,75 @@ class PairedChart:
         base = f" {self.reference_label}: {_fmt(self.reference)}." if self.reference is not None else ""
         return f"Dot-and-line chart of {self.outcome} per arm, one line per seed. {rows}.{base}"
 
-    def svg(self) -> str:
-        """Draw the chart."""
-        with matplotlib.rc_context(_STYLE):
-            figure, axes = _new_axes(6.4, 3.6, left=0.75)
-            for index, (seed, values) in enumerate(self.seeds):
-                points = [(x, v) for x, v in enumerate(values) if v is not None]
-                if not points:  # a seed with no run of the arms shown
-                    continue
-                xs = [x + 0.03 * (index - len(self.seeds) / 2) for x, _ in points]
-                axes.plot(xs, [v for _, v in points], color="#9e9e9e", linewidth=0.8, zorder=2)
-                for x, (arm_index, v) in zip(xs, points, strict=True):
-                    colour = ARM_COLOURS[arm_index % len(ARM_COLOURS)]
-                    axes.plot([x], [v], marker="o", markersize=4, color=colour, zorder=3)
-                axes.annotate(
-                    str(seed),
-                    (xs[-1], points[-1][1]),
-                    xytext=(4, 0),
-                    textcoords="offset points",
-                    fontsize=6.5,
-                )
-            if self.reference is not None:
-                axes.axhline(self.reference, color="#616161", linestyle="--", linewidth=0.9, zorder=1)
-                axes.annotate(
-                    _plain(self.reference_label),
-                    (0, self.reference),
-                    xytext=(0, 3),
-                    textcoords="offset points",
-                    fontsize=7,
-                    color="#616161",
-                )
-            axes.set_xticks(range(len(self.arms)), [textwrap.fill(_plain(arm), 22) for arm in self.arms])
-            axes.set_xlim(-0.4, len(self.arms) - 0.6)
-            axes.set_ylabel(_plain(self.outcome))
-            axes.set_title(
-                _plain(f"{self.outcome}: every seed (numbers) in every arm"), loc="left", fontsize=10
-            )
-        return _to_svg(figure, f"{self.outcome} per arm and seed", self.alt)
-
-    def figure(self) -> dict:
-        """The interactive figure: one series per seed (toggled from the legend), its points coloured by arm."""
-        data = [
-            {
-                "type": "scatter",
-                "mode": "lines+markers",
-                "name": f"seed {seed}",
-                "x": [escape(arm) for arm, value in zip(self.arms, values, strict=True) if value is not None],
-                "y": [value for value in values if value is not None],
-                "line": {"color": "#9e9e9e", "width": 1},
-                "marker": {
-                    "size": 9,
-                    "color": [
-                        ARM_COLOURS[i % len(ARM_COLOURS)] for i, v in enumerate(values) if v is not None
-                    ],
-                },
-                "hovertemplate": f"seed {seed}, %{{x}}: %{{y:.2f}}<extra></extra>",
-            }
+    def body(self) -> dict[str, Any]:
+        """Per seed a grey line through its arms; a point per run coloured by its arm (the legend names the arms);
+        the seed's number beside its last run (numbers: seeds); the reference as a dashed line."""
+        rows = [
+            {"seed": f"seed {seed}", "number": str(seed), "arm": arm, "value": value}
             for seed, values in self.seeds
+            for arm, value in zip(self.arms, values, strict=True)
+            if value is not None
         ]
-        shapes = [] if self.reference is None else [charts.horizontal_line(self.reference, "#616161", "dash")]
-        return {
-            "data": data,
-            "layout": charts.layout(
-                "", self.outcome, shapes=shapes, xaxis={"type": "category", "automargin": True}
-            ),
-        }
+        last = {row["seed"]: row for row in rows}
+        width = max(12, 72 // max(len(self.arms), 1))
+        x = nominal(
+            "arm",
+            None,
+            scale={"type": "band", "domain": list(self.arms)},
+            axis=charts.wrapped_labels(self.arms, width),
+        )
+        offset = {"field": "seed", "type": "nominal", "sort": None, "scale": {"paddingOuter": 2}}
+        y = quantitative("value", charts.wrap(self.outcome, 44), scale={"zero": False})
+        layers: list[dict[str, Any]] = [
+            {
+                "mark": {"type": "line", "color": "#9e9e9e", "strokeWidth": 1},
+                "encoding": {"x": x, "xOffset": offset, "y": y, "detail": {"field": "seed"}},
+            },
+            {
+                "mark": {"type": "point", "filled": True, "size": 50},
+                "encoding": {
+                    "x": x,
+                    "xOffset": offset,
+                    "y": y,
+                    "color": nominal("arm", "arm", scale=charts.series_scale(self.arms)),
+                    "tooltip": [{"field": "seed"}, {"field": "arm"}, {"field": "value", "format": ".3f"}],
+                },
+            },
+            {
+                "data": {"values": list(last.values())},
+                "mark": {"type": "text", "align": "left", "dx": 5, "fontSize": 8, "color": "#616161"},
+                "encoding": {"x": x, "xOffset": offset, "y": y, "text": {"field": "number"}},
+            },
+        ]
+        if self.reference is not None:
+            layers.append(charts.rule("y", self.reference, dash=(5, 3)))
+            layers.append(
+                {
+                    "data": {"values": [{"at": self.reference, "text": self.reference_label}]},
+                    "mark": {
+                        "type": "text",
+                        "align": "left",
+                        "baseline": "bottom",
+                        "x": 2,
+                        "dy": -2,
+                        "fontSize": 9,
+                        "color": charts.GREY,
+                    },
+                    "encoding": {"y": {"field": "at", "type": "quantitative"}, "text": {"field": "text"}},
+                }
+            )
+        return {"data": {"values": rows}, "height": 300, "layer": layers}
 
 
 @dataclass(frozen=True)
-class LengthChart:
+class LengthChart(Chart):
     """The distribution of answer lengths (tokens) per run group: every answer of every seed, as a box over the
     points, with the token cap drawn; ``groups`` holds ``(label, lengths, stopped share)``."""
 
     groups: tuple[tuple[str, tuple[int, ...], float], ...]
     cap: int
+
+    TITLE = "How long the answers are: every answer of every seed"
 
     @property
     def alt(self) -> str:
@@ -133,60 +121,52 @@ class LengthChart:
         )
         return f"Box plot of answer lengths in tokens per run group (cap {self.cap}). {parts}."
 
-    def svg(self) -> str:
-        """Draw the chart."""
+    def body(self) -> dict[str, Any]:
+        """A box (whiskers to the extremes) per group over its answers, each answer a faint point; the cap as a
+        dashed line, with each group's share that stopped before it."""
         labels = [label for label, _, _ in self.groups]
-        with matplotlib.rc_context(_STYLE):
-            figure, axes = _new_axes(6.4, max(2.2, 0.42 * len(labels) + 1.1), left=2.3)
-            axes.grid(axis="y", visible=False)
-            axes.boxplot(
-                [list(lengths) for _, lengths, _ in self.groups],
-                orientation="horizontal",
-                widths=0.55,
-                showfliers=False,
-                medianprops={"color": "#D55E00", "linewidth": 1.6},
-            )
-            for index, (_, _, stopped) in enumerate(self.groups, start=1):
-                axes.annotate(
-                    f"{100 * stopped:.0f}% stop",
-                    (self.cap, index),
-                    xytext=(4, -3),
-                    textcoords="offset points",
-                    fontsize=7,
-                    color="#616161",
-                )
-            axes.axvline(self.cap, color="#616161", linestyle="--", linewidth=0.9)
-            axes.set_yticks(range(1, len(labels) + 1), [textwrap.fill(_plain(label), 34) for label in labels])
-            axes.invert_yaxis()
-            axes.set_xlim(0, self.cap * 1.18)
-            axes.set_xlabel(f"answer length (tokens; dashed: the cap of {self.cap})")
-            axes.set_title("How long the answers are: every answer of every seed", loc="left", fontsize=10)
-        return _to_svg(figure, "Answer lengths per run group", self.alt)
-
-    def figure(self) -> dict:
-        """The interactive figure: a box per run group over all its answers (every answer a point), the cap drawn."""
-        data = [
-            {
-                "type": "box",
-                "name": escape(label),
-                "y": list(lengths),
-                "boxpoints": "all",
-                "jitter": 0.4,
-                "pointpos": 0,
-                "marker": {"size": 3, "color": ARM_COLOURS[index % len(ARM_COLOURS)], "opacity": 0.5},
-                "line": {"color": ARM_COLOURS[index % len(ARM_COLOURS)]},
-                "hovertemplate": f"{escape(label)}: %{{y}} tokens ({100 * stopped:.0f}% stopped before the cap)<extra></extra>",
-            }
-            for index, (label, lengths, stopped) in enumerate(self.groups)
+        y = nominal("group", None, scale={"domain": labels}, axis={"labelLimit": 280})
+        x = quantitative(
+            "tokens",
+            f"answer length (tokens; dashed: the cap of {self.cap})",
+            scale={"domain": [0, self.cap * 1.2]},
+        )
+        colour = nominal("group", None, scale=charts.series_scale(labels), legend=None)
+        answers = [{"group": label, "tokens": n} for label, lengths, _ in self.groups for n in lengths]
+        stops = [
+            {"group": label, "tokens": self.cap, "text": f"{100 * stopped:.0f}% stop"}
+            for label, _, stopped in self.groups
         ]
         return {
-            "data": data,
-            "layout": charts.layout(
-                "",
-                "answer length (tokens)",
-                shapes=[charts.horizontal_line(self.cap, "#616161", "dash")],
-                showlegend=False,
-            ),
+            "data": {"values": answers},
+            "height": 34 * max(len(self.groups), 1),
+            "layer": [
+                {
+                    "mark": {"type": "tick", "opacity": 0.35, "thickness": 1},
+                    "encoding": {
+                        "x": x,
+                        "y": y,
+                        "color": colour,
+                        "tooltip": [{"field": "group"}, {"field": "tokens"}],
+                    },
+                },
+                {
+                    "mark": {
+                        "type": "boxplot",
+                        "extent": "min-max",
+                        "size": 18,
+                        "opacity": 0.5,
+                        "median": {"color": "black", "strokeWidth": 2},
+                    },
+                    "encoding": {"x": x, "y": y, "color": colour},
+                },
+                charts.rule("x", self.cap, dash=(5, 3)),
+                {
+                    "data": {"values": stops},
+                    "mark": {"type": "text", "align": "left", "dx": 4, "fontSize": 9, "color": charts.GREY},
+                    "encoding": {"x": x, "y": y, "text": {"field": "text"}},
+                },
+            ],
         }
 
 
@@ -201,7 +181,7 @@ def _fmt(value: float | None) -> str:
 
 
 @dataclass(frozen=True)
-class TrajectoryChart:
+class TrajectoryChart(Chart):
     """Sink Strength S against training step: per arm, each seed a faint line and the mean over seeds a bold one.
 
     ``arms`` holds, per arm, its label and one trajectory of ``(step, S)`` points per seed.
@@ -209,6 +189,8 @@ class TrajectoryChart:
 
     arms: tuple[tuple[str, tuple[tuple[tuple[int, float], ...], ...]], ...]
     model_label: str
+
+    TITLE = "S during fine-tuning: {model_label}"
 
     @property
     def alt(self) -> str:
@@ -231,74 +213,51 @@ class TrajectoryChart:
         values = [dict(run) for run in runs]
         return [(step, sum(run[step] for run in values) / len(values)) for step in steps]
 
-    def svg(self) -> str:
-        """Draw the chart."""
-        with matplotlib.rc_context(_STYLE):
-            figure, axes = _new_axes(6.4, 4.0, left=0.75)
-            for index, (label, runs) in enumerate(self.arms):
-                colour = ARM_COLOURS[index % len(ARM_COLOURS)]
-                for run in runs:
-                    axes.plot(*zip(*run, strict=True), color=colour, linewidth=0.8, alpha=0.35, zorder=2)
-                mean = self._mean(runs)
-                if mean:
-                    axes.plot(
-                        *zip(*mean, strict=True),
-                        color=colour,
-                        linewidth=2.0,
-                        marker="o",
-                        markersize=3.5,
-                        label=_plain(f"{label} (mean of {len(runs)})"),
-                        zorder=3,
-                    )
-            axes.axhline(0.0, color="#9e9e9e", linewidth=0.8, zorder=1)
-            axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-            axes.set_xlabel("optimizer step")
-            axes.set_ylabel("Sink Strength S (nats)")
-            axes.set_title(_plain(f"S during fine-tuning: {self.model_label}"), loc="left", fontsize=10)
-            if self.arms:
-                axes.legend(frameon=False, fontsize=7.5, loc="best")
-        return _to_svg(figure, f"Sink Strength during fine-tuning: {self.model_label}", self.alt)
-
-    def figure(self) -> dict:
-        """The interactive figure: per arm, one legend entry toggling its seeds (faint) and their mean (bold)."""
-        data = []
-        for index, (label, runs) in enumerate(self.arms):
-            colour = ARM_COLOURS[index % len(ARM_COLOURS)]
-            name = escape(label)
-            for number, run in enumerate(runs):
-                steps, values = zip(*run, strict=True) if run else ((), ())
-                data.append(
-                    {
-                        "type": "scatter",
-                        "mode": "lines",
-                        "x": list(steps),
-                        "y": list(values),
-                        "name": f"{name}, run {number + 1}",
-                        "legendgroup": name,
-                        "showlegend": False,
-                        "opacity": 0.35,
-                        "line": {"color": colour, "width": 1},
-                        "hovertemplate": f"{name}, run {number + 1}: step %{{x}}, S %{{y:+.2f}}<extra></extra>",
-                    }
-                )
-            mean = self._mean(runs)
-            if mean:
-                steps, values = zip(*mean, strict=True)
-                data.append(
-                    {
-                        "type": "scatter",
-                        "mode": "lines+markers",
-                        "x": list(steps),
-                        "y": list(values),
-                        "name": f"{name} (mean of {len(runs)})",
-                        "legendgroup": name,
-                        "line": {"color": colour, "width": 2.5},
-                        "hovertemplate": f"{name}, mean: step %{{x}}, S %{{y:+.2f}}<extra></extra>",
-                    }
-                )
+    def body(self) -> dict[str, Any]:
+        """Per arm (one legend entry, which toggles it): each seed a faint line, the mean over seeds a bold one."""
+        names = [f"{label} (mean of {len(runs)})" for label, runs in self.arms]
+        runs_rows = [
+            {"arm": name, "run": f"{name}, run {number + 1}", "step": step, "S": value}
+            for name, (_, runs) in zip(names, self.arms, strict=True)
+            for number, run in enumerate(runs)
+            for step, value in run
+        ]
+        mean_rows = [
+            {"arm": name, "step": step, "S": value}
+            for name, (_, runs) in zip(names, self.arms, strict=True)
+            for step, value in self._mean(runs)
+        ]
+        x = quantitative("step", "optimizer step", axis={"tickMinStep": 1})
+        y = quantitative("S", "Sink Strength S (nats)", scale={"zero": False})
+        colour = nominal("arm", None, scale=charts.series_scale(names))
+        toggle = {"name": "shown", "select": {"type": "point", "fields": ["arm"]}, "bind": "legend"}
+        shown = {"condition": {"param": "shown", "value": 1}, "value": 0.1}
         return {
-            "data": data,
-            "layout": charts.layout(
-                "optimizer step", "Sink Strength S (nats)", shapes=[charts.horizontal_line(0.0)]
-            ),
+            "height": 320,
+            "layer": [
+                {
+                    "data": {"values": runs_rows},
+                    "mark": {"type": "line", "strokeWidth": 1},
+                    "encoding": {
+                        "x": x,
+                        "y": y,
+                        "color": colour,
+                        "detail": {"field": "run"},
+                        "opacity": {"condition": {"param": "shown", "value": 0.35}, "value": 0.05},
+                        "tooltip": [{"field": "run"}, {"field": "step"}, {"field": "S", "format": "+.2f"}],
+                    },
+                },
+                {
+                    "data": {"values": mean_rows},
+                    "params": [toggle],
+                    "mark": {"type": "line", "strokeWidth": 2.5, "point": True},
+                    "encoding": {
+                        "x": x,
+                        "y": y,
+                        "color": colour,
+                        "opacity": shown,
+                        "tooltip": [{"field": "arm"}, {"field": "step"}, {"field": "S", "format": "+.2f"}],
+                    },
+                },
+            ],
         }

@@ -1,71 +1,109 @@
-"""Figures of the interventions' reports, as SVG text (matplotlib's object API, no pyplot; needs the ``site`` or
-``dev`` extra, which bring matplotlib)."""
+"""The chart of a weight-displacement report (``sinkbench interventions displacement --plot``), one Vega-Lite
+declaration (:mod:`sinkbench.charts`; drawing it needs ``sinkbench[site]``)."""
 
 from __future__ import annotations
 
-import io
+from dataclasses import dataclass
 from typing import Any
 
-from sinkbench.errors import UserError
+from sinkbench import charts
+from sinkbench.charts import Chart, nominal, quantitative
 
-_STYLE = {
-    "svg.fonttype": "none",
-    "svg.hashsalt": "sinkbench",
-    "font.size": 8,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.grid": True,
-    "grid.color": "#e0e0e0",
-}
-#: Endpoint and versus colours (Okabe-Ito: colour-blind safe).
-_COLOURS = ("#D55E00", "#0072B2")
+
+@dataclass(frozen=True)
+class DisplacementChart(Chart):
+    """One panel per projection: ``‖ΔW‖₂`` per decoder layer (log scale) for the endpoint and, when the report
+    has one, the second endpoint; the summarised window is shaded. ``rows`` holds ``(projection, endpoint, layer,
+    norm)`` with positive norms only (a log scale cannot show zero)."""
+
+    rows: tuple[tuple[str, str, int, float], ...]
+    endpoints: tuple[str, ...]
+    window: tuple[int, int]
+
+    @classmethod
+    def of(cls, report: dict[str, Any]) -> DisplacementChart:
+        """The chart of a displacement report (``rows``, and ``versus_rows`` when it has a second endpoint)."""
+        rows = []
+        endpoints = []
+        for role, key in (("endpoint", "rows"), ("versus", "versus_rows")):
+            name = report["models"][role]["id"] if role in report["models"] else role
+            points = [
+                (row["name"].removesuffix(".weight"), name, row["layer"], row["operator_norm"])
+                for row in report[key] or []
+                if row["operator_norm"] is not None and row["operator_norm"] > 0
+            ]
+            if points:
+                endpoints.append(name)
+                rows += points
+        layers = report["window"]["layers"]
+        return cls(tuple(rows), tuple(endpoints), (layers[0], layers[-1]))
+
+    TITLE = "Operator norm of each projection's change, per decoder layer"
+
+    @property
+    def alt(self) -> str:
+        """One-paragraph description for ``alt`` and ``<desc>``."""
+        panels = sorted({row[0] for row in self.rows})
+        return (
+            f"Line charts, one per projection ({', '.join(panels)}), of the operator norm of the weight change per "
+            f"decoder layer on a log scale, for {' and '.join(self.endpoints)}; layers {self.window[0]} to "
+            f"{self.window[1]} shaded (the summarised window)."
+        )
+
+    def body(self) -> dict[str, Any]:
+        """A faceted chart: per projection, a line per endpoint and the window shaded."""
+        start, end = self.window
+        data = [
+            {
+                "projection": p,
+                "endpoint": e,
+                "layer": layer,
+                "norm": norm,
+                "start": start - 0.5,
+                "end": end + 0.5,
+            }
+            for p, e, layer, norm in self.rows
+        ]
+        x = quantitative("layer", "decoder layer", axis={"tickMinStep": 1})
+        return {
+            "data": {"values": data},
+            "facet": {"field": "projection", "type": "nominal", "title": None, "sort": None},
+            "columns": 4,
+            "resolve": {"scale": {"y": "independent"}},
+            "spec": {
+                "width": 170,
+                "height": 130,
+                "layer": [
+                    {
+                        "transform": [
+                            {
+                                "aggregate": [
+                                    {"op": "min", "field": "start", "as": "start"},
+                                    {"op": "max", "field": "end", "as": "end"},
+                                ]
+                            }
+                        ],
+                        "mark": {"type": "rect", "color": "#9e9e9e", "opacity": 0.15},
+                        "encoding": {"x": {"field": "start", "type": "quantitative"}, "x2": {"field": "end"}},
+                    },
+                    {
+                        "mark": {"type": "line", "point": {"size": 12}, "strokeWidth": 1},
+                        "encoding": {
+                            "x": x,
+                            "y": quantitative("norm", "‖ΔW‖₂", scale={"type": "log"}),
+                            "color": nominal("endpoint", None, scale=charts.series_scale(self.endpoints)),
+                            "tooltip": [
+                                {"field": "endpoint"},
+                                {"field": "layer"},
+                                {"field": "norm", "title": "‖ΔW‖₂", "format": ".3g"},
+                            ],
+                        },
+                    },
+                ],
+            },
+        }
 
 
 def displacement_svg(report: dict[str, Any]) -> str:
-    """One panel per projection: ||dW||_2 per decoder layer (log scale) for the endpoint and, when the report has
-    one, the second endpoint; the summarised window is shaded.
-
-    Raises:
-        UserError: matplotlib is not installed.
-    """
-    try:
-        import matplotlib
-        from matplotlib.figure import Figure
-        from matplotlib.ticker import NullFormatter
-    except ImportError as error:
-        raise UserError(f"--plot needs matplotlib: pip install 'sinkbench[site]' ({error})") from error
-    series = {"endpoint": report["rows"], "versus": report["versus_rows"] or []}
-    kinds = list(dict.fromkeys(row["name"] for row in report["rows"] if row["operator_norm"] is not None))
-    columns = min(4, len(kinds))
-    rows_count = -(-len(kinds) // columns)
-    window = report["window"]["layers"]
-    with matplotlib.rc_context(_STYLE):
-        figure = Figure(figsize=(2.6 * columns, 2.0 * rows_count + 0.4), layout="constrained")
-        axes = figure.subplots(rows_count, columns, squeeze=False).flatten()
-        for axis, name in zip(axes, kinds, strict=False):
-            axis.axvspan(window[0] - 0.5, window[-1] + 0.5, color="#f2f2f2", zorder=0)
-            for colour, (role, rows) in zip(_COLOURS, series.items(), strict=True):
-                points = [(row["layer"], row["operator_norm"]) for row in rows if row["name"] == name]
-                if points and any(value > 0 for _, value in points):
-                    label = report["models"][role]["id"] if role in report["models"] else role
-                    axis.plot(*zip(*points, strict=True), marker=".", color=colour, label=label, linewidth=1)
-            axis.set_yscale("log")
-            axis.yaxis.set_minor_formatter(
-                NullFormatter()
-            )  # a label on every minor tick crowds a narrow panel
-            axis.set_title(name.removesuffix(".weight"), fontsize=8)
-            axis.set_xlabel("decoder layer")
-        for axis in axes[len(kinds) :]:
-            axis.set_visible(False)
-        axes[0].set_ylabel("||dW||_2")
-        handles, labels = axes[0].get_legend_handles_labels()
-        if handles:
-            figure.legend(handles, [_plain(label) for label in labels], loc="outside upper center", ncols=2)
-        buffer = io.StringIO()
-        figure.savefig(buffer, format="svg", metadata={"Date": None})
-    return buffer.getvalue()
-
-
-def _plain(text: str) -> str:
-    """User text drawn literally, not parsed as mathtext."""
-    return text.replace("$", r"\$")
+    """The static SVG of :class:`DisplacementChart` of ``report``."""
+    return DisplacementChart.of(report).svg()

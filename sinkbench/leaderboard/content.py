@@ -14,9 +14,8 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from sinkbench.leaderboard.charts import spec_json
+from sinkbench.charts import Chart, spec_json
 from sinkbench.leaderboard.history import BoardHistory
-from sinkbench.leaderboard.plots import Chart
 from sinkbench.tables.rules import Sign, interval_sign, told_apart
 
 #: Decimals of measured numbers (more than any source prints, fewer than the files hold).
@@ -56,8 +55,8 @@ class PlotRef:
 
     @cached_property
     def spec(self) -> Markup:
-        """The chart's interactive figure, as JSON for the page (:func:`sinkbench.leaderboard.charts.spec_json`)."""
-        return spec_json(self.chart.figure())
+        """The chart's specification, as JSON for the page (:func:`sinkbench.charts.spec_json`)."""
+        return spec_json(self.chart.spec())
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from sinkbench.charts import HeatmapChart
 from sinkbench.conformance.support import support
 from sinkbench.leaderboard.content import DataFile, MetricRow, ModelFacts, PlotRef, RawFile, Reproduce, Shown
-from sinkbench.leaderboard.plots import HeatmapChart
 from sinkbench.leaderboard.reproduce import reproduction
 from sinkbench.numbers import finite_or_none, is_finite_number
 from sinkbench.submissions.catalogue import FOLDER_OF_KIND

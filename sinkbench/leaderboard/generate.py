@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from sinkbench.charts import ChartCache, Rendering
 from sinkbench.errors import UserError
-from sinkbench.leaderboard.background import SharedTasks, in_background
 from sinkbench.leaderboard.compare import COMPARE_DATA, ComparePage
 from sinkbench.leaderboard.consistency import Fact
 from sinkbench.leaderboard.content import RawFile
@@ -33,15 +33,42 @@ from sinkbench.tables.build import AggregateTables, build_tables
 from sinkbench.tables.write import render_tables
 
 
+class DrawnCharts:
+    """The SVG files of a build's charts, rendered while the build goes on (:class:`sinkbench.charts.Rendering`):
+    their paths at once, their texts (:meth:`texts`) once this process has nothing else to do, so that the
+    drawing overlaps the pages and MkDocs."""
+
+    def __init__(self, paths: Sequence[str], rendering: Rendering) -> None:
+        self.paths = list(paths)
+        self._rendering = rendering
+        self._texts: dict[str, str] | None = None
+        self.seconds = 0.0  # waited for (and drawn here) in :meth:`texts`
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def texts(self) -> dict[str, str]:
+        """Each chart's SVG by its path (drawing here whatever the second process has not started)."""
+        if self._texts is None:
+            started = time.perf_counter()
+            self._texts = dict(zip(self.paths, self._rendering.result(), strict=True))
+            self.seconds = time.perf_counter() - started
+        return self._texts
+
+    def cancel(self) -> None:
+        """Stop drawing (a failed build)."""
+        self._rendering.cancel()
+
+
 @dataclass(frozen=True)
 class GeneratedSite:
     """Every generated file of one build, by its path in the site's docs: Markdown pages, the entry pages (HTML),
-    SVG charts and the table downloads (text), the submitted files and the experiments' page files
-    (``(site path, source)``) copied as they are; with the wall time of each stage."""
+    SVG charts (drawn meanwhile) and the table downloads (text), the submitted files and the experiments' page
+    files (``(site path, source)``) copied as they are; with the wall time of each stage."""
 
     pages: dict[str, str]
     entries: dict[str, EntryPage]
-    charts: dict[str, str]
+    charts: DrawnCharts
     downloads: dict[str, str]
     raw_files: list[RawFile]
     copied: list[tuple[str, Path]] = field(default_factory=list)
@@ -51,9 +78,8 @@ class GeneratedSite:
     )  # figures of generated data files, for the consistency check
 
     def texts(self) -> Iterator[tuple[str, str]]:
-        """``(path, text)`` of every generated Markdown page, chart and download (not the entry pages)."""
+        """``(path, text)`` of every generated Markdown page and download (not the entry pages nor the charts)."""
         yield from self.pages.items()
-        yield from self.charts.items()
         yield from self.downloads.items()
 
 
@@ -64,6 +90,7 @@ def generate_site(
     experiments_dir: Path | None,
     expected_pages: Sequence[str] = (),
     seed: int = 0,
+    chart_cache: Path | None = None,
 ) -> GeneratedSite:
     """Aggregate ``submissions_dir`` and render the generated pages, charts and downloads of the site.
 
@@ -74,11 +101,14 @@ def generate_site(
             (:mod:`sinkbench.leaderboard.experiment_pages`; None: none).
         expected_pages: The pages the site expects from the experiments; one that none gives says so.
         seed: Seed of the aggregation's bootstrap and permutation tests.
+        chart_cache: Where rendered charts are kept between builds (:class:`sinkbench.charts.ChartCache`; None:
+            every chart rendered).
 
     Raises:
         sinkbench.submissions.SubmissionsInvalid: the submissions do not validate.
         sinkbench.errors.UserError: an experiment's page folder holds a link, or two publish one path.
     """
+    source_date()  # a bad SOURCE_DATE_EPOCH stops the build before any work (libraries read it too)
     timings: dict[str, float] = {}
     with _timed(timings, "aggregate"):
         tables = build_tables(load_valid_entries(submissions_dir), seed=seed)
@@ -87,10 +117,12 @@ def generate_site(
         quote_scores(views.backbones, experiments.pages)
         compare = ComparePage.of(views)
     plots = views.plots()
-    # The downloads and the charts need nothing the pages make: a second process (where a second core allows) makes
-    # the downloads and then draws charts, and this one draws the charts still left once the pages are done.
-    drawing = SharedTasks([plot.chart.svg for plot in plots])
-    side_work = in_background(lambda: (_downloads(tables, compare), drawing.run()))
+    # The charts' SVGs need nothing the pages make: a second process (where a second core allows) renders them
+    # while this one renders the pages and MkDocs runs; the plugin asks for what is left at the end.
+    cache = None if chart_cache is None else ChartCache(chart_cache)
+    charts = DrawnCharts(
+        [plot.path for plot in plots], Rendering([plot.chart.spec() for plot in plots], cache)
+    )
     try:
         with _timed(timings, "pages"):
             updated = data_timestamp(submissions_dir, tables.entries)
@@ -102,15 +134,10 @@ def generate_site(
                 )
             pages |= experiments.pages
             entries = dict(renderer.entry_pages(views))
-    finally:
-        with _timed(timings, "plots"):  # the charts left, and waiting for the other process
-            drawn = drawing.run()
-            downloads, drawn_there = side_work()
-    drawn |= drawn_there
-    # a chart the worker took but did not send back (it died) is drawn here
-    charts = {
-        plot.path: drawn[index] if index in drawn else plot.chart.svg() for index, plot in enumerate(plots)
-    }
+            downloads = _downloads(tables, compare)
+    except BaseException:
+        charts.cancel()
+        raise
     return GeneratedSite(
         pages, entries, charts, downloads, views.raw_files(), experiments.files, timings, compare.facts()
     )
@@ -137,27 +164,35 @@ def copy_submitted_file(source: Path, target: Path) -> None:
 
 
 def data_timestamp(submissions_dir: Path, entries: Sequence[Entry]) -> str:
-    """When the data last changed, in UTC: ``SOURCE_DATE_EPOCH`` when set, else the last git commit touching
-    ``submissions_dir``, else the newest modification time of an entry's files.
+    """When the data last changed, in UTC: ``SOURCE_DATE_EPOCH`` when set (:func:`source_date`), else the last git
+    commit touching ``submissions_dir``, else the newest modification time of an entry's files."""
+    stamped = source_date()
+    if stamped is not None:
+        return stamped
+    seconds = _last_commit(submissions_dir)
+    if seconds is None:
+        seconds = max((file.path.lstat().st_mtime for entry in entries for file in entry.files), default=0)
+    return _utc(seconds)
+
+
+def source_date() -> str | None:
+    """``SOURCE_DATE_EPOCH`` in UTC, or None when it is not set.
 
     Raises:
         UserError: ``SOURCE_DATE_EPOCH`` is not a whole number of seconds a date can hold.
     """
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch:
-        try:
-            if not re.fullmatch("[0-9]+", epoch):
-                raise ValueError(epoch)
-            return _utc(int(epoch))
-        except (ValueError, OverflowError, OSError):
-            raise UserError(
-                f"SOURCE_DATE_EPOCH is {epoch[:40]!r}; set it to a whole number of seconds since "
-                "1970-01-01 UTC (e.g. $(git log -1 --format=%ct)), or unset it"
-            ) from None
-    seconds = _last_commit(submissions_dir)
-    if seconds is None:
-        seconds = max((file.path.lstat().st_mtime for entry in entries for file in entry.files), default=0)
-    return _utc(seconds)
+    if not epoch:
+        return None
+    try:
+        if not re.fullmatch("[0-9]+", epoch):
+            raise ValueError(epoch)
+        return _utc(int(epoch))
+    except (ValueError, OverflowError, OSError):
+        raise UserError(
+            f"SOURCE_DATE_EPOCH is {epoch[:40]!r}; set it to a whole number of seconds since "
+            "1970-01-01 UTC (e.g. $(git log -1 --format=%ct)), or unset it"
+        ) from None
 
 
 def _utc(seconds: float) -> str:

@@ -25,7 +25,7 @@ instance (MkDocs makes one per build, and ``mkdocs serve`` one per rebuild):
 * the 404 page links relatively, like every other page, so it works offline and under a sub-path;
 * the theme's parts that many pages share (navigation, tabs, search box, footer, style sheets, scripts) are rendered
   once per folder and reused (:mod:`sinkbench.leaderboard.shared_partials`);
-* a page holding an interactive chart loads the vendored plotly.js (:mod:`sinkbench.leaderboard.charts`);
+* a page holding an interactive chart loads the vendored Vega-Embed script (:mod:`sinkbench.charts`);
 * every figure a page marks as a fact is collected, and the build fails when two pages show one fact as two
   numbers without saying why (:mod:`sinkbench.leaderboard.consistency`).
 
@@ -53,8 +53,9 @@ from mkdocs.structure.pages import Page
 from mkdocs.structure.toc import get_toc
 from mkdocs.utils import is_error_template, normalize_url
 
+from sinkbench import charts
 from sinkbench.errors import ProblemsFound, UserError
-from sinkbench.leaderboard import background, charts, raw_blocks, shared_partials
+from sinkbench.leaderboard import background, raw_blocks, shared_partials
 from sinkbench.leaderboard.consistency import FactBook, InconsistentFigures
 from sinkbench.leaderboard.generate import GeneratedSite, copy_submitted_file, generate_site
 from sinkbench.leaderboard.pages import SEARCH_TEXT, EntryPage, PageRenderer, make_environment, search_view
@@ -74,6 +75,8 @@ class LeaderboardOptions(Config):
     experiments = c.Optional(c.Type(str))
     experiment_pages = c.ListOfItems(c.Type(str), default=[])
     seed = c.Type(int, default=0)
+    #: Where rendered charts are kept between builds, relative to ``mkdocs.yml`` (empty: none kept).
+    chart_cache = c.Type(str, default=".cache/charts")
 
 
 class SiteFile(File):
@@ -92,6 +95,14 @@ class SiteFile(File):
     def write(self, dirty: bool = False) -> None:
         """Write the file into the site now."""
         super().copy_file(dirty)
+
+
+class ChartFile(SiteFile):
+    """A chart's SVG, still being drawn when MkDocs copies the site's files: written at the end of the build
+    (:meth:`LeaderboardPlugin.on_post_build`), once its text is there."""
+
+    def copy_file(self, dirty: bool = False) -> None:
+        """Nothing yet: the plugin writes the file when its chart is drawn."""
 
 
 class SubmittedFile(SiteFile):
@@ -141,6 +152,7 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
         self._lit: list[Any] = []  # the navigation tab an entry page lit, until the page is written
         self.facts = FactBook()
         self.writer: background.FileWriter | None = None  # writes the charts, downloads and submitted files
+        self._charts: list[ChartFile] = []  # written once drawn
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         """Note the folder of ``mkdocs.yml``, against which the options' paths are resolved."""
@@ -161,21 +173,27 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
             (config.repo_url or "").rstrip("/"),
         )
         try:
-            generated = generate_site(
+            self.generated = generated = generate_site(
                 self.path("submissions"),
                 renderer,
                 experiments_dir=_shown(self.path("experiments")),
                 expected_pages=self.config.experiment_pages,
                 seed=self.config.seed,
+                chart_cache=self.path("chart_cache") if self.config.chart_cache else None,
             )
-            vendored = charts.vendored_files()
+            script, licence = charts.vendored_files()
         except UserError as error:  # invalid submissions included
             if self.raise_user_errors:
                 raise
             raise PluginError(_message(error)) from error
         self.writer = background.FileWriter()
         entries = {path: entry.markdown() for path, entry in generated.entries.items()}
-        for path, text in [*generated.texts(), *entries.items()]:
+        for path, text in [
+            *generated.texts(),
+            *entries.items(),
+            (charts.SCRIPT, script),
+            (charts.LICENCE, licence),
+        ]:
             replaced = _refuse_clash(files, path, config)
             inclusion = (
                 InclusionLevel.INCLUDED if replaced else InclusionLevel.UNDEFINED
@@ -185,14 +203,20 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
                 EntryHtmlPage(file, config, generated.entries[path])
             file.writer = self.writer
             files.append(file)
+        self._charts = []
+        for path in generated.charts.paths:
+            _refuse_clash(files, path, config)
+            file = ChartFile.generated(config, path, content="")
+            file.writer = self.writer
+            self._charts.append(file)
+            files.append(file)
         raw_files = [(raw.path, raw.source) for raw in generated.raw_files]
-        for path, source in [*raw_files, *generated.copied, *vendored]:
+        for path, source in [*raw_files, *generated.copied]:
             _refuse_clash(files, path, config)
             file = SubmittedFile.generated(config, path, abs_src_path=str(source))
             file.writer = self.writer
             files.append(file)
         self.facts = FactBook(generated.facts)
-        self.generated = generated
         self.finished_generating = time.perf_counter()
         return files
 
@@ -255,15 +279,23 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
         return context
 
     def on_post_page(self, output: str, page: Any, config: MkDocsConfig) -> str:
-        """Switch a borrowed tab off again, and load plotly.js where a chart needs it."""
+        """Switch a borrowed tab off again, and load the chart script where a chart needs it."""
         while self._lit:
             self._lit.pop().active = False
         return charts.load_where_needed(output, page.url)
 
     def on_post_build(self, config: MkDocsConfig) -> None:
-        """Wait for the files still being written, then fail the build when two pages show one fact as two numbers
-        and neither says why (:meth:`FactBook.problems`)."""
+        """Write the charts (drawing those still left), wait for the files still being written, then fail the build
+        when two pages show one fact as two numbers and neither says why (:meth:`FactBook.problems`)."""
         _release_api_memos()
+        if self.generated is not None and self._charts:
+            texts = self.generated.charts.texts()
+            for file in self._charts:
+                file.content_string = texts[file.src_uri]
+                if self.writer is None:
+                    file.write()
+                else:
+                    self.writer.submit(file.write)
         if self.writer is not None:
             self.writer.wait()
         problems = self.facts.problems()
@@ -274,8 +306,11 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
             raise PluginError(_message(error))
 
     def on_build_error(self, error: Exception) -> None:
-        """Let the writer threads end (MkDocs reports the error that stopped the build)."""
+        """Stop drawing the charts and let the writer threads end (MkDocs reports the error that stopped the
+        build)."""
         _release_api_memos()
+        if self.generated is not None:
+            self.generated.charts.cancel()
         if self.writer is not None:
             with contextlib.suppress(Exception):
                 self.writer.wait()

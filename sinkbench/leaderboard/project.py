@@ -51,6 +51,7 @@ def build_site(
     sources: SiteSources | None = None,
     experiments_dir: Path | None = EXPERIMENTS_DIR,
     seed: int = 0,
+    chart_cache: Path | None = None,
 ) -> BuildReport:
     """Build the site of ``submissions_dir`` into ``out_dir`` (``mkdocs build --strict``, replaced atomically).
 
@@ -62,6 +63,8 @@ def build_site(
         experiments_dir: The experiments whose pages the site publishes (None, or a folder without them: each
             page the site expects from them says so).
         seed: Seed of the aggregation's bootstrap and permutation tests.
+        chart_cache: Where rendered charts are kept between builds (None: the plugin's ``chart_cache`` option,
+            ``.cache/charts`` beside ``mkdocs.yml``).
 
     Raises:
         sinkbench.submissions.SubmissionsInvalid: the submissions do not validate; nothing is written.
@@ -80,7 +83,7 @@ def build_site(
     refuse_overlap(out_dir, submissions_dir, "--submissions")
     with publishing(Path(out_dir)) as site_dir:
         config = load_project(
-            sources, submissions_dir, experiments_dir, seed, site_dir=str(site_dir), strict=True
+            sources, submissions_dir, experiments_dir, seed, chart_cache, site_dir=str(site_dir), strict=True
         )
         plugin: LeaderboardPlugin = config.plugins[PLUGIN_NAME]
         plugin.raise_user_errors = True
@@ -91,7 +94,9 @@ def build_site(
         except Abort as error:
             raise SiteBuildFailed(f"MkDocs stopped the build: {error.message}") from None
         generated = plugin.generated
-        timings = {**generated.timings, "mkdocs": time.perf_counter() - plugin.finished_generating}
+        plots = generated.charts.seconds  # waited for at the end of MkDocs' build
+        timings = {**generated.timings, "mkdocs": time.perf_counter() - plugin.finished_generating - plots}
+        timings["plots"] = plots
         built = time.perf_counter()
     timings["publish"] = time.perf_counter() - built  # flushed to disk and moved into place
     timings["total"] = time.perf_counter() - started
@@ -171,12 +176,16 @@ def load_project(
     submissions_dir: Path,
     experiments_dir: Path | None,
     seed: int,
+    chart_cache: Path | None = None,
     **overrides: Any,
 ) -> Any:
-    """The project's MkDocs configuration with the plugin's options set (and any other ``overrides``)."""
+    """The project's MkDocs configuration with the plugin's options set (``chart_cache`` where given) and any other
+    ``overrides``."""
     from mkdocs.config import load_config
 
     plugins = _plugins(sources, submissions_dir, experiments_dir, seed)
+    if chart_cache is not None:
+        plugins[PLUGIN_NAME]["chart_cache"] = str(Path(chart_cache).absolute())
     return load_config(str(sources.config), plugins=plugins, **overrides)
 
 

@@ -174,26 +174,14 @@ def build_heads_report(
 
 
 def heads_svg(report: dict[str, Any]) -> str:
-    """A layer x head heatmap of the median G in ``report`` (needs matplotlib: ``sinkbench[site]``)."""
-    try:
-        from sinkbench.svg_heatmap import heatmap_svg
-    except ImportError as error:
-        raise UserError(
-            f"Plotting the head map needs matplotlib: pip install 'sinkbench[site]' ({error})."
-        ) from error
+    """A layer x head heatmap of the median G in ``report``, its selected sink heads named in the title (needs
+    vl-convert-python: ``sinkbench[site]``)."""
+    from sinkbench.charts import HeatmapChart
+
     selection = report["selection"]
-    heading = (
-        f"{report['model']['id']}: median G per head; {selection['count']} sink heads "
-        f"({selection['rule']} = {selection['value']:g})"
-    )
-    return heatmap_svg(
-        report["median_g"],
-        [str(layer) for layer in report["layers"]],
-        title=f"Sink-head map of {report['model']['id']}",
-        heading=heading,
-        alt=f"Heatmap of the median log-odds G on the sink key, layers {report['layers'][0]} to "
-        f"{report['layers'][-1]} by head; {heading}.",
-    )
+    note = f"{selection['count']} sink heads ({selection['rule']} = {selection['value']:g})"
+    matrix = tuple(tuple(row) for row in report["median_g"])
+    return HeatmapChart(tuple(report["layers"]), matrix, report["model"]["id"], note).svg()
 
 
 def map_heads(

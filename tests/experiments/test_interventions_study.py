@@ -304,8 +304,8 @@ def test_the_page_answers_each_question_and_draws_its_charts(tiny_study) -> None
         "text-only endpoint (seed 0)",
     ]
     for plot in page.plots():
-        assert plot.chart.svg().startswith("<?xml") and plot.chart.figure()["data"]
-    json.dumps(page.plots()[1].chart.figure())  # the interactive figure is plain JSON
+        assert plot.chart.svg().startswith("<svg") and plot.chart.spec()["data"]["values"]
+    json.dumps(page.plots()[1].chart.spec(), allow_nan=False)  # the specification is plain JSON
 
 
 @pytest.mark.slow  # the whole tiny interventions study, run twice (the tiny_study fixture)

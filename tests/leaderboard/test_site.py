@@ -15,8 +15,9 @@ import pytest
 from commands import help_text
 from markupsafe import Markup
 
+from sinkbench import charts
 from sinkbench.cli import build_parser, main
-from sinkbench.leaderboard import charts, raw_blocks
+from sinkbench.leaderboard import raw_blocks
 from sinkbench.leaderboard.content import Prediction
 from sinkbench.leaderboard.entry_details import slugify
 from sinkbench.leaderboard.formatting import (

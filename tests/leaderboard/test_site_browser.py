@@ -281,7 +281,7 @@ def test_every_page_fits_the_screen_keeps_a_clean_console_and_is_screenshotted(
                 Path(extra).mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(Path(extra) / f"{tag}-{name.replace('/', '-')}.png"), full_page=True)
     page.set_viewport_size({"width": 1400, "height": 1000})
-    assert problems == []
+    assert problems == [], "\n".join(problems)
 
 
 def test_one_filter_covers_every_table_of_the_page_and_lives_in_the_url(page: object, base_url: str) -> None:
@@ -328,21 +328,23 @@ def test_hovering_a_point_of_the_headline_chart_names_the_pair_with_its_numbers(
     page: object, base_url: str
 ) -> None:
     page.goto(f"{base_url}/index.html")
-    page.wait_for_selector("figure.sb-figure--live .scatterlayer .point")
+    points = "figure.sb-figure--live .sb-chart svg .mark-symbol.role-mark path"
+    page.wait_for_selector(points, timeout=20_000)
     assert not page.locator(
         "figure.sb-figure--live img.sb-chart-static"
     ).is_visible()  # the SVG stays for no-JS
-    point = page.locator("figure.sb-figure--live .scatterlayer .point").first
-    point.hover(force=True)
-    label = page.locator(".hoverlayer .hovertext")
-    label.first.wait_for(timeout=10_000)
-    text = label.first.text_content()  # an SVG node
-    assert "S " in text and "Δ " in text and "nats" in text and ("reported" in text or "measured" in text)
+    page.locator(points).first.hover(force=True)
+    label = page.locator("#vg-tooltip-element")
+    label.wait_for(state="visible", timeout=10_000)
+    text = label.inner_text()
+    assert "S (nats)" in text and "Δ" in text and ("reported" in text or "measured" in text)
     page.mouse.move(0, 0)
-    page.locator("figure.sb-figure--live .legend .traces .legendtoggle").first.click()
-    page.wait_for_timeout(1000)  # a legend entry hides its series (plotly waits out a double click first)
-    hidden = page.evaluate("document.querySelector('figure.sb-figure--live .sb-chart').data[0].visible")
-    assert hidden == "legendonly"
+    page.locator("figure.sb-figure--live .role-legend-symbol path").first.click(force=True)
+    page.wait_for_timeout(500)  # a legend entry shows its class alone: the others fade
+    faded = page.eval_on_selector_all(
+        points, "ps => ps.filter(p => p.getAttribute('opacity') === '0.15').length"
+    )
+    assert faded > 0
 
 
 def test_compare_shows_the_two_chosen_models_and_keeps_them_in_the_url(page: object, base_url: str) -> None:
@@ -354,8 +356,9 @@ def test_compare_shows_the_two_chosen_models_and_keeps_them_in_the_url(page: obj
     body = page.inner_text("#board-compare tbody")
     assert "IFEval: observed Δ" in body and "held-out predicted Δ" in body and "Sink Strength S" in body
     assert "a=pair%3Atiny-vlm" in page.url or "a=pair:tiny-vlm" in page.url
+    page.wait_for_selector("#board-compare-profile svg .mark-line path", timeout=20_000)
     assert (
-        page.locator("#board-compare-profile .scatterlayer .trace").count() == 1
+        page.locator("#board-compare-profile svg .mark-line path").count() == 1
     )  # only tiny-vlm has a profile
     page.goto(page.url)
     assert page.input_value('select[data-sb-compare-pick="b"]') == "pair:qwen3-vl-8b-instruct"
@@ -426,19 +429,18 @@ def test_compare_states_each_basis_and_says_when_two_differ(page: object, base_u
 
 def test_compare_profile_chart_has_a_legend_readable_on_both_schemes(page: object, base_url: str) -> None:
     page.goto(f"{base_url}/compare.html?a=pair:vl-testbed-smollm2-135m-seed0&b=pair:tiny-vlm")
-    legend = page.locator("#board-compare-profile .legend .traces")
-    legend.first.wait_for(timeout=10_000)
-    names = page.locator("#board-compare-profile .legend .traces text").all_text_contents()
+    labels = "#board-compare-profile .role-legend-label text"
+    page.locator(labels).first.wait_for(timeout=20_000)
+    names = page.locator(labels).all_text_contents()
     assert len(names) == 2 and names[0].startswith("first: sinkbench/vl-testbed") and "Tiny VLM" in names[1]
     assert (
-        "Per-layer median G" in page.locator("#board-compare-profile .legend .legendtitletext").text_content()
+        "Per-layer median G" in page.locator("#board-compare-profile .role-legend-title text").text_content()
     )
     for scheme, light_text in (("default", False), ("slate", True)):
         page.evaluate("s => document.body.setAttribute('data-md-color-scheme', s)", scheme)
         page.wait_for_timeout(300)
-        fill = page.locator("#board-compare-profile .legend .traces text").first.evaluate(
-            "t => getComputedStyle(t).fill"
-        )
+        page.wait_for_selector(labels, timeout=10_000)
+        fill = page.locator(labels).first.evaluate("t => getComputedStyle(t).fill")
         channels = [int(c) for c in fill[fill.index("(") + 1 : fill.index(")")].split(",")[:3]]
         assert (sum(channels) / 3 > 128) is light_text, (scheme, fill)
     page.select_option('select[data-sb-compare-pick="b"]', "pair:internvl3-8b")

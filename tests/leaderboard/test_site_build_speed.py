@@ -1,4 +1,5 @@
-"""The site build's shortcuts: work done in a forked worker (:mod:`sinkbench.leaderboard.background`), the garbage
+"""The site build's shortcuts: the charts rendered in a second process (:class:`sinkbench.charts.Rendering`), files
+written by threads (:mod:`sinkbench.leaderboard.background`), the garbage
 collector started less often (:func:`sinkbench.leaderboard.project.fewer_collections`), and the theme's shared parts
 rendered once (:mod:`sinkbench.leaderboard.shared_partials`). That they change no byte of a built site is tested in
 ``tests/leaderboard/test_site_project.py``."""
@@ -7,73 +8,62 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import jinja2
 import pytest
 
+from sinkbench import charts
 from sinkbench.leaderboard import background, shared_partials
+from sinkbench.leaderboard.plots import CategoryChart
 from sinkbench.leaderboard.project import BUILD_GC_THRESHOLD, fewer_collections
 
 pytestmark = pytest.mark.timeout(120)
 
 
-@pytest.fixture
-def forking(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fork whatever threads the test runner keeps (the worker's work here takes no lock)."""
-    if "fork" not in __import__("multiprocessing").get_all_start_methods():
-        pytest.skip("no fork on this platform: the work is always done in the process itself")
-    monkeypatch.setattr(background, "can_fork", lambda: True)
+def _specs(count: int) -> list[dict]:
+    return [CategoryChart(((f"category {i}", i + 1),), f"pair {i}").spec() for i in range(count)]
 
 
-def test_the_worker_returns_what_the_work_returns_and_runs_in_another_process(forking: None) -> None:
-    parent = os.getpid()
-    result = background.in_background(lambda: (os.getpid(), {"plots/a.svg": "<svg/>" * 10_000}))
-    worker, texts = result()
-    assert worker != parent
-    assert texts == {"plots/a.svg": "<svg/>" * 10_000}
+def test_the_second_process_renders_what_this_one_would_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(charts.Rendering, "MIN_FOR_PROCESS", 1)
+    monkeypatch.setattr(charts.Rendering, "CHUNK", 2)
+    monkeypatch.setattr(charts, "_cores", lambda: 2)
+    specs = _specs(8)
+    rendering = charts.Rendering(specs)
+    first = rendering._futures[0]
+    deadline = time.monotonic() + 60
+    while not (first.running() or first.done()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    svgs = rendering.result()
+    assert not first.cancelled()  # the second process drew at least its first chunk
+    assert svgs == [charts.static_svg(spec) for spec in specs]
 
 
-def test_an_error_in_the_worker_is_raised_where_the_result_is_asked_for(forking: None) -> None:
-    def work() -> None:
-        raise ValueError("chart 3 has no points")
-
-    result = background.in_background(work)
-    with pytest.raises(ValueError, match="chart 3 has no points"):
-        result()
-
-
-def test_a_worker_that_dies_leaves_the_work_to_this_process(forking: None) -> None:
-    parent = os.getpid()
-
-    def work() -> int:
-        if os.getpid() != parent:
-            os._exit(9)  # as if killed for memory
-        return 42
-
-    assert background.in_background(work)() == 42
+def test_a_second_process_that_dies_leaves_its_charts_to_this_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(charts.Rendering, "MIN_FOR_PROCESS", 1)
+    monkeypatch.setattr(charts, "_cores", lambda: 2)
+    specs = _specs(3)
+    rendering = charts.Rendering(specs)
+    assert rendering._pool is not None
+    deadline = time.monotonic() + 60
+    while not rendering._pool._processes and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for pid in list(rendering._pool._processes):
+        os.kill(pid, signal.SIGKILL)  # as if killed for memory
+    assert rendering.result() == [charts.static_svg(spec) for spec in specs]
 
 
-def test_no_fork_while_another_thread_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    stop = threading.Event()
-    thread = threading.Thread(target=stop.wait)
-    thread.start()
-    try:
-        assert not background.can_fork()
-        parent = os.getpid()
-        assert background.in_background(os.getpid)() == parent  # done here
-    finally:
-        stop.set()
-        thread.join()
-
-
-def test_no_fork_on_one_core(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
-    monkeypatch.setattr(threading, "active_count", lambda: 1)
-    assert not background.can_fork()
+def test_few_charts_or_one_core_start_no_second_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert charts.Rendering(_specs(2))._pool is None  # fewer than MIN_FOR_PROCESS
+    monkeypatch.setattr(charts.Rendering, "MIN_FOR_PROCESS", 1)
+    monkeypatch.setattr(charts, "_cores", lambda: 1)
+    rendering = charts.Rendering(_specs(2))
+    assert rendering._pool is None and len(rendering.result()) == 2
 
 
 def test_the_collector_thresholds_are_restored_after_a_build_even_a_failed_one() -> None:
@@ -166,41 +156,43 @@ def test_the_writer_threads_write_every_file_and_wait_raises_the_first_error(tmp
     assert not [thread for thread in threading.enumerate() if thread.name.startswith("sinkbench-write")]
 
 
-def test_shared_tasks_run_once_each_across_this_process_and_a_forked_worker(forking: None) -> None:
-    parent = os.getpid()
-    tasks = background.SharedTasks([lambda index=index: (index, os.getpid()) for index in range(40)])
-    there = background.in_background(tasks.run)
-    here = tasks.run()
-    there = there()
-    assert sorted([*here, *there]) == list(range(40))  # every task once, in one process or the other
-    assert all(pid == parent for _, pid in here.values())
-    assert all(pid != parent for _, pid in there.values())
-    assert all(result[0] == index for index, result in {**here, **there}.items())
-
-
-def test_charts_a_dead_worker_took_are_drawn_by_the_build(
-    forking: None, monkeypatch: pytest.MonkeyPatch
+def test_the_chart_cache_gives_back_what_was_rendered_and_only_that(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sinkbench.leaderboard.generate import generate_site
-    from sinkbench.leaderboard.pages import PageRenderer, make_environment
-    from sinkbench.leaderboard.sources import SiteSources
+    cache = charts.ChartCache(tmp_path / "cache")
+    specs = _specs(2)  # fewer than MIN_FOR_PROCESS: drawn in this process
+    first = charts.Rendering(specs, cache).result()
+    assert len(list(cache.folder.glob("*.svg"))) == 2
 
-    sources = SiteSources()
-    submissions = Path(__file__).parents[1] / "fixtures" / "submissions"
+    def no_drawing(chunk: list) -> list:
+        raise AssertionError("drawn although kept")
 
-    def generate() -> dict[str, str]:
-        renderer = PageRenderer(make_environment(sources.templates), sources.docs)
-        return generate_site(submissions, renderer, experiments_dir=None).charts
+    monkeypatch.setattr(charts, "render_chunk", no_drawing)
+    assert charts.Rendering(specs, cache).result() == first
+    changed = [dict(specs[0], title="another title"), specs[1]]
+    monkeypatch.undo()
+    assert cache.get(changed[0]) is None  # another specification, another file
+    assert charts.Rendering(changed, cache).result()[1] == first[1]
 
-    expected = generate()
-    parent, run = os.getpid(), background.SharedTasks.run
 
-    def take_two_then_die(self: background.SharedTasks) -> dict:
-        if os.getpid() == parent:
-            return run(self)
-        self._take(), self._take()  # two charts taken, never sent back
-        os._exit(9)
+def test_a_broken_or_unwritable_cache_only_costs_a_rendering(tmp_path: Path) -> None:
+    specs = _specs(1)
+    cache = charts.ChartCache(tmp_path / "cache")
+    expected = charts.Rendering(specs, cache).result()
+    cache.path(specs[0]).write_bytes(b"\xff\xfe not text")
+    assert charts.Rendering(specs, cache).result() == expected  # redrawn, and kept again
+    assert cache.get(specs[0]) == expected[0]
+    blocked = charts.ChartCache(tmp_path / "a-file")
+    blocked.folder.write_text("not a folder")
+    assert charts.Rendering(specs, blocked).result() == expected
 
-    monkeypatch.setattr(background.SharedTasks, "run", take_two_then_die)
-    assert len(expected) > 2
-    assert generate() == expected
+
+def test_the_cache_forgets_what_no_build_used_for_a_week(tmp_path: Path) -> None:
+    cache = charts.ChartCache(tmp_path / "cache")
+    specs = _specs(2)
+    charts.Rendering(specs, cache).result()
+    week_ago = time.time() - 8 * 86400
+    for path in cache.folder.iterdir():
+        os.utime(path, (week_ago, week_ago))
+    charts.Rendering(specs[:1], cache).result()  # uses the first one (touched), not the second
+    assert [path.name for path in cache.folder.iterdir()] == [cache.path(specs[0]).name]

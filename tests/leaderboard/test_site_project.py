@@ -17,11 +17,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-import adjustText
 import pytest
 
 from sinkbench.cli import main
-from sinkbench.leaderboard.plots import ScatterChart, ScatterPoint
 from sinkbench.leaderboard.project import SiteBuildFailed, build_site
 from sinkbench.leaderboard.sources import SOURCES_DIR, SiteSources
 from sinkbench.publish import MARKER
@@ -86,8 +84,8 @@ def test_two_builds_of_the_same_tree_are_byte_identical(
 ) -> None:
     """The repository's own submissions, built by the command line in another process, and in this one without the
     build's shortcuts (``benchmarks/bench_machinery.py``'s pieces: the theme's shared parts rendered per page, MkDocs'
-    own Markdown pages for the entries, files written as they come, the default garbage collector, the charts and
-    downloads made in this process). They change no byte. (Without ``raw_blocks`` Markdown keeps the blocks'
+    own Markdown pages for the entries, files written as they come, the default garbage collector, the charts
+    rendered in this process). They change no byte. (Without ``raw_blocks`` Markdown keeps the blocks'
     marker comments and breaks lines between tags: the same HTML, other bytes.)"""
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     from bench_machinery import PIECES
@@ -103,17 +101,6 @@ def test_two_builds_of_the_same_tree_are_byte_identical(
     assert first.keys() == second.keys()
     assert [name for name in first if first[name] != second[name]] == []
     assert any(name.startswith("plots/scatter-") for name in first)
-
-
-def test_scatter_labels_do_not_depend_on_the_speed_of_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
-    """adjustText moves labels for one second by default: on a slow machine, fewer steps. A clock that runs fast
-    (a slow machine) must not change the chart."""
-    points = tuple(ScatterPoint(f"model {i}", 1.0 + 0.01 * i, -5.0 + 0.02 * i, "none") for i in range(12))
-    chart = ScatterChart(points, "IFEval", (1.0, -6.0))
-    normal = chart.svg()
-    ticks = iter(range(0, 10**6, 2))
-    monkeypatch.setattr(adjustText, "timer", lambda: next(ticks))
-    assert chart.svg() == normal
 
 
 def _free_port() -> int:

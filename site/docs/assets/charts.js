@@ -1,48 +1,40 @@
 /*
- * sinkbench charts: draw each chart's interactive plotly.js figure over its static SVG. The project's own script;
- * plotly.js is vendored into the site (assets/vendor/plotly.min.js, loaded only by pages that hold a chart), so
- * nothing comes from the network.
+ * sinkbench charts: draw each chart's interactive Vega-Lite view over its static SVG. The project's own script;
+ * Vega, Vega-Lite and Vega-Embed are vendored into the site (assets/vendor/vega-embed.js, loaded only by pages that
+ * hold a chart), so nothing comes from the network.
  *
  * Markup it understands (written by the `figure` macro of site/templates/_macros.j2):
  *   <figure data-sb-chart>
- *     <div class="sb-chart" hidden></div>                     where the figure is drawn
- *     <script type="application/json" class="sb-chart-spec">  plotly's {"data": [...], "layout": {...}}
- *     <img class="sb-chart-static" src="....svg">             shown until (and unless) the figure is drawn
- * Without JavaScript, or without plotly.js, the SVG stays. Hover a point for its numbers; drag to zoom,
- * double-click to zoom out; click a legend entry to hide or show its series.
+ *     <div class="sb-chart" hidden></div>                     where the view is drawn
+ *     <script type="application/json" class="sb-chart-spec">  the chart's Vega-Lite specification
+ *     <img class="sb-chart-static" src="....svg">             the same specification rendered, shown until (and
+ *                                                             unless) the view is drawn
+ * Without JavaScript, or without the vendored script, the SVG stays. Hover a mark for its numbers; click a legend
+ * entry to show one series (shift-click: several); the "..." menu saves the view as SVG or PNG. On the dark
+ * palette the view takes Vega's dark theme.
  */
 (function () {
   "use strict";
 
-  var CONFIG = {
-    responsive: true,
-    displaylogo: false,
-    scrollZoom: false,
-    modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"],
-    toImageButtonOptions: { format: "png", scale: 2 }
-  };
-
-  function colour(figure, property) {
-    return window.getComputedStyle(figure).getPropertyValue(property).trim();
+  function dark() {
+    return document.body.getAttribute("data-md-color-scheme") === "slate";
   }
 
   function draw(figure) {
     var box = figure.querySelector(".sb-chart");
     var source = figure.querySelector("script.sb-chart-spec");
-    if (!box || !source || !window.Plotly) return;
+    if (!box || !source || !window.vegaEmbed) return;
     var spec;
     try { spec = JSON.parse(source.textContent); } catch (error) { return; }
-    var layout = spec.layout || {};
-    var text = colour(figure, "color") || "#333";
-    layout.paper_bgcolor = "rgba(0,0,0,0)";
-    layout.plot_bgcolor = "rgba(0,0,0,0)";
-    layout.font = Object.assign({ family: colour(document.body, "font-family") }, layout.font || {}, { color: text });
-    if (window.innerWidth < 600 && layout.height) layout.height = Math.min(layout.height, 360);
-    ["xaxis", "yaxis"].forEach(function (axis) {
-      layout[axis] = Object.assign({ gridcolor: "rgba(128,128,128,0.25)" }, layout[axis] || {});
-    });
+    if (spec.width !== undefined && !spec.facet) {
+      spec.width = "container";
+      spec.autosize = { type: "fit-x", contains: "padding" };
+    }
+    var font = window.getComputedStyle(document.body).getPropertyValue("font-family");
+    spec.config = Object.assign({}, spec.config || {}, { background: null, font: font || "sans-serif" });
     box.hidden = false;
-    window.Plotly.newPlot(box, spec.data || [], layout, CONFIG).then(function () {
+    window.vegaEmbed(box, spec, { actions: { export: true, source: false, compiled: false, editor: false },
+                                  theme: dark() ? "dark" : undefined, renderer: "svg" }).then(function () {
       figure.classList.add("sb-figure--live");
     }, function () {
       box.hidden = true; /* the SVG stays */
@@ -50,7 +42,13 @@
   }
 
   function init() {
-    Array.prototype.forEach.call(document.querySelectorAll("figure[data-sb-chart]"), draw);
+    var figures = document.querySelectorAll("figure[data-sb-chart]");
+    Array.prototype.forEach.call(figures, draw);
+    /* The palette toggle changes the scheme in place: redraw so the text and lines suit it. */
+    if (window.MutationObserver && figures.length) {
+      new MutationObserver(function () { Array.prototype.forEach.call(figures, draw); })
+        .observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+    }
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);

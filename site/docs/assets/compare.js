@@ -1,8 +1,8 @@
 /*
  * sinkbench Compare page: show the two chosen backbones or pairs side by side, from window.SB_COMPARE (written by
  * the build into assets/compare-data.js: every item's figures, already formatted, each with its quantity and basis,
- * and its per-layer profile), say where the two stand on different bases, and draw both profiles with the vendored
- * plotly.js. The choice is kept in the URL (?a=ID&b=ID).
+ * and its per-layer profile), say where the two stand on different bases, and draw both profiles as a Vega-Lite
+ * chart with the vendored Vega-Embed. The choice is kept in the URL (?a=ID&b=ID).
  *
  * An item is {id, kind, label, url, figures: [[label, text, group, basis]], bases: [[text, key, note]], profile}; a
  * figure's basis indexes its item's bases (-1: none). The notice follows the rule of basis_notice in
@@ -116,31 +116,17 @@
     box.hidden = !list.children.length;
   }
 
-  /* Line colours readable on either scheme (Okabe-Ito blue and vermilion; lighter on the dark one). */
-  function colours() {
-    var dark = document.body.getAttribute("data-md-color-scheme") === "slate";
-    return dark ? ["#56B4E9", "#F0A060"] : ["#0072B2", "#D55E00"];
+  function dark() {
+    return document.body.getAttribute("data-md-color-scheme") === "slate";
   }
 
   function profile(box, chosen) {
-    if (!window.Plotly || !box) return;
-    var palette = colours();
+    if (!window.vegaEmbed || !box) return;
     var drawn = chosen.map(function (item, index) { return [item, index]; }).filter(function (entry) {
       return entry[0].profile.length;
     });
-    var traces = drawn.map(function (entry) {
-      var item = entry[0], index = entry[1];
-      var name = (index ? "second: " : "first: ") + item.label + " (" + item.kind + ")";
-      return {
-        type: "scatter", mode: "lines+markers", name: name, showlegend: true,
-        x: item.profile.map(function (p) { return p[0]; }), y: item.profile.map(function (p) { return p[1]; }),
-        line: { color: palette[index], width: 2, dash: index ? "dash" : "solid" },
-        marker: { symbol: index ? "square" : "circle", size: 6 },
-        hovertemplate: "layer %{x}: median G %{y:.2f} nats<extra>" + item.label.replace(/</g, "&lt;") + "</extra>"
-      };
-    });
     var figure = box.closest("figure");
-    if (figure) figure.hidden = !traces.length;
+    if (figure) figure.hidden = !drawn.length;
     var missing = figure && figure.querySelector("[data-sb-compare-missing]");
     if (missing) {
       var without = chosen.filter(function (item) { return !item.profile.length; });
@@ -148,18 +134,33 @@
         ? "No line for " + without.map(function (item) { return item.label; }).join(" and ") + ": no per-layer profile."
         : "";
     }
-    if (!traces.length) return;
-    var style = window.getComputedStyle(box);
-    window.Plotly.react(box, traces, {
-      height: 340, margin: { l: 10, r: 10, t: 10, b: 10 }, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
-      font: { color: style.color }, showlegend: true,
-      legend: {
-        orientation: "h", y: 1.02, yanchor: "bottom", x: 0,
-        title: { text: "Per-layer median G of:", side: "top" }
-      },
-      xaxis: { title: { text: "layer" }, automargin: true, gridcolor: "rgba(128,128,128,0.25)" },
-      yaxis: { title: { text: "median G (nats)" }, automargin: true, gridcolor: "rgba(128,128,128,0.25)" }
-    }, { responsive: true, displaylogo: false });
+    if (!drawn.length) return;
+    var names = drawn.map(function (entry) {
+      return (entry[1] ? "second: " : "first: ") + entry[0].label + " (" + entry[0].kind + ")";
+    });
+    var rows = [];
+    drawn.forEach(function (entry, index) {
+      entry[0].profile.forEach(function (p) { rows.push({ who: names[index], layer: p[0], g: p[1] }); });
+    });
+    /* Okabe-Ito blue and vermilion, lighter on the dark palette; a dash and a shape each besides the colour. */
+    var palette = dark() ? ["#56B4E9", "#F0A060"] : ["#0072B2", "#D55E00"];
+    var who = { field: "who", type: "nominal", title: "Per-layer median G of:", sort: null };
+    var spec = {
+      $schema: "https://vega.github.io/schema/vega-lite/v6.json",
+      width: "container", height: 300, data: { values: rows },
+      config: { background: null, legend: { orient: "top", direction: "vertical" } },
+      mark: { type: "line", point: true, strokeWidth: 2 },
+      encoding: {
+        x: { field: "layer", type: "quantitative", title: "layer", axis: { tickMinStep: 1 } },
+        y: { field: "g", type: "quantitative", title: "median G (nats)" },
+        color: Object.assign({ scale: { domain: names, range: palette } }, who),
+        strokeDash: Object.assign({ scale: { domain: names, range: [[1, 0], [6, 3]] } }, who),
+        shape: Object.assign({ scale: { domain: names, range: ["circle", "square"] } }, who),
+        tooltip: [{ field: "who", title: "model" }, { field: "layer" },
+                  { field: "g", title: "median G (nats)", format: ".2f" }]
+      }
+    };
+    window.vegaEmbed(box, spec, { actions: false, theme: dark() ? "dark" : undefined, renderer: "svg" });
   }
 
   function init() {
