@@ -5,7 +5,7 @@ network.
 
 A chart is a small frozen dataclass (:class:`Chart`): plain numbers and labels, a :attr:`~Chart.TITLE`, an
 :attr:`~Chart.alt` description and one :meth:`~Chart.body` of data, marks and encodings. The site vendors Vega,
-Vega-Lite and Vega-Embed as the one script vl-convert bundles (:func:`vendored_files`) and loads it only on pages
+Vega-Lite and Vega-Embed as the one script vl-convert bundles (:func:`script_bundle`, :func:`licence_notice`) and loads it only on pages
 that hold a chart (:func:`load_where_needed`). Labels may be user text: Vega draws text as text (escaped in the
 SVG), and the page embeds a specification as JSON that no text can close (:func:`spec_json`). A rendering depends
 on its specification only (:func:`_numbered_from_zero`), so an unchanged site renders byte-identical charts; a
@@ -22,16 +22,17 @@ import json
 import multiprocessing
 import os
 import re
+import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Iterator, Sequence
+from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, fields
 from importlib import metadata
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 from xml.sax.saxutils import escape
 
 from markupsafe import Markup
@@ -72,14 +73,14 @@ CONFIG: dict[str, Any] = {
         "labelFontSize": 11,
         "titleFontSize": 11,
         "titleFontWeight": "normal",
-        "labelLimit": 260,
+        "labelLimit": 0,  # no truncation: checking a label against a limit costs as much as drawing it
     },
     "legend": {
         "orient": "top",
         "direction": "horizontal",
         "labelFontSize": 11,
         "titleFontSize": 11,
-        "labelLimit": 320,
+        "labelLimit": 0,
         "columns": 3,
     },
 }
@@ -170,7 +171,9 @@ def _numbered_from_zero(svg: str) -> str:
 
 
 def render_chunk(specs: Sequence[dict[str, Any]]) -> list[str]:
-    """The static SVGs of ``specs``, in order (what the rendering process runs)."""
+    """The static SVGs of ``specs``, in order (what the rendering process runs; none: only load the engine)."""
+    if not specs:
+        static_svg({"mark": "point"})
     return [static_svg(spec) for spec in specs]
 
 
@@ -245,7 +248,15 @@ class Rendering:
     #: its own core).
     MIN_FOR_PROCESS = 4
 
-    def __init__(self, specs: Sequence[dict[str, Any]], cache: ChartCache | None = None) -> None:
+    def __init__(
+        self,
+        specs: Sequence[dict[str, Any]],
+        cache: ChartCache | None = None,
+        process: RenderProcess | None = None,
+    ) -> None:
+        """Start rendering ``specs`` (those ``cache`` lacks), in ``process`` when given (:func:`start_process`,
+        started earlier so that it is ready), else in one started here when there are enough charts; either is
+        stopped by :meth:`result` or :meth:`cancel`."""
         self._specs = list(specs)
         self._cache = cache
         self._kept = {
@@ -253,14 +264,16 @@ class Rendering:
         }
         todo = [spec for i, spec in enumerate(self._specs) if i not in self._kept]
         self._chunks = [todo[i : i + self.CHUNK] for i in range(0, len(todo), self.CHUNK)]
-        self._pool: ProcessPoolExecutor | None = None
+        if process is None and len(todo) >= self.MIN_FOR_PROCESS:
+            process = start_process()
+        self._pool = None if process is None else process.pool
+        self._script = None if process is None else process.script
         self._futures: list[Future[list[str]]] = []
-        if len(todo) >= self.MIN_FOR_PROCESS and _cores() > 1:
+        if self._pool is not None:
             try:
-                self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
                 self._futures = [self._pool.submit(render_chunk, chunk) for chunk in self._chunks]
-            except (OSError, RuntimeError):  # no process could start: all of it here
-                self._pool, self._futures = None, []
+            except RuntimeError:  # the process is gone: all of it here
+                self._futures = []
 
     def result(self) -> list[str]:
         """Every SVG, in the order of the specifications given (the new ones kept in the cache)."""
@@ -285,11 +298,55 @@ class Rendering:
             self._cache.prune()
         return svgs
 
+    def script(self) -> str:
+        """The site's chart script (:func:`script_bundle`), from the second process where it made it."""
+        if self._script is not None:
+            with contextlib.suppress(BrokenProcessPool, CancelledError):
+                return self._script.result()
+        return script_bundle()
+
     def cancel(self) -> None:
         """Stop the second process (what it has not started is dropped)."""
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+class RenderProcess(NamedTuple):
+    """A second process that renders charts (:func:`start_process`), and the site's chart script it bundles first."""
+
+    pool: ProcessPoolExecutor
+    script: Future[str]
+
+
+def start_process() -> RenderProcess | None:
+    """A second process that renders charts, bundling the site's chart script first (about a second, which also
+    loads vl-convert's engine), or None where there is one core or no process can start."""
+    if _cores() < 2:
+        return None
+    try:
+        pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        with _main_hidden():
+            return RenderProcess(pool, pool.submit(script_bundle))
+    except (OSError, RuntimeError):
+        return None
+
+
+@contextlib.contextmanager
+def _main_hidden() -> Iterator[None]:
+    """Start processes without the caller's main script: a spawned process runs the script it was started from
+    again unless the script guards its work with ``if __name__ == "__main__"``, so a user's unguarded script that
+    builds the site would build it once more in the process that renders charts (which needs nothing from it)."""
+    main = sys.modules["__main__"]
+    saved = {name: vars(main)[name] for name in ("__file__", "__spec__") if name in vars(main)}
+    if "__file__" in saved:
+        del main.__file__
+    main.__spec__ = None
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(main, name, value)
 
 
 def _cores() -> int:
@@ -320,9 +377,26 @@ OF THIS SOFTWARE, EVEN IF ADVISED OF THE POSSIBILITY OF SUCH DAMAGE.
 """
 
 
-def vendored_files() -> tuple[str, str]:
-    """The site's chart script (Vega, Vega-Lite and Vega-Embed, as bundled by vl-convert) and its licence notice:
-    the three libraries and their versions, their licence, and the licence of vl-convert, which bundled them.
+def script_bundle() -> str:
+    """The site's chart script: Vega, Vega-Lite and Vega-Embed, as vl-convert bundles them (about a second the
+    first time in a process).
+
+    Raises:
+        ChartsMissing: vl-convert-python is not installed.
+    """
+    try:
+        import vl_convert
+    except ImportError:
+        raise ChartsMissing(
+            "vl-convert-python is not installed: the site's charts need the Vega script it carries; install it "
+            'with pip install "sinkbench[site]"'
+        ) from None
+    return vl_convert.javascript_bundle(vl_version=VEGA_LITE)
+
+
+def licence_notice() -> str:
+    """The licence notice of the chart script: the three libraries and their versions, their licence, and the
+    licence of vl-convert, which bundled them.
 
     Raises:
         ChartsMissing: vl-convert-python is not installed, or its wheel lacks its licence.
@@ -342,13 +416,12 @@ def vendored_files() -> tuple[str, str]:
             f"vl-convert-python {distribution.version} lacks its licence file; reinstall it with "
             'pip install --force-reinstall "vl-convert-python"'
         )
-    notice = (
+    return (
         f"{SCRIPT} holds Vega {vl_convert.get_vega_version()}, Vega-Lite {VEGA_LITE} and Vega-Embed "
         f"{vl_convert.get_vega_embed_version()} (https://vega.github.io), bundled by vl-convert "
         f"{distribution.version} (https://github.com/vega/vl-convert).\n\nVega, Vega-Lite and Vega-Embed:\n\n"
         f"{VEGA_LICENCE}\nvl-convert:\n\n{Path(str(distribution.locate_file(licence))).read_text(encoding='utf-8')}"
     )
-    return vl_convert.javascript_bundle(vl_version=VEGA_LITE), notice
 
 
 def load_where_needed(html: str, page_url: str) -> str:
@@ -526,7 +599,7 @@ def wrap(text: str, width: int) -> list[str]:
 def wrapped_labels(values: Sequence[str], width: int) -> dict[str, Any]:
     """Axis properties drawing each of ``values`` as its label wrapped at ``width`` characters."""
     lines = {value: wrap(value, width) for value in values}
-    return {"labelExpr": f"{json.dumps(lines)}[datum.label]", "labelAngle": 0, "labelLimit": 0}
+    return {"labelExpr": f"{json.dumps(lines)}[datum.label]", "labelAngle": 0}
 
 
 def series_scale(names: Sequence[str]) -> dict[str, Any]:
@@ -584,7 +657,7 @@ class HeatmapChart(Chart):
 
     def body(self) -> dict[str, Any]:
         """One cell per (layer, head) with a value (missing ones left blank), coloured by G (viridis); past 16
-        heads every fourth head numbered (a text costs about a millisecond to render, and there is one of these
+        heads every eighth head numbered (a text costs about a millisecond to render, and there is one of these
         charts per probed entry)."""
         heads = max((len(row) for row in self.median_g), default=0)
         rows = [
@@ -603,7 +676,7 @@ class HeatmapChart(Chart):
                     "type": "ordinal",
                     "title": "attention head",
                     "scale": {"domain": list(range(heads))},
-                    "axis": {"labelAngle": 0, "values": list(range(0, heads, 1 if heads <= 16 else 4))},
+                    "axis": {"labelAngle": 0, "values": list(range(0, heads, 1 if heads <= 16 else 8))},
                 },
                 "y": {"field": "layer", "type": "ordinal", "title": "layer"},
                 "color": quantitative(

@@ -125,7 +125,7 @@ class LengthChart(Chart):
         """A box (whiskers to the extremes) per group over its answers, each answer a faint point; the cap as a
         dashed line, with each group's share that stopped before it."""
         labels = [label for label, _, _ in self.groups]
-        y = nominal("group", None, scale={"domain": labels}, axis={"labelLimit": 280})
+        y = nominal("group", None, scale={"domain": labels})
         x = quantitative(
             "tokens",
             f"answer length (tokens; dashed: the cap of {self.cap})",

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from sinkbench.charts import ChartCache, Rendering
+from sinkbench.charts import ChartCache, Rendering, start_process
 from sinkbench.errors import UserError
 from sinkbench.leaderboard.compare import COMPARE_DATA, ComparePage
 from sinkbench.leaderboard.consistency import Fact
@@ -54,6 +54,10 @@ class DrawnCharts:
             self._texts = dict(zip(self.paths, self._rendering.result(), strict=True))
             self.seconds = time.perf_counter() - started
         return self._texts
+
+    def script(self) -> str:
+        """The site's chart script (:meth:`sinkbench.charts.Rendering.script`)."""
+        return self._rendering.script()
 
     def cancel(self) -> None:
         """Stop drawing (a failed build)."""
@@ -110,19 +114,25 @@ def generate_site(
     """
     source_date()  # a bad SOURCE_DATE_EPOCH stops the build before any work (libraries read it too)
     timings: dict[str, float] = {}
-    with _timed(timings, "aggregate"):
-        tables = build_tables(load_valid_entries(submissions_dir), seed=seed)
-        views = build_views(tables, board_history(submissions_dir))
-        experiments = experiment_pages(experiments_dir, expected_pages)
-        quote_scores(views.backbones, experiments.pages)
-        compare = ComparePage.of(views)
+    # The charts' SVGs need nothing the pages make: a second process (where a second core allows), started now so
+    # that its engine is loaded by the time the charts are known, renders them while this one renders the pages and
+    # MkDocs runs; the plugin asks for what is left at the end.
+    process = start_process()
+    try:
+        with _timed(timings, "aggregate"):
+            tables = build_tables(load_valid_entries(submissions_dir), seed=seed)
+            views = build_views(tables, board_history(submissions_dir))
+            experiments = experiment_pages(experiments_dir, expected_pages)
+            quote_scores(views.backbones, experiments.pages)
+            compare = ComparePage.of(views)
+    except BaseException:
+        if process is not None:
+            process.pool.shutdown(wait=True, cancel_futures=True)
+        raise
     plots = views.plots()
-    # The charts' SVGs need nothing the pages make: a second process (where a second core allows) renders them
-    # while this one renders the pages and MkDocs runs; the plugin asks for what is left at the end.
     cache = None if chart_cache is None else ChartCache(chart_cache)
-    charts = DrawnCharts(
-        [plot.path for plot in plots], Rendering([plot.chart.spec() for plot in plots], cache)
-    )
+    rendering = Rendering([plot.chart.spec() for plot in plots], cache, process)
+    charts = DrawnCharts([plot.path for plot in plots], rendering)
     try:
         with _timed(timings, "pages"):
             updated = data_timestamp(submissions_dir, tables.entries)

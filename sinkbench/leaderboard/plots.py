@@ -160,7 +160,7 @@ class CategoryChart(Chart):
     counts: tuple[tuple[str, int], ...]
     pair_label: str
 
-    TITLE = "IFEval prompts lost per violated category (a prompt counts in each): {pair_label}"
+    TITLE = "IFEval prompts lost per category: {pair_label}"
 
     @property
     def alt(self) -> str:

@@ -98,8 +98,8 @@ class SiteFile(File):
 
 
 class ChartFile(SiteFile):
-    """A chart's SVG, still being drawn when MkDocs copies the site's files: written at the end of the build
-    (:meth:`LeaderboardPlugin.on_post_build`), once its text is there."""
+    """A chart's SVG (or the chart script), still being made in the second process when MkDocs copies the site's
+    files: written at the end of the build (:meth:`LeaderboardPlugin.on_post_build`), once its text is there."""
 
     def copy_file(self, dirty: bool = False) -> None:
         """Nothing yet: the plugin writes the file when its chart is drawn."""
@@ -181,7 +181,7 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
                 seed=self.config.seed,
                 chart_cache=self.path("chart_cache") if self.config.chart_cache else None,
             )
-            script, licence = charts.vendored_files()
+            licence = charts.licence_notice()
         except UserError as error:  # invalid submissions included
             if self.raise_user_errors:
                 raise
@@ -191,7 +191,6 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
         for path, text in [
             *generated.texts(),
             *entries.items(),
-            (charts.SCRIPT, script),
             (charts.LICENCE, licence),
         ]:
             replaced = _refuse_clash(files, path, config)
@@ -204,7 +203,7 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
             file.writer = self.writer
             files.append(file)
         self._charts = []
-        for path in generated.charts.paths:
+        for path in [*generated.charts.paths, charts.SCRIPT]:
             _refuse_clash(files, path, config)
             file = ChartFile.generated(config, path, content="")
             file.writer = self.writer
@@ -289,7 +288,7 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
         when two pages show one fact as two numbers and neither says why (:meth:`FactBook.problems`)."""
         _release_api_memos()
         if self.generated is not None and self._charts:
-            texts = self.generated.charts.texts()
+            texts = {**self.generated.charts.texts(), charts.SCRIPT: self.generated.charts.script()}
             for file in self._charts:
                 file.content_string = texts[file.src_uri]
                 if self.writer is None:

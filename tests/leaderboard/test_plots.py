@@ -88,10 +88,7 @@ def test_the_category_chart_is_one_bar_per_category_with_its_count() -> None:
         {"category": "<b>x</b>", "lost": 1},
     ]
     assert svg.count('fill="#3f51b5"') == 3
-    assert (
-        "<title>IFEval prompts lost per violated category (a prompt counts in each): Pair &lt;i&gt;</title>"
-        in svg
-    )
+    assert "<title>IFEval prompts lost per category: Pair &lt;i&gt;</title>" in svg
     labels = _texts(svg)
     assert {"9", "14", "1", "<b>x</b>", "keywords"} <= set(labels) and "<b>" not in svg
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import gc
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -196,3 +198,20 @@ def test_the_cache_forgets_what_no_build_used_for_a_week(tmp_path: Path) -> None
         os.utime(path, (week_ago, week_ago))
     charts.Rendering(specs[:1], cache).result()  # uses the first one (touched), not the second
     assert [path.name for path in cache.folder.iterdir()] == [cache.path(specs[0]).name]
+
+
+@pytest.mark.slow  # a fresh interpreter
+def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:
+    """The rendering process is spawned without the caller's main script, which would otherwise run again in it."""
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "from sinkbench import charts\n"
+        "from sinkbench.leaderboard.plots import CategoryChart\n"
+        "print('script ran', flush=True)\n"
+        "specs = [CategoryChart(((f'c{i}', i + 1),), f'p{i}').spec() for i in range(6)]\n"
+        "assert len(charts.Rendering(specs).result()) == 6\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("script ran") == 1 and "Traceback" not in done.stderr

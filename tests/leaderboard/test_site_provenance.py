@@ -118,7 +118,7 @@ def fixture_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_chart_script_is_vendored_with_its_licence_and_loaded_only_where_a_chart_is(
     fixture_site: Path,
 ) -> None:
-    script, notice = charts.vendored_files()
+    script, notice = charts.script_bundle(), charts.licence_notice()
     vendored = (fixture_site / charts.SCRIPT).read_text(encoding="utf-8")
     assert vendored == script and "window.vegaEmbed" in vendored
     licence = (fixture_site / charts.LICENCE).read_text(encoding="utf-8")
