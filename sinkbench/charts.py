@@ -171,9 +171,7 @@ def _numbered_from_zero(svg: str) -> str:
 
 
 def render_chunk(specs: Sequence[dict[str, Any]]) -> list[str]:
-    """The static SVGs of ``specs``, in order (what the rendering process runs; none: only load the engine)."""
-    if not specs:
-        static_svg({"mark": "point"})
+    """The static SVGs of ``specs``, in order (what the rendering process runs)."""
     return [static_svg(spec) for spec in specs]
 
 
@@ -278,17 +276,19 @@ class Rendering:
     def result(self) -> list[str]:
         """Every SVG, in the order of the specifications given (the new ones kept in the cache)."""
         done: dict[int, list[str]] = {}
-        for index in reversed(range(len(self._chunks))):
-            future = self._futures[index] if self._futures else None
-            if future is None or future.cancel():
-                done[index] = render_chunk(self._chunks[index])
-        for index, future in enumerate(self._futures):
-            if index not in done:
-                try:
-                    done[index] = future.result()
-                except BrokenProcessPool:  # the process died (e.g. killed for memory): draw it here
+        try:
+            for index in reversed(range(len(self._chunks))):
+                future = self._futures[index] if self._futures else None
+                if future is None or future.cancel():
                     done[index] = render_chunk(self._chunks[index])
-        self.cancel()
+            for index, future in enumerate(self._futures):
+                if index not in done:
+                    try:
+                        done[index] = future.result()
+                    except BrokenProcessPool:  # the process died (e.g. killed for memory): draw it here
+                        done[index] = render_chunk(self._chunks[index])
+        finally:  # a chart that cannot be drawn raises, and the process stops all the same
+            self.cancel()
         drawn = iter([svg for index in range(len(self._chunks)) for svg in done[index]])
         svgs = [self._kept[i] if i in self._kept else next(drawn) for i in range(len(self._specs))]
         if self._cache is not None:

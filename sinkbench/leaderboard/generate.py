@@ -114,21 +114,25 @@ def generate_site(
     """
     source_date()  # a bad SOURCE_DATE_EPOCH stops the build before any work (libraries read it too)
     timings: dict[str, float] = {}
+    started = time.perf_counter()
+    entries = load_valid_entries(
+        submissions_dir
+    )  # invalid submissions stop the build before a process starts
     # The charts' SVGs need nothing the pages make: a second process (where a second core allows), started now so
     # that its engine is loaded by the time the charts are known, renders them while this one renders the pages and
     # MkDocs runs; the plugin asks for what is left at the end.
     process = start_process()
     try:
-        with _timed(timings, "aggregate"):
-            tables = build_tables(load_valid_entries(submissions_dir), seed=seed)
-            views = build_views(tables, board_history(submissions_dir))
-            experiments = experiment_pages(experiments_dir, expected_pages)
-            quote_scores(views.backbones, experiments.pages)
-            compare = ComparePage.of(views)
+        tables = build_tables(entries, seed=seed)
+        views = build_views(tables, board_history(submissions_dir))
+        experiments = experiment_pages(experiments_dir, expected_pages)
+        quote_scores(views.backbones, experiments.pages)
+        compare = ComparePage.of(views)
     except BaseException:
         if process is not None:
             process.pool.shutdown(wait=True, cancel_futures=True)
         raise
+    timings["aggregate"] = time.perf_counter() - started
     plots = views.plots()
     cache = None if chart_cache is None else ChartCache(chart_cache)
     rendering = Rendering([plot.chart.spec() for plot in plots], cache, process)

@@ -60,6 +60,16 @@ def test_a_second_process_that_dies_leaves_its_charts_to_this_one(monkeypatch: p
     assert rendering.result() == [charts.static_svg(spec) for spec in specs]
 
 
+def test_a_chart_that_cannot_be_drawn_raises_and_stops_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(charts, "_cores", lambda: 2)
+    rendering = charts.Rendering([*_specs(4), {"mark": "no-such-mark"}])
+    assert rendering._pool is not None
+    with pytest.raises(ValueError, match="conversion failed"):
+        rendering.result()
+    assert rendering._pool is None
+    assert "window.vegaEmbed" in rendering.script()  # bundled by the process before it stopped, or here
+
+
 def test_few_charts_or_one_core_start_no_second_process(monkeypatch: pytest.MonkeyPatch) -> None:
     assert charts.Rendering(_specs(2))._pool is None  # fewer than MIN_FOR_PROCESS
     monkeypatch.setattr(charts.Rendering, "MIN_FOR_PROCESS", 1)
