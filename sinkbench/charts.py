@@ -66,6 +66,7 @@ CONFIG: dict[str, Any] = {
     "background": "white",
     "aria": False,  # no description per mark (a heatmap's hundreds of cells): the chart's own alt text says it
     "view": {"stroke": None},
+    "text": {"color": "#616161"},  # labels beside marks; charts.js lightens them on the dark theme
     "title": {"anchor": "start", "fontSize": 13, "fontWeight": "normal", "offset": 10},
     "axis": {
         "gridColor": "#9e9e9e",
@@ -545,7 +546,7 @@ def label_layer(rows: list[dict[str, Any]], x: dict[str, Any], y: dict[str, Any]
     """The layer drawing placed labels (:func:`place_labels`) on the channels ``x`` and ``y``: a leader line to
     each moved label's point, and the labels (left- and right-aligned ones), over the rows given once."""
     at = {"x": {**x, "field": "lx"}, "y": {**y, "field": "ly"}}
-    text = {"type": "text", "fontSize": LABEL_FONT, "color": "#616161", "baseline": "middle", "aria": False}
+    text = {"type": "text", "fontSize": LABEL_FONT, "baseline": "middle", "aria": False}
     leaders = {
         "transform": [{"filter": "datum.moved"}],
         "mark": {"type": "rule", "color": "#9e9e9e", "strokeWidth": 0.5, "aria": False},

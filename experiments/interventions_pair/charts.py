@@ -158,7 +158,6 @@ class MergeChart(Chart):
                         "dx": 3,
                         "y": 8,
                         "fontSize": 9,
-                        "color": charts.GREY,
                     },
                     "encoding": {"x": {"field": "nll", "type": "quantitative"}, "text": {"field": "text"}},
                 }

@@ -77,7 +77,7 @@ class PairedChart(Chart):
             },
             {
                 "data": {"values": list(last.values())},
-                "mark": {"type": "text", "align": "left", "dx": 5, "fontSize": 8, "color": "#616161"},
+                "mark": {"type": "text", "align": "left", "dx": 5, "fontSize": 8},
                 "encoding": {"x": x, "xOffset": offset, "y": y, "text": {"field": "number"}},
             },
         ]
@@ -93,7 +93,6 @@ class PairedChart(Chart):
                         "x": 2,
                         "dy": -2,
                         "fontSize": 9,
-                        "color": charts.GREY,
                     },
                     "encoding": {"y": {"field": "at", "type": "quantitative"}, "text": {"field": "text"}},
                 }
@@ -163,7 +162,7 @@ class LengthChart(Chart):
                 charts.rule("x", self.cap, dash=(5, 3)),
                 {
                     "data": {"values": stops},
-                    "mark": {"type": "text", "align": "left", "dx": 4, "fontSize": 9, "color": charts.GREY},
+                    "mark": {"type": "text", "align": "left", "dx": 4, "fontSize": 9},
                     "encoding": {"x": x, "y": y, "text": {"field": "text"}},
                 },
             ],

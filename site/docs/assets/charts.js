@@ -32,6 +32,7 @@
     }
     var font = window.getComputedStyle(document.body).getPropertyValue("font-family");
     spec.config = Object.assign({}, spec.config || {}, { background: null, font: font || "sans-serif" });
+    if (dark()) spec.config.text = { color: "#bdbdbd" }; /* the labels beside marks, light on the dark ground */
     box.hidden = false;
     window.vegaEmbed(box, spec, { actions: { export: true, source: false, compiled: false, editor: false },
                                   theme: dark() ? "dark" : undefined, renderer: "svg" }).then(function () {
