@@ -29,7 +29,7 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
@@ -95,13 +95,13 @@ class Chart:
     """A chart: its data as frozen dataclass fields, one Vega-Lite :meth:`spec`, and the texts around it
     (:attr:`TITLE`, :attr:`alt`)."""
 
-    #: The chart's title (drawn, and the SVG's ``<title>``), formatted with the chart's fields.
+    #: The chart's title (drawn, and the SVG's ``<title>``), formatted with the chart's fields and properties.
     TITLE: ClassVar[str] = ""
 
     @property
     def title(self) -> str:
         """:attr:`TITLE` of this chart."""
-        return self.TITLE.format_map({field.name: getattr(self, field.name) for field in fields(self)})
+        return self.TITLE.format_map(_Attributes(self))
 
     @property
     def alt(self) -> str:
@@ -128,6 +128,16 @@ class Chart:
     def svg(self) -> str:
         """The static SVG, rendered from :meth:`spec`."""
         return static_svg(self.spec())
+
+
+class _Attributes(dict[str, Any]):
+    """A chart's attributes as a mapping (what :attr:`Chart.TITLE` is formatted with)."""
+
+    def __init__(self, chart: Chart) -> None:
+        self.chart = chart
+
+    def __missing__(self, name: str) -> Any:
+        return getattr(self.chart, name)
 
 
 def static_svg(spec: dict[str, Any]) -> str:
@@ -192,9 +202,8 @@ class ChartCache:
         text = json.dumps([VEGA_LITE, _renderer_version(), spec], sort_keys=True, ensure_ascii=False)
         return self.folder / f"{hashlib.sha256(text.encode()).hexdigest()}.svg"
 
-    def get(self, spec: dict[str, Any]) -> str | None:
-        """The kept SVG of ``spec``, or None."""
-        path = self.path(spec)
+    def get(self, path: Path) -> str | None:
+        """The SVG kept at ``path`` (:meth:`path`), or None."""
         try:
             text = path.read_text(encoding="utf-8")
             os.utime(path)
@@ -202,9 +211,8 @@ class ChartCache:
             return None
         return text
 
-    def put(self, spec: dict[str, Any], svg: str) -> None:
-        """Keep ``svg`` as the SVG of ``spec``."""
-        path = self.path(spec)
+    def put(self, path: Path, svg: str) -> None:
+        """Keep ``svg`` at ``path`` (:meth:`path`)."""
         with contextlib.suppress(OSError):
             self.folder.mkdir(parents=True, exist_ok=True)
             with tempfile.NamedTemporaryFile(
@@ -258,13 +266,14 @@ class Rendering:
         stopped by :meth:`result` or :meth:`cancel`."""
         self._specs = list(specs)
         self._cache = cache
+        self._paths = [cache.path(spec) for spec in self._specs] if cache else []
         self._kept = {
-            i: svg for i, spec in enumerate(self._specs) if cache and (svg := cache.get(spec)) is not None
+            i: svg for i, path in enumerate(self._paths) if cache and (svg := cache.get(path)) is not None
         }
         todo = [spec for i, spec in enumerate(self._specs) if i not in self._kept]
         self._chunks = [todo[i : i + self.CHUNK] for i in range(0, len(todo), self.CHUNK)]
         if process is None and len(todo) >= self.MIN_FOR_PROCESS:
-            process = start_process()
+            process = start_process(bundle=False)
         self._pool = None if process is None else process.pool
         self._script = None if process is None else process.script
         self._futures: list[Future[list[str]]] = []
@@ -293,9 +302,9 @@ class Rendering:
         drawn = iter([svg for index in range(len(self._chunks)) for svg in done[index]])
         svgs = [self._kept[i] if i in self._kept else next(drawn) for i in range(len(self._specs))]
         if self._cache is not None:
-            for i, (spec, svg) in enumerate(zip(self._specs, svgs, strict=True)):
+            for i, (path, svg) in enumerate(zip(self._paths, svgs, strict=True)):
                 if i not in self._kept:
-                    self._cache.put(spec, svg)
+                    self._cache.put(path, svg)
             self._cache.prune()
         return svgs
 
@@ -317,18 +326,18 @@ class RenderProcess(NamedTuple):
     """A second process that renders charts (:func:`start_process`), and the site's chart script it bundles first."""
 
     pool: ProcessPoolExecutor
-    script: Future[str]
+    script: Future[str] | None
 
 
-def start_process() -> RenderProcess | None:
-    """A second process that renders charts, bundling the site's chart script first (about a second, which also
-    loads vl-convert's engine), or None where there is one core or no process can start."""
+def start_process(bundle: bool = True) -> RenderProcess | None:
+    """A second process that renders charts, bundling the site's chart script first when ``bundle`` (about a
+    second, which also loads vl-convert's engine), or None where there is one core or no process can start."""
     if _cores() < 2:
         return None
     try:
         pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
         with _main_hidden():
-            return RenderProcess(pool, pool.submit(script_bundle))
+            return RenderProcess(pool, pool.submit(script_bundle) if bundle else None)
     except (OSError, RuntimeError):
         return None
 
@@ -638,12 +647,12 @@ class HeatmapChart(Chart):
     model_label: str
     note: str = ""
 
+    TITLE = "Median sink log-odds G per head: {model_label}{note_suffix}"
+
     @property
-    def title(self) -> str:
-        """The chart's title."""
-        return f"Median sink log-odds G per head: {self.model_label}" + (
-            f"; {self.note}" if self.note else ""
-        )
+    def note_suffix(self) -> str:
+        """The note as the title's ending ("" without one)."""
+        return f"; {self.note}" if self.note else ""
 
     @property
     def alt(self) -> str:

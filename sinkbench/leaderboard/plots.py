@@ -8,6 +8,7 @@ Labels may be user-supplied: Vega draws them as text, never as markup.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from sinkbench import charts
@@ -82,7 +83,7 @@ class ScatterChart(Chart):
         classes = sorted({p.qk_norm for p in self.points})
         styles = [charts.qk_style(qk) for qk in classes]
         domain = [f"QK-norm: {qk}" for qk in classes]
-        frame = self.frame()
+        frame = self.frame
         x = quantitative("S", "Sink Strength S of the reference LLM (nats)", scale=frame.scale("x"))
         y = quantitative(
             "delta",
@@ -110,7 +111,7 @@ class ScatterChart(Chart):
             },
         }
         layers: list[dict[str, Any]] = [charts.rule("y", 0.0, colour="#bdbdbd")]
-        line = self.fit_line()
+        line = self.fit_line
         if line is not None:
             slope, intercept = self.fit or (0.0, 0.0)
             layers.append(
@@ -133,6 +134,7 @@ class ScatterChart(Chart):
             "layer": layers,
         }
 
+    @cached_property
     def fit_line(self) -> tuple[tuple[float, float], tuple[float, float]] | None:
         """The fit line's two ends over the points' range of S, or None without a fit or points."""
         if self.fit is None or not self.points:
@@ -141,16 +143,17 @@ class ScatterChart(Chart):
         ends = (min(p.sink_strength for p in self.points), max(p.sink_strength for p in self.points))
         return (ends[0], intercept + slope * ends[0]), (ends[1], intercept + slope * ends[1])
 
+    @cached_property
     def frame(self) -> charts.Frame:
         """The axes' domains: the points, zero and the fit line, with room around them for the labels."""
         xs = [p.sink_strength for p in self.points]
-        ys = [p.delta for p in self.points] + [0.0] + [d for _, d in self.fit_line() or ()]
+        ys = [p.delta for p in self.points] + [0.0] + [d for _, d in self.fit_line or ()]
         return charts.Frame.around(xs, ys)
 
     def labels(self) -> list[dict[str, Any]]:
         """Where each pair's name goes (:func:`sinkbench.charts.place_labels`), clear of the fit line."""
         points = [(p.label, p.sink_strength, p.delta) for p in self.points]
-        return charts.place_labels(points, self.frame(), self.fit_line())
+        return charts.place_labels(points, self.frame, self.fit_line)
 
 
 @dataclass(frozen=True)

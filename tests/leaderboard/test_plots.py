@@ -143,8 +143,8 @@ def test_no_label_of_the_real_boards_scatters_crosses_the_fit_line_or_another_la
     labelled = 0
     for plot in views.scatters:
         chart = plot.chart
-        frame = chart.frame()
-        line = chart.fit_line()
+        frame = chart.frame
+        line = chart.fit_line
         segment = None if line is None else (frame.pixel(*line[0]), frame.pixel(*line[1]))
         points = [frame.pixel(p.sink_strength, p.delta) for p in chart.points]
         boxes = {row["label"]: label_box(row, frame) for row in chart.labels()}

@@ -183,7 +183,7 @@ def test_the_chart_cache_gives_back_what_was_rendered_and_only_that(
     assert charts.Rendering(specs, cache).result() == first
     changed = [dict(specs[0], title="another title"), specs[1]]
     monkeypatch.undo()
-    assert cache.get(changed[0]) is None  # another specification, another file
+    assert cache.get(cache.path(changed[0])) is None  # another specification, another file
     assert charts.Rendering(changed, cache).result()[1] == first[1]
 
 
@@ -193,7 +193,7 @@ def test_a_broken_or_unwritable_cache_only_costs_a_rendering(tmp_path: Path) -> 
     expected = charts.Rendering(specs, cache).result()
     cache.path(specs[0]).write_bytes(b"\xff\xfe not text")
     assert charts.Rendering(specs, cache).result() == expected  # redrawn, and kept again
-    assert cache.get(specs[0]) == expected[0]
+    assert cache.get(cache.path(specs[0])) == expected[0]
     blocked = charts.ChartCache(tmp_path / "a-file")
     blocked.folder.write_text("not a folder")
     assert charts.Rendering(specs, blocked).result() == expected
