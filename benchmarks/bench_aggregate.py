@@ -125,8 +125,8 @@ def _reported_pair(root: Path, index: int, rng: np.random.Generator) -> None:
 def generate(root: Path, count: int, seed: int = 0) -> None:
     """Write ``count`` synthetic entries under ``root`` (50% measured pairs, 40% backbones, 10% reported)."""
     rng = np.random.default_rng(seed)
+    makers = (*[_measured_pair] * 5, *[_backbone] * 4, _reported_pair)
     for index in range(count):
-        makers = (*[_measured_pair] * 5, *[_backbone] * 4, _reported_pair)
         makers[index % len(makers)](root, index, rng)
 
 

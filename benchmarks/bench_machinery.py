@@ -1,11 +1,10 @@
 """Time what each piece of the site build's speed machinery saves.
 
 One synthetic board (``bench_site.py``'s) is built with the piece and without it, alternating, ``--repeat`` builds
-of each; the script prints the medians, ranges and the share of the build's wall time the piece saves. A piece that saves less than 5% at 1,000 entries does not pay for its code.
-
-The pieces, each switched off here by replacing a name for the build (without any of them but ``raw_blocks`` the site
-comes out the same byte for byte: ``tests/leaderboard/test_site_project.py``; without ``raw_blocks``, the same HTML
-with other line breaks):
+of each; prints the medians, ranges and the share of the build's wall time the piece saves (a piece that saves less
+than 5% at 1,000 entries does not pay for its code). Each piece is switched off by replacing a name for the build;
+without it the site comes out the same byte for byte (``tests/leaderboard/test_site_project.py``; without
+``raw_blocks``, the same HTML with other line breaks):
 
 * ``shared_partials``: the theme's parts shared by many pages rendered once per folder;
 * ``raw_blocks``: the templates' HTML blocks kept out of Markdown;
@@ -69,9 +68,8 @@ def build_seconds(root: Path, out: Path, without: str | None = None) -> float:
     with pytest.MonkeyPatch.context() as patch, tempfile.TemporaryDirectory(dir=out.parent) as cache:
         for module, name, replacement in PIECES.get(without or "", []):
             patch.setattr(module, name, replacement)
-        return project.build_site(root, out, experiments_dir=EXPERIMENTS, chart_cache=Path(cache)).timings[
-            "total"
-        ]
+        report = project.build_site(root, out, experiments_dir=EXPERIMENTS, chart_cache=Path(cache))
+        return report.timings["total"]
 
 
 def main() -> None:

@@ -1,16 +1,15 @@
 """What the training monitor costs: one measurement against a plain forward over the same calibration prompts.
 
-On SmolLM2-135M-Instruct (the embedded default, float32, CPU), with the 15 packaged calibration prompts in
-the monitor's batches (8 prompts, right-padded, chat template):
+On SmolLM2-135M-Instruct (the embedded default, float32, CPU), the 15 packaged calibration prompts in the
+monitor's batches (8 prompts, right-padded, chat template):
 
-* ``forward``: the model's own forward (decoder and LM head, SDPA, inference mode), what a training step's
-  forward computes;
+* ``forward``: the model's own forward (decoder and LM head, SDPA, inference mode), as in a training step;
 * ``backbone``: the decoder stack alone (no LM head), the strictest floor: the probe runs only this;
-* ``measure``: ``SinkMonitor.measure`` on the model in train mode: eval switch, probe, summary, restoring
-  every mode and random state.
+* ``measure``: ``SinkMonitor.measure`` on the model in train mode (eval switch, probe, summary, restoring every
+  mode and random state).
 
 Each repetition times the three back to back, so that machine noise hits them alike; the result is the ratio
-measure/forward (and measure/backbone) per repetition, median and range. A step that does not measure runs
+measure/forward (and measure/backbone), median and range. A step that does not measure runs
 ``SinkStrengthCallback.on_step_end`` up to one modulo; its time is the median of 10,000 calls.
 
 Usage: ``python benchmarks/bench_monitor.py [--reps N]`` (N >= 3, default 5).

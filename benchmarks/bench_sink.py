@@ -4,14 +4,13 @@ Routes, on SmolLM2-135M-Instruct (embedded default, float32, CPU), one prompt of
 
 * ``forward``: the decoder stack with SDPA, no statistics (the floor: the probe cannot beat it);
 * ``probe``: ``sinkbench.sink.observe.observe_tokens`` plus the summary (what ``sinkbench screen`` runs);
-* ``naive``: the decoder stack with eager attention and ``output_attentions=True`` plus S from
-  the materialised probabilities (``sinkbench.sink.naive``).
+* ``naive``: eager attention with ``output_attentions=True`` plus S from the materialised probabilities
+  (``sinkbench.sink.naive``).
 
-Each (route, length) runs in a fresh process. Memory is the peak resident set *above* the
-loaded model: the kernel's high-water mark is reset after loading (``/proc/self/clear_refs``).
-Time is the median over repetitions after one warm-up. Ratios, not seconds, are the result:
-the machines are noisy. The last line is the 2,048-token summary:
-``probe/forward=R1 naive/probe=R2 naive_mem/probe_mem=R3``.
+Each (route, length) runs in a fresh process. Memory is the peak resident set *above* the loaded model (the
+kernel's high-water mark is reset after loading, ``/proc/self/clear_refs``); time is the median over repetitions
+after one warm-up. Ratios, not seconds, are the result: the machines are noisy. The last line is the 2,048-token
+summary: ``probe/forward=R1 naive/probe=R2 naive_mem/probe_mem=R3``.
 
 Usage: ``python benchmarks/bench_sink.py [--quick] [--reps N]``.
 """

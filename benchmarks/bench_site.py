@@ -1,17 +1,12 @@
 """Time a full ``sinkbench site build`` on 10, 100 and 1,000 synthetic entries (target: under 15 s at 1,000).
 
 The entries look like the real board's, so every kind of page and every path of the build is timed: reported pairs
-with all six tasks, derived IFEval scores and published regression counts (their category chart), measured pairs
-and backbones from lm-eval results files (``bench_aggregate.py``'s), reported backbones, one testbed pair (the
-repository's), model facts on every model (display name, family, model type from the architecture table, size:
-declared or counted from the weights) and, on ``--profiles`` of the measured entries, a ``sink_profile.json`` (10
-layers x 32 heads, so their pages carry a heatmap). The experiments' committed pages are published as they are
-(``experiments/*/page/``). The board is flushed to disk before its build is timed. Prints the wall time of
-each build stage (validation and aggregation, the generated pages and downloads, MkDocs itself on every page, then
-what is left of the charts rendered alongside in a second process, then publishing: flushing the site to disk and
-moving it into place), and the CPU time of the whole build (the second process's included), which varies less on a
-shared machine; then the time of a fixed pure-Python loop, which says how fast the machine is when builds timed on
-two machines are compared. Run:
+(six tasks, derived IFEval scores, regression counts), measured pairs and backbones (``bench_aggregate.py``'s),
+reported backbones, the repository's testbed pair, model facts on every model and, on ``--profiles`` of the measured
+entries, a ``sink_profile.json`` (a heatmap); the experiments' committed pages are published as they are. The board
+is flushed to disk before its build is timed. Prints the wall time of each build stage (aggregation, generated
+pages, MkDocs, what is left of the charts rendered in a second process, publishing) and the CPU time of the whole
+build (less noisy on a shared machine), then the time of a fixed pure-Python loop, to compare machines. Run:
 
     python benchmarks/bench_site.py [--sizes 10 100 1000] [--profiles 0.3] [--repeat 3] [--tmp /dev/shm] [--warm]
 
@@ -69,7 +64,7 @@ def _model(kind: str, index: int, family: tuple[str, str, str, str], reported: b
     return model
 
 
-def _with_facts(folder: Path, index: int, rng: np.random.Generator) -> None:
+def _with_facts(folder: Path, index: int) -> None:
     """Give a measured entry's models their facts, and its results files the weights' parameter count."""
     family = FAMILIES[index % len(FAMILIES)]
     metadata = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))
@@ -89,9 +84,8 @@ def _reported_pair(root: Path, index: int, rng: np.random.Generator) -> None:
     """A reported pair as the paper's seeded ones: six tasks; for a third of them, the IFEval regression counts and
     the scores derived from them."""
     family = FAMILIES[index % len(FAMILIES)]
-    llm = np.random.default_rng(
-        index // 3
-    )  # what the reference LLM's pairs share: its S, its own IFEval passes
+    # What the reference LLM's pairs share: its S, its own IFEval passes.
+    llm = np.random.default_rng(index // 3)
     s = round(float(llm.uniform(-0.5, 2.5)), 2)
     prompts, reference_passes = 541, int(llm.integers(300, 450))
     lost = int(np.clip(rng.normal(60 - 15 * s, 10), 5, 150))
@@ -111,9 +105,7 @@ def _reported_pair(root: Path, index: int, rng: np.random.Generator) -> None:
         item = {"task": task, "delta": round(float(-12 + 5 * s + rng.normal(0, 3)), 1), "table": "Table 6"}
         if task == "ifeval_strict":  # the counts' delta, inside the interval drawn from them
             item["delta"] = round(100 * (gained - lost) / prompts, 1)
-        if (
-            task == "ifeval_strict" and index % 3 == 0
-        ):  # the scores the counts give, as the seeded ones derive them
+        if task == "ifeval_strict" and index % 3 == 0:  # the scores the counts give, as the seeded ones
             reference = round(100 * (both_pass + lost) / prompts, 2)
             vlm = round(100 * (both_pass + gained) / prompts, 2)
             item |= {
@@ -124,55 +116,52 @@ def _reported_pair(root: Path, index: int, rng: np.random.Generator) -> None:
                 "derived": ["reference_score", "vlm_score"],
             }
         tasks.append(item)
-    metadata = {
-        "schema_version": SCHEMA_VERSION,
-        "kind": "pair",
-        "provenance": "reported",
-        "vlm": {
-            "id": f"bench/reported-vlm-{index}",
-            "revision": None,
-            **_model("vlm", index, family, reported=True),
-        },
-        "reference_llm": {
-            "id": f"bench/reported-llm-{index // 3}",  # three VLMs per reference LLM, as on the real board
-            "revision": None,
-            **_model("llm", index // 3, family, reported=True),
-        },
-        "qk_norm": family[3],
-        "vl_recipe": "SFT+RL (Table 1)",
-        "submitter": "bench",
-        "citation": {"source": "Synthetic benchmark entry, arXiv 2609.00746 style."},
-        "reported": {
-            "sink_strength": {"value": s, "table": "Table 5"},
-            "tasks": tasks,
-            "ifeval_regressions": regressions,
-        },
+    # Three VLMs per reference LLM, as on the real board.
+    models = {
+        "vlm": _reported_model("vlm", index, family),
+        "reference_llm": _reported_model("llm", index // 3, family),
     }
+    reported = {
+        "sink_strength": {"value": s, "table": "Table 5"},
+        "tasks": tasks,
+        "ifeval_regressions": regressions,
+    }
+    metadata = _reported_metadata("pair", family, models, reported, vl_recipe="SFT+RL (Table 1)")
     _write(root / "pairs" / f"reported-{index:05d}" / "metadata.json", metadata)
 
 
 def _reported_backbone(root: Path, index: int, rng: np.random.Generator) -> None:
     family = FAMILIES[index % len(FAMILIES)]
-    metadata = {
+    reported = {
+        "sink_strength": {"value": round(float(rng.uniform(-0.5, 2.5)), 2), "table": "Table 14"},
+        "scores": [
+            {"task": "ifeval_strict", "score": round(float(rng.uniform(40, 80)), 1), "table": "Table 14"}
+        ],
+    }
+    models = {"model": _reported_model("backbone", index, family)}
+    metadata = _reported_metadata("backbone", family, models, reported)
+    _write(root / "backbones" / f"reported-backbone-{index:05d}" / "metadata.json", metadata)
+
+
+def _reported_model(kind: str, index: int, family: tuple[str, str, str, str]) -> dict:
+    """A reported entry's model ``bench/reported-<kind>-<index>`` (a backbone is an LLM) with its facts."""
+    facts = _model("vlm" if kind == "vlm" else "llm", index, family, reported=True)
+    return {"id": f"bench/reported-{kind}-{index}", "revision": None, **facts}
+
+
+def _reported_metadata(kind: str, family: tuple, models: dict, reported: dict, **extra: str) -> dict:
+    """The metadata of a reported entry of ``kind`` with its ``models`` and ``reported`` numbers."""
+    return {
         "schema_version": SCHEMA_VERSION,
-        "kind": "backbone",
+        "kind": kind,
         "provenance": "reported",
-        "model": {
-            "id": f"bench/reported-backbone-{index}",
-            "revision": None,
-            **_model("llm", index, family, True),
-        },
+        **models,
         "qk_norm": family[3],
+        **extra,
         "submitter": "bench",
         "citation": {"source": "Synthetic benchmark entry, arXiv 2609.00746 style."},
-        "reported": {
-            "sink_strength": {"value": round(float(rng.uniform(-0.5, 2.5)), 2), "table": "Table 14"},
-            "scores": [
-                {"task": "ifeval_strict", "score": round(float(rng.uniform(40, 80)), 1), "table": "Table 14"}
-            ],
-        },
+        "reported": reported,
     }
-    _write(root / "backbones" / f"reported-backbone-{index:05d}" / "metadata.json", metadata)
 
 
 def add_profiles(root: Path, fraction: float, seed: int = 0) -> int:
@@ -202,9 +191,7 @@ def board_like(root: Path, count: int, profiles: float, seed: int = 0) -> None:
     measured pairs, 25% measured backbones, 10% reported backbones, and the repository's testbed pair."""
     rng = np.random.default_rng(seed)
     measured = root / "measured"
-    generate(
-        measured, count, seed=seed
-    )  # bench_aggregate's measured pairs and backbones (and some reported pairs)
+    generate(measured, count, seed=seed)  # bench_aggregate's measured pairs and backbones, and more
     pairs = sorted((measured / "pairs").glob("pair-*"))
     backbones = sorted((measured / "backbones").glob("backbone-*"))
     plan = {"reported": int(0.4 * count), "pairs": int(0.25 * count), "backbones": int(0.25 * count)}
@@ -212,7 +199,7 @@ def board_like(root: Path, count: int, profiles: float, seed: int = 0) -> None:
     for kind, folders in (("pairs", pairs[: plan["pairs"]]), ("backbones", backbones[: plan["backbones"]])):
         for folder in folders:
             index = int(folder.name.rsplit("-", 1)[1])
-            _with_facts(folder, index, rng)
+            _with_facts(folder, index)
             shutil.move(str(folder), root / kind / folder.name)
     shutil.rmtree(measured)
     for index in range(plan["reported"]):

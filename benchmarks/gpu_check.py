@@ -1,23 +1,20 @@
 """One prepared check for a GPU machine: S of 7B-shaped models and extract-lm of a 7B-shaped LLaVA, as one JSON line.
 
 Nothing is downloaded: every model is random-init from a config of the published shape (Llama 2 7B, Qwen2 7B,
-LLaVA 1.5 7B), and the prompts are the packaged calibration set under a byte-level tokenizer built in memory.
-Random weights have no meaningful S; what this checks is that the code paths run on the device and agree:
+LLaVA 1.5 7B), the prompts are the packaged calibration set under a byte-level tokenizer built in memory. Random
+weights have no meaningful S; this checks that the code paths run on the device and agree:
 
-* ``probe``: ``sinkbench.sink.observe`` with the default options: S, seconds after load (median of 3 after a
-  warm-up, ``--reps``) and peak device memory above the loaded model;
-* ``chunked``: the same with ``ProbeOptions(use_flash_kernel=False)``, the chunked reference path;
-* ``eager``: ``sinkbench.sink.naive`` (eager attention, ``output_attentions=True``);
-  for each, S, |S - S_probe| and the largest |G - G_probe| over the observations both routes keep;
-* ``monitor``: ``sinkbench.monitor.SinkMonitor.measure`` (median of 3) against a plain forward of the model over
-  the same prompts in the same batches;
-* ``llava``: a random ``LlavaForConditionalGeneration`` with a 7B text config saved with safetensors, then
-  ``sinkbench.extract.extract_lm(..., verify=True)`` (the verification runs in float32 on the CPU).
+* ``probe``: ``sinkbench.sink.observe`` with the default options: S, seconds after load (median of ``--reps``
+  after a warm-up) and peak device memory above the loaded model;
+* ``chunked`` (``ProbeOptions(use_flash_kernel=False)``) and ``eager`` (``sinkbench.sink.naive``): S, |S - S_probe|
+  and the largest |G - G_probe| over the observations both routes keep;
+* ``monitor``: ``SinkMonitor.measure`` against a plain forward over the same prompts in the same batches;
+* ``llava``: a random LLaVA with a 7B text config saved with safetensors, then ``extract_lm(..., verify=True)``.
 
-``passed`` is false, and the exit status 1, when a probe's S is not finite, a route's |ΔS| exceeds its tolerance (1e-4 in float32; 0.05 in
-bfloat16 or float16, whose rounding the eager route's probabilities carry) or the extraction fails its check.
-Budget on one GPU: under 5 minutes, most of it writing and re-reading the LLaVA's 14 GB. ``--tiny`` runs the
-same on tiny shapes (and 3 prompts) in seconds, on the CPU too (``tests/benchmarks/test_gpu_check.py`` runs it).
+``passed`` is false (exit status 1) when a probe's S is not finite, a route's |ΔS| exceeds its tolerance (1e-4 in
+float32; 0.05 in bfloat16 or float16, whose rounding the eager route carries) or the extraction fails its check.
+Under 5 minutes on one GPU, most of it writing and re-reading the LLaVA's 14 GB. ``--tiny`` runs tiny shapes (and 3
+prompts) in seconds, on the CPU too (``tests/benchmarks/test_gpu_check.py``).
 
 Usage: ``python benchmarks/gpu_check.py [--tiny] [--device cuda] [--dtype bfloat16] [--reps 3] [--workdir DIR]``.
 """
@@ -199,7 +196,7 @@ def check_text_model(
         for ids, mask in calibration_batches(tokenizer, options.batch_size, prompts)
     ]
     _, forward_timing = _repeated(device, lambda: forward(model, batches), reps)
-    result = {
+    return {
         "shape": {**shape, "parameters": sum(p.numel() for p in model.parameters())},
         "init_s": init_s,
         "probe": {"sink_strength": s_probe, **probe_timing},
@@ -212,7 +209,6 @@ def check_text_model(
         },
         "tokens": sum(int(mask.sum()) for _, mask in batches),
     }
-    return result
 
 
 def save_random_llava(size: str, device: torch.device, dtype: torch.dtype, source: Path) -> dict[str, Any]:
@@ -234,7 +230,7 @@ def save_random_llava(size: str, device: torch.device, dtype: torch.dtype, sourc
 
 
 def check_llava(size: str, device: torch.device, dtype: torch.dtype, workdir: Path) -> dict[str, Any]:
-    """A random LLaVA saved, then its language model extracted with ``verify``."""
+    """A random LLaVA saved (its model freed), then its language model extracted with ``verify``."""
     saved = save_random_llava(size, device, dtype, workdir / "llava")
     _free()
     extracted, seconds, _ = _timed(
@@ -247,11 +243,6 @@ def check_llava(size: str, device: torch.device, dtype: torch.dtype, workdir: Pa
         "extracted_bytes": written,
         "verification": extracted.provenance.get("verification"),
     }
-
-
-def tolerance(dtype: torch.dtype) -> float:
-    """Largest |ΔS| a reference route may show against the probe in ``dtype``."""
-    return 1e-4 if dtype == torch.float32 else 0.05
 
 
 def run(
@@ -267,7 +258,7 @@ def run(
         "dtype": str(dtype).removeprefix("torch."),
         "versions": {"torch": torch.__version__, "sinkbench": sinkbench.__version__},
         "probe_options": ProbeOptions().to_dict(),
-        "tolerance_abs_s": tolerance(dtype),
+        "tolerance_abs_s": 1e-4 if dtype == torch.float32 else 0.05,  # the largest |ΔS| of a reference route
         "reps": reps,
     }
     report["models"] = {}

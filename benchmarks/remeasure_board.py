@@ -1,14 +1,12 @@
 """Re-measure S of every reference LLM and backbone on the board under sinkbench's own protocol, and submit them.
 
 The board's S values of published pairs are the paper's (arXiv 2609.00746), measured on its 15 prompts, which are
-not public; every backbone a user screens with sinkbench is therefore "measured by another protocol" and its
-placement extrapolates. This is the maintainer's way out, for a machine with Hub access and a GPU: for each LLM it
-runs lm-eval's ``sink_strength`` task on the Hub checkpoint with both packaged calibration sets (``v1``, the board's,
-and ``v2``, the robustness check), then writes the ``v1`` run as a measured backbone entry through
-``sinkbench submit backbone`` (checked by the gate, local paths removed). Once an LLM has such an entry, every fit,
-prediction and placement uses its sinkbench S instead of the publication's (``sinkbench.tables.pairs.s_used``),
-and the pages say which (``s_source``). The ``v2`` runs stay in the runs folder and in the summary it writes
-(``remeasure.json``): the gate keeps one S per model and revision, and the board's is ``v1``.
+not public, so a backbone screened with sinkbench is "measured by another protocol". For a machine with Hub access and
+a GPU: for each LLM this runs lm-eval's ``sink_strength`` task on the Hub checkpoint with both packaged calibration
+sets (``v1``, the board's, and ``v2``, the robustness check) and submits the ``v1`` run as a measured backbone entry
+(``sinkbench submit backbone``: gate-checked, local paths removed). Every fit, prediction and placement then uses
+that S (``sinkbench.tables.pairs.s_used``) and says so (``s_source``). The ``v2`` runs stay in the runs folder and
+its summary (``remeasure.json``): the gate keeps one S per model and revision.
 
 Resumable: a model whose runs exist is not run again. Run from a clone:
 

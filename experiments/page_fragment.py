@@ -1,10 +1,7 @@
-"""An experiment's page on the site, rendered by the experiment itself: Markdown made from its template with the
-site's macros (``site/templates/_macros.j2``: the ``figure`` markup, the marked facts), and its charts as SVG
-files, written into the experiment's ``page/`` folder. The site publishes that folder as it is
-(:mod:`sinkbench.leaderboard.experiment_pages`); sinkbench never imports the experiments.
-
-Also the one way the pages read a results file: through its schema, a bad file being one line naming the file,
-the field and the fix.
+"""An experiment's page on the site, rendered by the experiment itself into its ``page/`` folder: Markdown from its
+template with the site's macros (``site/templates/_macros.j2``) and its charts as SVG files. The site publishes that
+folder as it is (:mod:`sinkbench.leaderboard.experiment_pages`); sinkbench never imports the experiments. Pages read
+their results files through their schema here, a bad file being one line naming the file, the field and the fix.
 """
 
 from __future__ import annotations

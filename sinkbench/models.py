@@ -1,14 +1,9 @@
 """Load a causal LM and its tokenizer from a hub id, a local dir, a GGUF file or an embedded default.
 
-GGUF weights are dequantized by transformers' GGUF loader (tens of seconds). The result is
-cached as an ordinary transformers directory keyed by the file's sha256, so later runs load
-it in a second or two (:func:`model_dir` names that folder, which lm-eval's ``pretrained=`` takes). A GGUF-loaded
-model refuses ``save_pretrained``; its state dict loads cleanly into a model built from the same config, which is
-what the cache stores.
-
-Importing this module imports neither torch nor transformers: :func:`locate_model` checks a model spec (a missing
-path, a file that is not GGUF, a folder without ``config.json``, a weights package not installed) in milliseconds,
-so a command refuses a bad argument before its heavy imports.
+GGUF weights are dequantized once (tens of seconds) and cached as a transformers directory keyed by the file's
+sha256 (:func:`model_dir`, what lm-eval's ``pretrained=`` takes): a GGUF-loaded model refuses ``save_pretrained``,
+so its state dict is loaded into a model built from the same config. Importing this module imports neither torch nor
+transformers, so :func:`locate_model` refuses a bad model spec in milliseconds, before a command's heavy imports.
 """
 
 from __future__ import annotations
@@ -18,15 +13,13 @@ import functools
 import importlib.util
 import os
 import re
-import shutil
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sinkbench.checkpoints import check_native, is_hub_id, native_refusal
 from sinkbench.errors import ModelNotSupported, UserError, one_line
-from sinkbench.safe_io import file_sha256, install_directory
+from sinkbench.safe_io import building, file_sha256
 from sinkbench.weights import TRANSFORMERS_WEIGHTS, weights_label
 
 if TYPE_CHECKING:
@@ -100,11 +93,8 @@ class LoadedModel:
 
 
 def embedded_gguf_path(name: str) -> Path:
-    """Path of an embedded model's GGUF file, without importing packages that pull heavy deps.
-
-    Raises:
-        UserError: unknown embedded name, or its weights package is not installed.
-    """
+    """Path of an embedded model's GGUF file, without importing heavy packages; UserError for an unknown name or a
+    weights package not installed."""
     if name not in EMBEDDED_MODELS:
         raise UserError(f"Unknown embedded model {name!r}. Available: {', '.join(EMBEDDED_MODELS)}.")
     entry = EMBEDDED_MODELS[name]
@@ -127,11 +117,7 @@ def default_cache_dir() -> Path:
 
 
 def dequantized_dir(gguf: Path, cache_dir: Path | None = None, progress: bool = True) -> tuple[Path, str]:
-    """Return a transformers directory holding the dequantized GGUF model, building it once.
-
-    Returns:
-        The directory and the GGUF file's sha256.
-    """
+    """The transformers directory holding the dequantized GGUF model (built once), and the file's sha256."""
     sha = file_sha256(gguf)
     target = (cache_dir or default_cache_dir()) / "gguf" / sha[:24]
     if (target / _CACHE_MARKER).exists():
@@ -154,15 +140,10 @@ def dequantized_dir(gguf: Path, cache_dir: Path | None = None, progress: bool = 
     del config.quantization_config
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.load_state_dict(quantized.state_dict())
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".building-", dir=target.parent))
-    try:
+    with building(target, ".building-", replace=True) as staging:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         (staging / _CACHE_MARKER).write_text(f"{gguf}\n{sha}\n")
-        install_directory(staging, target, replace=True)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return target, sha
 
 
@@ -176,9 +157,8 @@ class CachedGGUF:
 
     @property
     def embedded(self) -> EmbeddedModel | None:
-        """The installed embedded model whose GGUF file has that file's name and sha256, if one does. By content,
-        not by path: the cache outlives the environment that made it (another virtual environment installs the
-        same weights elsewhere)."""
+        """The installed embedded model whose GGUF file has that file's name and sha256, if any (by content, not
+        path: the cache outlives the environment that made it)."""
         for name, entry in EMBEDDED_MODELS.items():
             if importlib.util.find_spec(entry.package) is None:
                 continue
@@ -212,14 +192,12 @@ def _check_gguf(path: Path, name: str) -> None:
 
 
 def locate_model(spec: str | None) -> tuple[str, str]:
-    """Classify a model spec as ``(source, location)`` without loading anything (no torch, no transformers).
-
-    ``source`` is ``embedded`` or ``gguf`` (location: the GGUF file), ``dir`` (the folder) or ``hub`` (the id).
+    """Classify a model spec as ``(source, location)`` without torch or transformers: ``embedded`` or ``gguf``
+    (the GGUF file), ``dir`` (the folder) or ``hub`` (the id).
 
     Raises:
-        UserError: a path that does not exist, a file that is not GGUF, a folder that is not a transformers model,
-            an embedded model whose weights package is missing, or a spec that is neither a path, a hub id
-            (``ORG/NAME``) nor an embedded name.
+        UserError: a missing path, a file that is not GGUF, a folder that is no transformers model, a missing
+            weights package, or a spec that is neither a path, a hub id (``ORG/NAME``) nor an embedded name.
         ModelNotSupported: a folder whose model type exists only as remote code.
     """
     name = spec or DEFAULT_MODEL
@@ -279,8 +257,8 @@ def _in_hub_cache(repo_id: str, revision: str | None) -> bool:
 
 @functools.cache
 def _hub_answers(endpoint: str) -> bool:
-    """Whether the Hub at ``endpoint`` answers one HEAD request within :data:`HUB_TIMEOUT` (any HTTP status counts;
-    proxies from the environment apply, as they do to the Hub's own client); asked once per process."""
+    """Whether the Hub at ``endpoint`` answers one HEAD request within :data:`HUB_TIMEOUT` (any HTTP status
+    counts); asked once per process."""
     import urllib.error
     import urllib.request  # here, not at the top: the CLI's --help imports this module
 
@@ -294,13 +272,9 @@ def _hub_answers(endpoint: str) -> bool:
 
 
 def hub_access(repo_id: str, revision: str | None = None) -> dict[str, Any]:
-    """The ``from_pretrained`` options that load the hub model ``repo_id`` without minutes of retries: none when the
-    Hub answers or ``HF_HUB_OFFLINE`` is set with the model in the Hub cache, ``local_files_only`` when the Hub does
-    not answer and the model is cached.
-
-    Raises:
-        UserError: the model is not in the Hub cache, and the Hub cannot be reached or ``HF_HUB_OFFLINE`` is set.
-    """
+    """The ``from_pretrained`` options that load hub model ``repo_id`` without minutes of retries
+    (``local_files_only`` when the Hub does not answer and the model is cached); UserError when it is not cached and
+    the Hub cannot be reached or ``HF_HUB_OFFLINE`` is set."""
     from huggingface_hub import constants
 
     cached = _in_hub_cache(repo_id, revision)
@@ -350,8 +324,7 @@ def _load(spec: str, location: str, kwargs: dict[str, Any]) -> tuple[torch.nn.Mo
 
 
 def _native_refusal(location: str, revision: str | None) -> str | None:
-    """Why transformers cannot run the checkpoint at ``location`` with its own classes, read from its config as
-    local folders are (:func:`sinkbench.checkpoints.native_refusal`); None when that is not the reason."""
+    """:func:`sinkbench.checkpoints.native_refusal` of the checkpoint at ``location``'s config (None if unread)."""
     from transformers import PretrainedConfig
 
     try:
@@ -373,16 +346,8 @@ def load_model(
     device_map: str | None = None,
     revision: str | None = None,
 ) -> LoadedModel:
-    """Load a causal LM for probing.
-
-    Args:
-        spec: hub id, local dir, ``.gguf`` file, an embedded name (``smollm2-135m-instruct``,
-            ``gemma3-270m``) or None for the embedded default.
-        dtype: ``float32``, ``bfloat16``, ``float16`` or ``auto``.
-        device: e.g. ``cpu`` or ``cuda:0``; ignored with ``device_map``.
-        device_map: e.g. ``auto`` to shard a large model over GPUs through accelerate.
-        revision: hub revision.
-    """
+    """Load a causal LM for probing: ``spec`` a hub id, local dir, ``.gguf`` file, embedded name or None (the
+    embedded default); ``device`` (e.g. ``cuda:0``) is ignored with ``device_map`` (e.g. ``auto``)."""
     if dtype not in DTYPES:
         raise UserError(f"Unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}.")
     source, location, sha = resolve_model(spec)
@@ -413,8 +378,7 @@ def load_model(
 
 
 def module_info(model: torch.nn.Module, model_id: str, *, source: str = "module", **known: Any) -> ModelInfo:
-    """The :class:`ModelInfo` of a loaded model: what its config and weights say, plus what the caller ``known``
-    of its origin (revision, sha256, weights, upstream)."""
+    """The :class:`ModelInfo` of a loaded model, plus what the caller ``known`` of its origin (revision, ...)."""
     config = model.config.get_text_config()
     return ModelInfo(
         id=model_id,
@@ -443,8 +407,7 @@ def as_loaded(model: ModelLike, **load_options: Any) -> LoadedModel:
 
 
 def load_all(models: dict[str, ModelLike], **load_options: Any) -> dict[str, LoadedModel]:
-    """:func:`as_loaded` of each model, by role, after resolving every spec first, so that a mistyped one fails
-    before any model is loaded."""
+    """:func:`as_loaded` of each model, by role, every spec resolved first (a mistyped one fails before any load)."""
     for model in models.values():
         if not isinstance(model, LoadedModel):
             resolve_model(None if model is None else str(model))

@@ -1,18 +1,11 @@
 """Sink Strength during training: measure S every N steps on the model being trained, without disturbing it.
 
-:class:`SinkMonitor` measures S (and the share of G above the threshold, the position-0 mass and the median G
-of each probed layer) on the calibration prompts; :class:`SinkStrengthCallback` runs it inside
-``transformers.Trainer`` at step 0 and every ``every_n_steps`` steps and logs through ``Trainer.log``, so
-TensorBoard, W&B and every other reporting integration receive the values.
-
-For a VLM, S is measured on its language model (``get_decoder()``) with the text-only prompts, as ``screen``
-measures the extracted VLM-LM. A model the probe cannot measure is refused when the monitor is built
-(``ModelNotSupported``, see :mod:`sinkbench.sink.layers`).
-
-A measurement leaves the model as it found it: the train/eval mode of every module, gradients and
-``requires_grad``, the attention implementation, and the torch (CPU and CUDA), Python and NumPy random
-number generators. Under DDP every process calls the monitor at the same steps; the main process measures
-and the stop decision is broadcast to all. Fully sharded parameters (FSDP, DeepSpeed ZeRO-3) are refused.
+:class:`SinkMonitor` measures S (with the share of G above the threshold, the position-0 mass and each probed
+layer's median G) on the calibration prompts, for a VLM on its language model; :class:`SinkStrengthCallback` runs it
+in ``transformers.Trainer`` and logs through ``Trainer.log`` (so every reporting integration gets the values).
+A measurement leaves module modes, gradients, the attention implementation and every RNG (torch, CUDA, Python,
+NumPy) as it found them. Under DDP the main process measures and the stop decision is broadcast; fully sharded
+parameters (FSDP, ZeRO-3) and models the probe cannot measure (``ModelNotSupported``) are refused up front.
 """
 
 from __future__ import annotations
@@ -48,15 +41,8 @@ STRENGTH_KEY = f"{LOG_PREFIX}strength"
 
 @dataclass(frozen=True)
 class Measurement:
-    """One measurement of S during training.
-
-    Attributes:
-        step: the optimizer step it was taken at.
-        summary: S and the secondary outputs.
-        seconds: wall time of the measurement.
-        alerts: the thresholds it crossed, one sentence each.
-        stop: whether it crossed ``stop_below``.
-    """
+    """One measurement of S at optimizer ``step``: its summary, wall time, the thresholds it crossed (one sentence
+    each) and whether it crossed ``stop_below``."""
 
     step: int
     summary: SinkStrengthSummary
@@ -89,13 +75,8 @@ class Measurement:
 
 @dataclass(frozen=True)
 class Thresholds:
-    """When the monitor warns or stops (None: never).
-
-    Attributes:
-        warn_below: warn when S falls below this value (nats).
-        stop_below: warn and stop training when S falls below this value.
-        max_drop: warn when S has fallen more than this (nats) below the first measurement (step 0).
-    """
+    """When the monitor warns (S below ``warn_below``, or more than ``max_drop`` below step 0's S) or warns and
+    stops (S below ``stop_below``); in nats, None: never."""
 
     warn_below: float | None = None
     stop_below: float | None = None
@@ -118,11 +99,7 @@ class Thresholds:
 
 
 def check_not_sharded(model: torch.nn.Module) -> None:
-    """Refuse fully sharded parameters (FSDP, DeepSpeed ZeRO-3): the probe needs whole weights on one process.
-
-    Raises:
-        ValueError: naming the sharding that was found.
-    """
+    """Raise ValueError naming the sharding found (FSDP, DeepSpeed ZeRO-3): the probe needs whole weights."""
     from torch.distributed.tensor import DTensor
 
     fsdp = any(type(module).__name__ == "FullyShardedDataParallel" for module in model.modules())
@@ -139,11 +116,8 @@ def check_not_sharded(model: torch.nn.Module) -> None:
 
 def _unwrap(model: torch.nn.Module) -> torch.nn.Module:
     """The module inside a DistributedDataParallel / DataParallel wrapper."""
-    return (
-        model.module
-        if isinstance(model, (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel))
-        else model
-    )
+    wrappers = (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)
+    return model.module if isinstance(model, wrappers) else model
 
 
 @contextmanager
@@ -165,14 +139,13 @@ def undisturbed(model: torch.nn.Module) -> Iterator[None]:
             torch.cuda.set_rng_state_all(cuda)
 
 
-def _is_main_process() -> bool:
-    distributed = torch.distributed.is_available() and torch.distributed.is_initialized()
-    return not distributed or torch.distributed.get_rank() == 0
+def _distributed() -> bool:
+    return torch.distributed.is_available() and torch.distributed.is_initialized()
 
 
 def _agree(flag: bool) -> bool:
     """The main process's ``flag``, broadcast to every process (itself when not distributed)."""
-    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+    if not _distributed():
         return flag
     on_gpu = torch.distributed.get_backend() == "nccl"
     device = torch.device("cuda", torch.cuda.current_device()) if on_gpu else torch.device("cpu")
@@ -182,15 +155,11 @@ def _agree(flag: bool) -> bool:
 
 
 class SinkMonitor:
-    """Measure S on a model during training (any training loop); see the module docstring.
+    """Measure S on a model during training (any training loop)::
 
-    Example::
-
-        monitor = SinkMonitor(model, tokenizer, stop_below=0.2, trace_path="sink.jsonl")
-        for step, batch in enumerate(loader):
-            if step % 100 == 0 and monitor.measure(step) and monitor.should_stop:
-                break
-            ...
+        monitor = SinkMonitor(model, tokenizer, thresholds=Thresholds(stop_below=0.2), trace_path="sink.jsonl")
+        if step % 100 == 0 and monitor.measure(step) and monitor.should_stop:
+            break
 
     Args:
         model: the model being trained (a causal LM, a VLM, or either inside DDP).
@@ -225,12 +194,10 @@ class SinkMonitor:
         self.should_stop = False
 
     def measure(self, step: int) -> Measurement | None:
-        """Measure S at ``step`` (main process), warn, trace, and set :attr:`should_stop` on every process.
-
-        Returns:
-            The measurement on the main process; None on the others.
-        """
-        measurement = self._measure_here(step) if _is_main_process() else None
+        """Measure S at ``step`` (main process), warn, trace, and set :attr:`should_stop` on every process;
+        returns the measurement on the main process, None on the others."""
+        main = not _distributed() or torch.distributed.get_rank() == 0
+        measurement = self._measure_here(step) if main else None
         self.should_stop = _agree(measurement is not None and measurement.stop) or self.should_stop
         return measurement
 
@@ -252,14 +219,10 @@ class SinkMonitor:
 
 
 class SinkStrengthCallback(TrainerCallback):
-    """Measure S at step 0 and every ``every_n_steps`` steps of a ``transformers.Trainer`` run.
-
-    The values go through ``trainer.log`` (so ``trainer.state.log_history`` and every reporting integration
-    get them), which is why the callback is built with the trainer::
+    """Measure S at step 0 and every ``every_n_steps`` steps of a ``transformers.Trainer`` run, logged through
+    ``trainer.log`` (hence built with the trainer)::
 
         trainer.add_callback(SinkStrengthCallback(trainer, every_n_steps=100, stop_below=0.2))
-
-    Steps that do not measure cost one modulo. ``stop_below`` sets ``control.should_training_stop``.
 
     Args:
         trainer: the ``Trainer`` whose model is monitored and through which values are logged.
@@ -268,7 +231,7 @@ class SinkStrengthCallback(TrainerCallback):
         options: probe options (default: :class:`~sinkbench.sink.options.ProbeOptions`).
         tokenizer: default: the trainer's ``processing_class``.
         warn_below: warn when S falls below this (nats).
-        stop_below: warn and stop training when S falls below this (nats).
+        stop_below: warn and stop training (``control.should_training_stop``) when S falls below this (nats).
         max_drop: warn when S falls more than this (nats) below the first measurement.
         trace_path: JSON Lines file receiving one line per measurement.
 

@@ -13,10 +13,8 @@ def is_finite_number(value: object) -> bool:
 
 
 def finite_or_none(value: object) -> float | None:
-    """``value`` as a float when it is a finite number (numpy and pandas scalars included), else None.
-
-    Missing values of pandas (``pd.NA``, ``NaN``) and JSON's ``null`` all become None.
-    """
+    """``value`` as a float when it is a finite number (numpy and pandas scalars included), else None (``pd.NA``,
+    ``NaN`` and JSON's ``null`` too)."""
     if value is None or isinstance(value, (bool, str)):
         return None
     try:

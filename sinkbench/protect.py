@@ -1,27 +1,18 @@
 """Sink-head protection: keep the query/key rows of selected attention heads fixed during fine-tuning.
 
-``protect_sink_heads(model, heads, mode)`` finds, in every selected (layer, query head), the rows of the
-query projection that compute that head (weight and bias), the rows of the key projection that compute its
-key head, and the matching slices of per-head ``q_norm`` / ``k_norm`` weights where the model has them.
-
-* ``freeze`` masks the gradients of those rows (so gradient clipping and optimizer state never see them)
-  and copies the rows back after every optimizer step, so that decoupled weight decay, which moves weights
-  without a gradient, cannot move them either: the rows stay bit-identical.
-* ``anchor`` leaves the gradients alone; :meth:`ProtectionHandle.penalty` returns
-  ``weight * sum((row - initial_row) ** 2)`` over the rows, to add to the loss.
-
-GQA: a key head is shared by ``num_attention_heads / num_key_value_heads`` query heads. It is protected
-whenever any of its query heads is selected (a sink head's attention logits depend on its key rows as much
-as on its query rows); the other query heads sharing it keep trainable query rows but see the protected keys.
-:attr:`ProtectionHandle.key_heads` lists the key heads this touched. A norm weight shared by every head of a
-layer (shape ``head_dim``: Qwen3, Gemma 3) scales the selected heads too, so it is protected whole; a
-per-head norm weight (shape ``heads * head_dim``: OLMo 2) is protected in the heads' slices only.
-
-PEFT LoRA adapters on ``q_proj`` / ``k_proj`` are refused: their shared ``lora_A`` moves every head.
+:func:`protect_sink_heads` finds, per selected (layer, query head), its rows of the query projection (weight and
+bias), its key head's rows of the key projection, and the matching ``q_norm`` / ``k_norm`` weights. ``freeze``
+masks their gradients and copies them back after every optimizer step (decoupled weight decay moves weights without
+a gradient), so they stay bit-identical; ``anchor`` leaves gradients alone and offers
+:meth:`ProtectionHandle.penalty` to add to the loss. Under GQA a key head is protected whenever any of its query
+heads is selected (the others keep trainable query rows); a norm weight shared by every head (shape ``head_dim``:
+Qwen3, Gemma 3) is protected whole, a per-head one (OLMo 2) in the heads' slices. PEFT LoRA on ``q_proj`` /
+``k_proj`` is refused: its shared ``lora_A`` moves every head.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -43,15 +34,8 @@ class ProtectedRows:
 
 @dataclass
 class ProtectionHandle:
-    """What :func:`protect_sink_heads` set up; :meth:`remove` undoes it.
-
-    Attributes:
-        mode: ``freeze`` or ``anchor``.
-        weight: the anchor penalty's weight.
-        heads: the protected (layer, query head) pairs.
-        key_heads: layer -> the key heads protected in it.
-        rows: one entry per protected parameter.
-    """
+    """What :func:`protect_sink_heads` set up (``key_heads``: layer -> the key heads protected in it; ``rows``: one
+    entry per protected parameter); :meth:`remove` undoes it."""
 
     mode: str
     weight: float
@@ -88,13 +72,8 @@ class ProtectionHandle:
 def protect_sink_heads(
     model: torch.nn.Module, heads: Iterable[Iterable[int]], mode: str = "freeze", weight: float = 1.0
 ) -> ProtectionHandle:
-    """Protect the query/key rows of ``heads`` (``(layer, query head)`` pairs, e.g. a head map's selection).
-
-    Args:
-        model: a causal LM or a VLM (its language model is used); ``get_decoder().layers`` must exist.
-        heads: ``(layer, query head)`` pairs, e.g. ``report["selection"]["heads"]`` of ``sinkbench heads``.
-        mode: ``freeze`` (gradient masks, rows restored after each optimizer step) or ``anchor`` (penalty).
-        weight: the anchor penalty's weight (``anchor`` only).
+    """Protect the query/key rows of ``heads``, ``(layer, query head)`` pairs (e.g. ``report["selection"]["heads"]``
+    of ``sinkbench heads``), in ``model``'s ``get_decoder().layers``; ``weight``: the ``anchor`` penalty's.
 
     Raises:
         ValueError: unknown mode, a head or layer out of range, or PEFT LoRA on a query/key projection.
@@ -103,12 +82,9 @@ def protect_sink_heads(
         raise ValueError(f"Unknown protection mode {mode!r}; choose one of {', '.join(MODES)}.")
     decoder = model.get_decoder()
     pairs = sorted({(int(layer), int(head)) for layer, head in heads})
-    by_layer: dict[int, list[int]] = {}
-    for layer, head in pairs:
-        by_layer.setdefault(layer, []).append(head)
     rows, key_heads = [], {}
-    for layer, layer_heads in by_layer.items():
-        layer_rows, key_heads[layer] = _layer_rows(decoder, layer, layer_heads)
+    for layer, group in itertools.groupby(pairs, key=lambda pair: pair[0]):
+        layer_rows, key_heads[layer] = _layer_rows(decoder, layer, [head for _, head in group])
         rows.extend(layer_rows)
     handle = ProtectionHandle(mode, weight, pairs, key_heads, rows)
     if mode == "freeze":
@@ -137,7 +113,7 @@ def _layer_rows(
     _refuse_lora(attention, layer)
     kv_heads = sorted({head // (num_heads // num_kv) for head in heads})
     plan = {"q_proj": (heads, num_heads), "k_proj": (kv_heads, num_kv)}
-    plan.update(q_norm=(heads, num_heads), k_norm=(kv_heads, num_kv))
+    plan.update(q_norm=plan["q_proj"], k_norm=plan["k_proj"])
     rows = []
     for module_name, (selected, count) in plan.items():
         module = getattr(attention, module_name, None)

@@ -1,19 +1,11 @@
-"""Publish an output folder as a whole: lock it, build its new contents beside it, swap them in atomically,
-and clean up what an interrupted run left behind.
+"""Publish an output folder as a whole: lock it, build its new contents beside it, swap them in atomically.
 
-:func:`publishing` yields an empty staging folder next to ``out``. When the block succeeds, the staging folder
-becomes ``out`` in one atomic, durable step (:func:`sinkbench.safe_io.install_directory`: every file is flushed
-to disk first, and the rename after it; on Linux the two folders are swapped, so ``out`` is always either the
-complete old output or the complete new one, never missing or mixed; elsewhere the old folder is renamed aside
-first, a short window in which ``out`` is missing). The replaced contents are then deleted. Whatever a killed run left (``.<out>.staging-*`` folders) is deleted by the next run, under the lock.
-
-An exclusive lock (``flock`` on ``.<out>.lock`` beside ``out``, removed when the run ends) keeps a second writer out:
-it fails at once with one line saying that ``out`` is being written by another run. ``out`` is refused when it exists and was
-not written by sinkbench (it lacks :data:`MARKER`), so a mistyped ``--out`` never replaces a user's folder, and
-when a folder in it is read-only (its old contents could be swapped out but not deleted), so a run never exits 0
-with the old output left beside ``out``.
-Operating-system errors (read-only folder, full disk) become :class:`PublishError`: one line naming the path
-and the reason.
+:func:`publishing` yields an empty staging folder next to ``out`` that, when the block succeeds, becomes ``out`` in
+one atomic, durable step (:func:`sinkbench.safe_io.install_directory`). An exclusive ``flock`` on ``.<out>.lock``
+keeps a second writer out (it fails at once, in one line), and the ``.<out>.staging-*`` folders a killed run left
+are deleted under it. ``out`` is refused when it exists and lacks :data:`MARKER` (a mistyped ``--out`` never
+replaces a user's folder) or holds a read-only folder (the old output could not be deleted). Operating-system
+errors become :class:`PublishError`: one line naming the path and the reason.
 """
 
 from __future__ import annotations
@@ -39,9 +31,7 @@ MARKER = ".sinkbench-output"
 
 
 class PublishError(SinkbenchError, OSError):
-    """The output could not be published; the message is one line naming the path, the reason and the fix.
-
-    An ``OSError`` too, as the operating-system failures it reports (a full disk, a read-only folder) are."""
+    """The output could not be published (one line: path, reason, fix); an ``OSError``, as the failures it reports."""
 
 
 @contextlib.contextmanager
@@ -79,31 +69,19 @@ def _same_file(handle: TextIO, path: Path) -> bool:
 
 @contextlib.contextmanager
 def exclusive(out: Path) -> Iterator[None]:
-    """Hold ``out``'s lock, so that one run at a time writes it, and delete what killed runs left beside it.
-
-    Raises:
-        PublishError: another run holds the lock.
-    """
+    """Hold ``out``'s lock (PublishError when another run does), so one run at a time writes it, and delete what
+    killed runs left beside it."""
     with _lock(out):
-        _clean_leftovers(out)
+        prefix = staging_prefix(out)  # matched by name, never by a glob pattern built from it
+        for leftover in out.parent.iterdir():
+            if leftover.name.startswith(prefix) and leftover.is_dir() and not leftover.is_symlink():
+                shutil.rmtree(leftover, ignore_errors=True)
         yield
 
 
-def _clean_leftovers(out: Path) -> None:
-    """Delete what killed runs left beside ``out`` (matched by name, never by a glob pattern built from it)."""
-    prefix = staging_prefix(out)
-    for leftover in out.parent.iterdir():
-        if leftover.name.startswith(prefix) and leftover.is_dir() and not leftover.is_symlink():
-            shutil.rmtree(leftover, ignore_errors=True)
-
-
 def refuse_overlap(out: Path, source: Path, source_option: str) -> None:
-    """Refuse to publish ``out`` inside the folder it is made from (``source``, given as ``source_option``), or
-    around it: the output would land in the inputs, or replace them.
-
-    Raises:
-        UserError: one folder, resolved, is the other or inside it.
-    """
+    """Raise UserError when ``out`` and the folder it is made from (``source``, given as ``source_option``) are
+    the same or one is inside the other: the output would land in the inputs, or replace them."""
     if overlap(out, source):
         raise UserError(
             f"--out {out} and {source_option} {source} overlap (one is inside the other), so the output would be "
@@ -112,8 +90,8 @@ def refuse_overlap(out: Path, source: Path, source_option: str) -> None:
 
 
 def _folder_mode(out: Path) -> int:
-    """The permissions of the published folder: the earlier output's, else what ``mkdir`` gives (not the 0700 of a
-    temporary folder, which would hide the output from a web server)."""
+    """The published folder's permissions: the earlier output's, else ``mkdir``'s (not a temporary folder's 0700,
+    which would hide the output from a web server)."""
     try:
         return stat.S_IMODE(os.stat(out).st_mode)
     except OSError:
@@ -141,11 +119,8 @@ def _check_owned(out: Path) -> None:
 
 @contextlib.contextmanager
 def publishing(out: Path) -> Iterator[Path]:
-    """Yield an empty staging folder; when the block succeeds, publish it as ``out`` (see the module docstring).
-
-    Raises:
-        PublishError: ``out`` is locked by another run, is not a sinkbench output, or cannot be written.
-    """
+    """Yield an empty staging folder, published as ``out`` when the block succeeds (see the module docstring);
+    PublishError when ``out`` is locked by another run, is not a sinkbench output, or cannot be written."""
     out = Path(os.path.abspath(out))
     try:
         out.parent.mkdir(parents=True, exist_ok=True)

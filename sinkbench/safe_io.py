@@ -1,16 +1,10 @@
 """Reading untrusted files safely and writing outputs atomically.
 
-Reads check the size with ``lstat`` before opening (symbolic links, hard links and special files are refused),
-then parse strict JSON: ``NaN``/``Infinity`` (which Python's ``json`` accepts by default), numbers beyond a
-float's range (``1e309``, an integer of 309 digits) and duplicate keys are errors. An unreadable file is a problem
-to report, never a traceback.
-
-Writes are atomic and durable: each output is written to a temporary file or folder beside the target, flushed to
-disk (``fsync`` of every file written, or one ``syncfs`` of their file system for a folder), moved into place in
-one rename, and the rename itself is flushed (``fsync`` of the folder that holds the target). A failure or a kill
-at any point leaves the old output whole, and once a write has returned, a power cut cannot leave the target
-renamed but empty. One file is one rename (:func:`write_text_atomic`); a set of files published together is a
-folder, installed in one step (:func:`install_directory`).
+Reads check the size with ``lstat`` before opening (links and special files are refused), then parse strict JSON:
+``NaN``/``Infinity``, numbers beyond a float's range (``1e309``) and duplicate keys are errors, reported, never a
+traceback. Writes go to a temporary file or folder beside the target, are flushed to disk (``fsync``, or one
+``syncfs`` for a folder), moved into place in one rename (:func:`write_text_atomic`, :func:`install_directory`), and
+the rename is flushed: a kill leaves the old output whole, and a power cut never leaves the target renamed but empty.
 """
 
 from __future__ import annotations
@@ -42,9 +36,8 @@ class UnsafeFileError(SinkbenchError, ValueError):
 def check_size(path: Path, limit: int, *, follow_links: bool = False) -> int:
     """Return the size of regular file ``path``, refusing links, special files and files over ``limit``.
 
-    A hard link (more than one name for the file) is refused too: it may name a file outside the tree, and
-    a git checkout never creates one. With ``follow_links`` (a file of the user's own, such as a data file), a
-    link is followed to its file and hard links are allowed.
+    Hard links are refused too (one may name a file outside the tree; git never creates one). With
+    ``follow_links`` (a file of the user's own, such as a data file) links are followed and hard links allowed.
     """
     try:
         info = os.stat(path) if follow_links else os.lstat(path)
@@ -95,12 +88,8 @@ def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def parse_json(text: str, *, single_line: bool = False) -> Any:
-    """Parse strict JSON: no NaN or Infinity, no number beyond a float's range, no duplicate keys.
-
-    Raises:
-        UnsafeFileError: the text is not strict JSON; the message gives line and column (only the column for a
-            ``single_line`` text, one record of a JSON-lines file, whose caller names the line).
-    """
+    """Parse strict JSON (no NaN or Infinity, no number beyond a float's range, no duplicate keys); UnsafeFileError
+    with line and column (only the column for a ``single_line`` JSON-lines record, whose caller names the line)."""
     try:
         return json.loads(
             text,
@@ -130,19 +119,16 @@ def _decode(raw: bytes) -> str:
         raise UnsafeFileError(f"is not UTF-8 (byte {error.start}).", "save the file as UTF-8") from error
 
 
-def _read_bytes(path: Path) -> bytes:
+def read_json(path: Path, limit: int) -> Any:
+    """Read a strict JSON file of at most ``limit`` bytes (see :func:`check_size`, :func:`parse_json`)."""
+    check_size(path, limit)
     try:
-        return path.read_bytes()
+        raw = path.read_bytes()
     except OSError as error:
         raise UnsafeFileError(
             f"cannot be read: {error.strerror}.", "make the file readable (e.g. chmod a+r)"
         ) from error
-
-
-def read_json(path: Path, limit: int) -> Any:
-    """Read a strict JSON file of at most ``limit`` bytes (see :func:`check_size`, :func:`parse_json`)."""
-    check_size(path, limit)
-    return parse_json(_decode(_read_bytes(path)))
+    return parse_json(_decode(raw))
 
 
 def read_jsonl(path: Path, limit: int, *, follow_links: bool = False) -> Iterator[tuple[int, Any]]:
@@ -189,64 +175,58 @@ def created_mode(mode: int) -> int:
     return mode & ~umask
 
 
-def sync_folder(folder: Path) -> None:
-    """Flush a folder's entries (names just created, renamed or removed in it) to disk."""
-    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+def _fsync(path: str | Path, flags: int = os.O_RDONLY) -> None:
+    descriptor = os.open(path, flags)
     try:
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
 
 
-def sync_file_system(folder: Path) -> bool:
-    """Flush the whole file system that holds ``folder`` to disk with Linux's ``syncfs``, one call however many
-    files were written; False where that is unavailable (another system, an old kernel).
+def sync_folder(folder: Path) -> None:
+    """Flush a folder's entries (names just created, renamed or removed in it) to disk."""
+    _fsync(folder, os.O_RDONLY | os.O_DIRECTORY)
 
-    Python's ``os`` has no binding for it, hence ``ctypes``.
-    """
-    syncfs = getattr(ctypes.CDLL(None, use_errno=True), "syncfs", None)
-    if syncfs is None:
-        return False
+
+def sync_file_system(folder: Path) -> bool:
+    """Flush the file system holding ``folder`` with Linux's ``syncfs`` (through ``ctypes``: ``os`` lacks it), one
+    call however many files were written; False where that is unavailable."""
     descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        result = syncfs(descriptor)
-        code = ctypes.get_errno()
+        return _linux_call("syncfs", descriptor, path=folder)
     finally:
         os.close(descriptor)
-    if result == 0:
+
+
+def _linux_call(name: str, *args: object, path: Path) -> bool:
+    """Call the C library's ``name`` (``os`` has no binding for it): whether it ran, False where the system, the
+    kernel or the file system lacks it; any other failure is an OSError naming ``path``."""
+    function = getattr(ctypes.CDLL(None, use_errno=True), name, None)
+    if function is None:
+        return False
+    if function(*args) == 0:
         return True
+    code = ctypes.get_errno()
     if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
         return False
-    raise OSError(code, os.strerror(code), str(folder))
+    raise OSError(code, os.strerror(code), str(path))
 
 
 def sync_tree(root: Path) -> None:
-    """Flush every file and folder below ``root`` (and ``root`` itself) to disk; links are not followed.
-
-    One ``syncfs`` of their file system where available (:func:`sync_file_system`): a built site has thousands of
-    files, and an ``fsync`` of each, the fallback, took seconds more on a busy disk.
-    """
+    """Flush every file and folder below ``root`` to disk (links not followed): one ``syncfs`` where available, as
+    a built site has thousands of files, else an ``fsync`` of each."""
     if sync_file_system(root):
         return
     for folder, _, files in os.walk(root):
-        for name in files:
-            path = os.path.join(folder, name)
-            if os.path.islink(path):
-                continue
-            descriptor = os.open(path, os.O_RDONLY)
-            try:
-                os.fsync(descriptor)
-            finally:
-                os.close(descriptor)
+        for path in (os.path.join(folder, name) for name in files):
+            if not os.path.islink(path):
+                _fsync(path)
         sync_folder(Path(folder))
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` durably: a temporary file beside it, flushed to disk, renamed over
-    ``path``, and the rename flushed. ``path`` is at every instant its old content or the new, whole.
-
-    A run killed before the rename leaves ``path`` as it was and a ``.<name>.*.partial`` file beside it.
-    """
+    """Write ``text`` (UTF-8) to ``path`` durably and atomically (a killed run leaves ``path`` as it was and a
+    ``.<name>.*.partial`` file beside it)."""
     path = Path(path)
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
     try:
@@ -287,36 +267,18 @@ def scratch_folder(target: Path) -> Path:
 
 
 def exchange(first: Path, second: Path) -> bool:
-    """Swap two folders atomically with Linux's ``renameat2(RENAME_EXCHANGE)``; False where that is unavailable.
-
-    Python's ``os`` has no binding for it, hence ``ctypes``. It is what makes :func:`install_directory` leave the
-    target whole at every instant (old or new, never missing): the fault-injection tests kill a run between any
-    two steps and find one or the other.
-    """
-    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
-    if renameat2 is None:
-        return False
-    result = renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE)
-    if result == 0:
-        return True
-    code = ctypes.get_errno()
-    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # the file system or kernel cannot exchange
-        return False
-    raise OSError(code, os.strerror(code), str(second))
+    """Swap two folders atomically with Linux's ``renameat2(RENAME_EXCHANGE)`` (through ``ctypes``); False where
+    that is unavailable. It keeps :func:`install_directory`'s target old or new at every instant, never missing."""
+    paths = (_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second))
+    return _linux_call("renameat2", *paths, _RENAME_EXCHANGE, path=second)
 
 
 def install_directory(staged: Path, target: Path, *, replace: bool) -> None:
-    """Move the finished folder ``staged`` to ``target`` (same file system) in one atomic step; ``staged`` is gone
-    afterwards.
+    """Move the finished folder ``staged`` to ``target`` (same file system) in one atomic, durable step.
 
-    Every file and folder of ``staged`` is flushed to disk first (:func:`sync_tree`) and the rename after it
-    (:func:`sync_folder` of ``target``'s parent), so a power cut never leaves ``target`` renamed but incomplete.
-    An existing ``target`` (only with ``replace``) is swapped with ``staged`` (:func:`exchange`) and its old
-    contents deleted, so ``target`` is never missing or mixed; where the swap is not available the old folder is
-    moved aside first (into a :func:`scratch_folder`, which a later run may clean up if this one is killed).
-
-    Raises:
-        FileExistsError: ``target`` exists and ``replace`` is false.
+    ``staged`` is flushed first and the rename after. An existing ``target`` (only with ``replace``, else
+    FileExistsError) is swapped with ``staged`` (:func:`exchange`) and deleted; where the swap is unavailable it is
+    moved aside first, into a :func:`scratch_folder` that a later run may clean up.
     """
     if os.path.lexists(target) and not replace:
         raise FileExistsError(target)
@@ -335,6 +297,19 @@ def install_directory(staged: Path, target: Path, *, replace: bool) -> None:
     os.replace(staged, target)
     sync_folder(target.parent)
     shutil.rmtree(retired, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def building(target: Path, prefix: str, *, replace: bool) -> Iterator[Path]:
+    """A new folder beside ``target`` (its name starting with ``prefix``), installed as ``target`` when the block
+    succeeds (:func:`install_directory`) and removed in any case."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))
+    try:
+        yield staging
+        install_directory(staging, target, replace=replace)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _remove(path: Path) -> None:

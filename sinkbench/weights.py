@@ -1,7 +1,5 @@
-"""How the weights behind a measured number are named: a GGUF file's quantisation, or plain transformers weights.
-
-One definition for the screen report, the submission facts and the placement of a new model (torch-free).
-"""
+"""How the weights behind a measured number are named, a GGUF file's quantisation or plain transformers weights:
+one definition for the screen report, the submission facts and the placement of a new model (torch-free)."""
 
 from __future__ import annotations
 

@@ -152,13 +152,7 @@ class MergeChart(Chart):
             layers.append(
                 {
                     "data": {"values": [{"nll": nll, "text": label}]},
-                    "mark": {
-                        "type": "text",
-                        "align": "left",
-                        "dx": 3,
-                        "y": 8,
-                        "fontSize": 9,
-                    },
+                    "mark": {"type": "text", "align": "left", "dx": 3, "y": 8, "fontSize": 9},
                     "encoding": {"x": {"field": "nll", "type": "quantitative"}, "text": {"field": "text"}},
                 }
             )

@@ -1,7 +1,5 @@
-"""The site's Interventions page: the paper's diagnosis and intervention experiments in miniature on the testbed's
-SmolLM2 pair (``python -m experiments.interventions_pair.run``), read through the study's own schema
-(:class:`experiments.interventions_pair.study_schema.StudyResults`) and rendered into ``page/`` (``python -m
-experiments.interventions_pair.page``).
+"""The site's Interventions page, rendered into ``page/`` (``python -m experiments.interventions_pair.page``) from
+the study's results files read through :class:`~experiments.interventions_pair.study_schema.StudyResults`.
 
 Each question is answered in one sentence with its numbers, beside the paper's figure for the same question; the
 tables hold every model's measurements. Nothing is recomputed here but the ratios a sentence states.
@@ -74,11 +72,6 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 
 
-def find_studies(folder: Path) -> list[Path]:
-    """The study's results files in ``folder`` (:data:`STUDY_FILES` that are there)."""
-    return [folder / name for name in STUDY_FILES if (folder / name).is_file()]
-
-
 def read_study(path: Path, shown: str) -> StudyResults:
     """The study's results through its schema.
 
@@ -110,16 +103,14 @@ SEED_OUTCOME_LABELS = (
 )
 
 
-def _over_seeds(entry: dict[str, Any], digits: int, unit: str) -> str:
-    return f"{_signed(entry['mean'], digits)}{unit} {_bracket(*entry['ci'], digits)} (p = {entry['p_sign_flip']:.3g})"
+def _over_seeds(entry: dict[str, Any], digits: int, unit: str, interval: bool = True) -> str:
+    """A paired difference over seeds: its mean, and with ``interval`` its bootstrap interval and sign-flip p."""
+    mean = f"{_signed(entry['mean'], digits)}{unit}"
+    return f"{mean} {_bracket(*entry['ci'], digits)} (p = {entry['p_sign_flip']:.3g})" if interval else mean
 
 
 def _bracket(low: float, high: float, digits: int) -> str:
     return f"[{_signed(low, digits)}, {_signed(high, digits)}]"
-
-
-def _interval(contrast: Contrast, digits: int = 2) -> str:
-    return _bracket(*contrast.ci, digits)
 
 
 def change(arm: Arm, against: str) -> str:
@@ -127,8 +118,8 @@ def change(arm: Arm, against: str) -> str:
     nll = _contrast(arm, against, "nll_continue")
     strict = _contrast(arm, against, "non_trivial_strict")
     return (
-        f"NLL {_signed(nll.difference)} nats {_interval(nll)}, non-trivial strict {_signed(strict.difference, 1)} "
-        f"points {_interval(strict, 1)} ({strict.prompts} prompts)"
+        f"NLL {_signed(nll.difference)} nats {_bracket(*nll.ci, 2)}, non-trivial strict "
+        f"{_signed(strict.difference, 1)} points {_bracket(*strict.ci, 1)} ({strict.prompts} prompts)"
     )
 
 
@@ -180,9 +171,11 @@ class InterventionsPage(page_fragment.ResultsFile[StudyResults]):
     """What the Interventions page shows of one of the study's results files."""
 
     @property
-    def suffix(self) -> str:
-        """What the results file's name adds to :data:`INTERVENTIONS_FILE`'s (``""`` or ``"_float32"``)."""
-        return Path(self.source).stem.removeprefix(Path(INTERVENTIONS_FILE).stem)
+    def anchor(self) -> str:
+        """The section's anchor: ``interventions`` and what the file's name adds to :data:`INTERVENTIONS_FILE`'s
+        (``interventions`` or ``interventions-float32``); its charts' names start with it."""
+        suffix = Path(self.source).stem.removeprefix(Path(INTERVENTIONS_FILE).stem)
+        return f"interventions{suffix.replace('_', '-')}"
 
     @property
     def precision(self) -> str:
@@ -194,10 +187,7 @@ class InterventionsPage(page_fragment.ResultsFile[StudyResults]):
 
     def plot_path(self, name: str) -> str:
         """Where chart ``name`` of :data:`PLOT_NAMES` goes in the site."""
-        return f"plots/interventions{self.suffix.replace('_', '-')}-{name}.svg"
-
-    def _base(self) -> Measured | None:
-        return self.data.base
+        return f"plots/{self.anchor}-{name}.svg"
 
     @cached_property
     def _testbed(self) -> TestbedResults | None:
@@ -227,18 +217,12 @@ class InterventionsPage(page_fragment.ResultsFile[StudyResults]):
 
     def _vlm_lm(self) -> Measured | None:
         endpoints = self.data.endpoints
-        if endpoints is None:
-            return None
-        return run_measured(endpoints.vl)
+        return None if endpoints is None else run_measured(endpoints.vl)
 
     def answers(self) -> dict[str, str]:
         """Each question the file answers, in one sentence with its numbers."""
-        found = {}
-        for name in PAPER:
-            sentence = getattr(self, f"_{name}")()
-            if sentence is not None:
-                found[name] = sentence
-        return found
+        sentences = {name: getattr(self, f"_{name}")() for name in PAPER}
+        return {name: sentence for name, sentence in sentences.items() if sentence is not None}
 
     def _displacement(self) -> str | None:
         report = self.data.displacement
@@ -267,7 +251,7 @@ class InterventionsPage(page_fragment.ResultsFile[StudyResults]):
         arm, vlm_lm = self.data.random_control, self._vlm_lm()
         if arm is None or vlm_lm is None:
             return None
-        real_nll = vlm_lm.text.nll_continue_mean - self._base().text.nll_continue_mean
+        real_nll = vlm_lm.text.nll_continue_mean - self.data.base.text.nll_continue_mean
         sentence = (
             f"Would a random change of the same size do the same? Gaussian ΔW at the VLM-LM's relative norms "
             f"(largest error {100 * arm.details['max_relative_error']:.2g}%) changes, against the base, "
@@ -337,38 +321,35 @@ class InterventionsPage(page_fragment.ResultsFile[StudyResults]):
         before = injection.before
         sentence = (
             "Would adding QK-norm have helped? Before any training the injected SmolLM2 (per-head QK-RMSNorm, γ = 1) "
-            f"has S {before.measured.sink.sink_strength:.3f} against the base's {self._base().sink.sink_strength:.3f} "
+            f"has S {before.measured.sink.sink_strength:.3f} against the base's {self.data.base.sink.sink_strength:.3f} "
             f"and {change(before, 'base')}"
         )
-        if len(injection.vanilla_seeds) == 1:
-            over = injection.over_seeds
-            sentence += (
-                f"; after the testbed's stage 2 it differs from the vanilla run of the same seed "
-                f"({injection.vanilla_seeds[0]}) by NLL {_signed(over['nll_continue']['mean'])} nats, non-trivial "
-                f"strict {_signed(over['non_trivial_strict']['mean'], 1)} points, visual accuracy "
-                f"{_signed(over['visual']['mean'], 1)} points and S {_signed(over['sink_strength']['mean'], 3)} "
-                "(one seed: no interval or test over seeds)"
+        seeds = len(injection.vanilla_seeds)
+        if not seeds:
+            return sentence + "."
+        parts = [
+            f"{label} {_over_seeds(injection.over_seeds[name], digits, unit, interval=seeds > 1)}"
+            for name, label, digits, unit in SEED_OUTCOME_LABELS
+        ]
+        differences = f"{', '.join(parts[:-1])} and {parts[-1]}"
+        if seeds == 1:
+            return (
+                f"{sentence}; after the testbed's stage 2 it differs from the vanilla run of the same seed "
+                f"({injection.vanilla_seeds[0]}) by {differences} (one seed: no interval or test over seeds)."
             )
-        elif injection.vanilla_seeds:
-            seeds = len(injection.vanilla_seeds)
-            parts = [
-                f"{label} {_over_seeds(injection.over_seeds[name], digits, unit)}"
-                for name, label, digits, unit in SEED_OUTCOME_LABELS
-            ]
-            sentence += (
-                f"; after the testbed's stage 2 it differs from vanilla runs of the same {seeds} seeds by "
-                f"{', '.join(parts[:-1])} and {parts[-1]} (mean over seeds, bootstrap interval over seeds, exact "
-                f"sign-flip p, whose smallest possible value with {seeds} seeds is {2 / 2**seeds:.3g})"
-            )
-        return sentence + "."
+        return (
+            f"{sentence}; after the testbed's stage 2 it differs from vanilla runs of the same {seeds} seeds by "
+            f"{differences} (mean over seeds, bootstrap interval over seeds, exact sign-flip p, whose smallest "
+            f"possible value with {seeds} seeds is {2 / 2**seeds:.3g})."
+        )
 
     def _merges(self) -> str | None:
-        merges, vlm_lm, base = self.data.merges, self._vlm_lm(), self._base()
+        merges, vlm_lm, base = self.data.merges, self._vlm_lm(), self.data.base
         if not merges or vlm_lm is None:
             return None
         shares = {arm.name: recovered(arm.measured, base, vlm_lm) for arm in merges}
         best = max((name for name in shares if shares[name] is not None), key=shares.get, default=None)
-        if best is None:
+        if best is None:  # also when the VLM-LM lost nothing: no share to win back
             return None
         arm = next(a for a in merges if a.name == best)
         visual = arm.measured.visual
@@ -381,11 +362,9 @@ class InterventionsPage(page_fragment.ResultsFile[StudyResults]):
             if visual is not None
             else f"The best of the seven settings on the NLL, {arm.title}, is the VLM-LM itself."
         )
-        if recovered(vlm_lm, base, vlm_lm) is None:  # the VLM-LM lost nothing: no share to win back
-            return sentence
         graded = [
             f"α = {arm.details['alpha']:.2f}: {100 * recovered(arm.measured, base, vlm_lm):.0f}% of the NLL loss "
-            f"back, non-trivial strict {_signed(strict.difference, 1)} points {_interval(strict, 1)} "
+            f"back, non-trivial strict {_signed(strict.difference, 1)} points {_bracket(*strict.ci, 1)} "
             f"({strict.prompts} prompts), visual {100 * arm.measured.visual.accuracy:.1f}%"
             for arm in self.data.toward_base
             if arm.measured.visual is not None
@@ -423,23 +402,17 @@ class InterventionsPage(page_fragment.ResultsFile[StudyResults]):
                 }
             )
 
-        base, vlm_lm = self._base(), self._vlm_lm()
+        base, vlm_lm = data.base, self._vlm_lm()
         if base is not None:
             add("pair", "SmolLM2-135M-Instruct (base)", base, facts=self.base_facts())
         if vlm_lm is not None:
             add("pair", "VLM-LM (VL endpoint, seed 0)", vlm_lm)
-            text = data.endpoints.text
-            add(
-                "pair",
-                "text-only endpoint (seed 0)",
-                run_measured(text),
-            )
+            add("pair", "text-only endpoint (seed 0)", run_measured(data.endpoints.text))
         for arm in [data.random_control, *data.random_controls]:
             if arm is not None:
                 add("random ΔW", arm.title, arm.measured)
         for arm in data.merges:
-            note = _merge_note(arm)
-            add("merge", arm.title, arm.measured, note)
+            add("merge", arm.title, arm.measured, _merge_note(arm))
         for arm in data.toward_base:
             add("toward the base", arm.title, arm.measured)
         for ablation in data.ablations:
@@ -461,7 +434,7 @@ class InterventionsPage(page_fragment.ResultsFile[StudyResults]):
         found = []
         if self.data.displacement is not None:
             found.append(PlotRef(self.plot_path("displacement"), LayerRatioChart.of(self.data.displacement)))
-        base, vlm_lm = self._base(), self._vlm_lm()
+        base, vlm_lm = self.data.base, self._vlm_lm()
         if self.data.merges and vlm_lm is not None and base is not None:
             points = [
                 (arm.title, arm.measured) for arm in self.data.merges if arm.measured.visual is not None
@@ -471,21 +444,17 @@ class InterventionsPage(page_fragment.ResultsFile[StudyResults]):
 
     def context(self) -> dict[str, Any]:
         """What ``interventions.md.j2`` is given of this results file."""
+        names = {self.plot_path(name): name for name in PLOT_NAMES}
         return {
             "study": self.data,
             "source": self.source,
             "precision": self.precision,
-            "anchor": f"interventions{self.suffix.replace('_', '-')}",
+            "anchor": self.anchor,
             "answers": self.answers(),
             "paper": PAPER,
             "questions": QUESTIONS,
             "rows": self.rows(),
-            "plots": {
-                name: plot
-                for name in PLOT_NAMES
-                for plot in self.plots()
-                if plot.path == self.plot_path(name)
-            },
+            "plots": {names[plot.path]: plot for plot in self.plots()},
             "outcomes": CONTRAST_OUTCOMES,
             "not_run": self.not_run(),
             "base_bases": self.base_bases(),
@@ -506,9 +475,8 @@ class InterventionsStudies:
     @classmethod
     def of(cls, folder: Path) -> InterventionsStudies:
         """The study's results files in ``folder``, read through its schema."""
-        return cls(
-            tuple(InterventionsPage(path.name, read_study(path, path.name)) for path in find_studies(folder))
-        )
+        paths = [folder / name for name in STUDY_FILES if (folder / name).is_file()]
+        return cls(tuple(InterventionsPage(path.name, read_study(path, path.name)) for path in paths))
 
     def plots(self) -> list[PlotRef]:
         """Every section's charts."""

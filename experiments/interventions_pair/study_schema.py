@@ -1,10 +1,6 @@
-"""The one typed schema of the interventions study's results file (``python -m experiments.interventions_pair.run``): the study
-writes these models and the Interventions page reads them back (``StudyResults.model_validate``).
-
-The study runs the paper's diagnosis and intervention experiments (:mod:`sinkbench.interventions`) in miniature on
-the testbed's SmolLM2 pair: every model it makes goes through the testbed's own measurements (S, the text outcomes
-on the short-answer IFEval prompts, and where a VLM exists the held-out visual accuracy), and every comparison is
-paired per prompt against the model it changes.
+"""The typed schema of the interventions study's results file: the study (``python -m
+experiments.interventions_pair.run``) writes these models and the Interventions page reads them back. Every model
+the study makes goes through the testbed's measurements, and every comparison is paired per prompt.
 """
 
 from __future__ import annotations
@@ -30,7 +26,7 @@ STEPS = (
     "toward_base",
     "injection_runs",
 )
-#: The outcomes a contrast is computed on: name -> (label, unit, per-prompt values of a text record).
+#: The outcomes a contrast is computed on: name -> (label, unit).
 CONTRAST_OUTCOMES: dict[str, tuple[str, str]] = {
     "nll_continue": ("NLL of the base model's answers", "nats"),
     "non_trivial_strict": ("strict accuracy on prompts a trivial answer fails", "points"),
@@ -134,51 +130,42 @@ def _per_prompt(text: TextRecord, outcome: str, non_trivial: list[int]) -> list[
     return [strict[i] for i in non_trivial]
 
 
+def _contrast(outcome: str, differences: list[float]) -> Contrast:
+    """The mean of per-prompt ``differences`` with its 95% percentile bootstrap interval over prompts."""
+    return Contrast(
+        outcome=outcome,
+        difference=float(np.mean(differences)),
+        ci=mean_interval(differences),
+        prompts=len(differences),
+    )
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and bool(np.isfinite(value))
+
+
 def contrasts(treated: TextRecord, comparator: TextRecord, non_trivial: list[int]) -> list[Contrast]:
     """``treated`` minus ``comparator`` on each of :data:`CONTRAST_OUTCOMES`, paired per prompt (prompts whose
     value is missing on either side, an NLL of an empty body, are left out)."""
     found = []
     for outcome in CONTRAST_OUTCOMES:
-        pairs = [
-            (a, b)
-            for a, b in zip(
-                _per_prompt(treated, outcome, non_trivial),
-                _per_prompt(comparator, outcome, non_trivial),
-                strict=True,
-            )
-            if a is not None and b is not None and np.isfinite(a) and np.isfinite(b)
-        ]
-        differences = [a - b for a, b in pairs]
-        low, high = mean_interval(differences)
-        found.append(
-            Contrast(
-                outcome=outcome,
-                difference=float(np.mean(differences)),
-                ci=(low, high),
-                prompts=len(differences),
-            )
-        )
+        ours, theirs = (_per_prompt(text, outcome, non_trivial) for text in (treated, comparator))
+        kept = [a - b for a, b in zip(ours, theirs, strict=True) if _finite(a) and _finite(b)]
+        found.append(_contrast(outcome, kept))
     return found
 
 
 def interaction(ablation: Ablation) -> Contrast | None:
     """The joint setting's NLL change minus the sum of the single settings' changes (each against the untouched
-    model), paired per prompt with its 95% percentile bootstrap interval over prompts: above zero the channels'
-    effects are super-additive. Prompts missing a value in any model are left out; None without a joint setting."""
+    model), paired per prompt with its 95% bootstrap interval: above zero the channels' effects are
+    super-additive. Prompts missing a value in any model are left out; None without a joint setting."""
     joint = next((arm for arm in ablation.settings if arm.name == "joint"), None)
     if joint is None:
         return None
     singles = [arm.measured.text.nll_continue for arm in ablation.settings if arm.name != "joint"]
-    base = ablation.base.text.nll_continue
     differences = []
-    for index, untouched in enumerate(base):
+    for index, untouched in enumerate(ablation.base.text.nll_continue):
         row = [untouched, joint.measured.text.nll_continue[index], *(single[index] for single in singles)]
-        if all(value is not None and np.isfinite(value) for value in row):
+        if all(_finite(value) for value in row):
             differences.append(row[1] - untouched - sum(value - untouched for value in row[2:]))
-    low, high = mean_interval(differences)
-    return Contrast(
-        outcome="nll_continue",
-        difference=float(np.mean(differences)),
-        ci=(low, high),
-        prompts=len(differences),
-    )
+    return _contrast("nll_continue", differences)

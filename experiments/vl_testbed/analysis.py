@@ -1,28 +1,15 @@
 """The testbed's statistics: every outcome per run group, and each question asked as a paired comparison.
 
-The unit of analysis is the seed. A comparison pairs two run groups seed by seed (same stage 1, same data order)
-or a group with the base model (one deterministic value). For each outcome of :data:`OUTCOMES`:
-
-* the **exact sign-flip test** (:func:`sinkbench.stats.sign_flip_p`, all 2^n sign patterns) gives a two-sided
-  p-value of "no effect"; with 8 seeds its smallest value is 2/256 = 0.0078;
-* the **percentile bootstrap** over seeds (:func:`sinkbench.stats.mean_interval`) gives a 95% interval of the mean
-  difference; with this few seeds its coverage is only approximate, and differences without spread give a
-  zero-width interval;
-* the **smallest detectable difference** (:func:`sinkbench.stats.minimum_detectable_difference`) is the smallest
-  true mean difference the exact sign-flip test at alpha 0.05 detects with 80% power, simulated with normal
-  differences whose spread is **not the judged arm's**: the between-seed standard deviation of the no-protection
-  VL arm at the compared dose (times sqrt 2 for a difference of two runs, which ignores the pairing and so errs
-  large), each simulated difference rounded to the outcome's resolution (one prompt, one question), and that
-  spread never below one resolution step;
-* each outcome's **margin** (:attr:`Outcome.margin`) is the smallest effect worth a verdict, fixed in this module
-  before the runs it judges (the first committed experiment was re-judged with them after it ran, as its page
-  says); a question about protecting the sink is posed only where the no-protection arm's sink moved
-  (:func:`experiments.vl_testbed.verdicts.sink_moved`);
-* the verdict follows the rules of :mod:`experiments.vl_testbed.verdicts`.
-
-A run's visual accuracy is tested against chance with a one-sided exact binomial test (``scipy.stats.binomtest``).
-No correction is made for testing several outcomes and questions; the primary outcome, named before the runs,
-is :data:`PRIMARY`.
+The seed is the unit: a comparison pairs two run groups seed by seed (same stage 1 and data order), or a group
+with the base model's one value. Per outcome of :data:`OUTCOMES`: the exact sign-flip p-value
+(:func:`sinkbench.stats.sign_flip_p`, all 2^n patterns: 2/256 at least with 8 seeds); the percentile-bootstrap 95%
+interval of the mean difference (:func:`sinkbench.stats.mean_interval`, only approximate with this few seeds); the
+smallest detectable difference (:func:`sinkbench.stats.minimum_detectable_difference`: 80% power at alpha 0.05,
+simulated from the between-seed spread of the compared no-protection VL arm, **not the judged arm's**, times
+sqrt 2 between two arms, rounded to the outcome's resolution and never below one step); the outcome's margin
+(:attr:`Outcome.margin`, fixed before the runs); and the verdict of :mod:`experiments.vl_testbed.verdicts`.
+Visual accuracy is tested against chance by a one-sided exact binomial test. No correction is made for the many
+outcomes and questions; the primary outcome, named before the runs, is :data:`PRIMARY`.
 """
 
 from __future__ import annotations
@@ -69,13 +56,9 @@ class Outcome:
     unit: str
     higher_is_better: bool | None
     read: Callable[[Any], float]
-    resolution: Callable[[Any], float]
     collapsed: str
     margin: float | None = None
-
-
-def _continuous(_: Any) -> float:
-    return 0.0
+    resolution: Callable[[Any], float] = lambda _: 0.0  # continuous
 
 
 def _ifeval(score: str, label: str, count: str, collapsed: str) -> Outcome:
@@ -86,9 +69,9 @@ def _ifeval(score: str, label: str, count: str, collapsed: str) -> Outcome:
         "points",
         True,
         lambda r: 100 * getattr(r.text.ifeval, score),
-        lambda r: 100 / getattr(r.text.ifeval, count),
         collapsed,
         IFEVAL_MARGIN,
+        lambda r: 100 / getattr(r.text.ifeval, count),
     )
 
 
@@ -98,7 +81,6 @@ OUTCOMES: dict[str, Outcome] = {
         "nats/token",
         False,
         lambda r: r.text.nll_continue_mean,
-        _continuous,
         "not moved by a wish to stop: each token is scored against the tokens that do not end the answer",
         NLL_MARGIN,
     ),
@@ -107,7 +89,6 @@ OUTCOMES: dict[str, Outcome] = {
         "nats/token",
         False,
         lambda r: r.text.nll_mean,
-        _continuous,
         "grows without bound as the model's chance of stopping at once goes to 1",
         NLL_MARGIN,
     ),
@@ -116,9 +97,9 @@ OUTCOMES: dict[str, Outcome] = {
         "points",
         True,
         lambda r: 100 * r.text.non_trivial_strict,
-        lambda r: 100 / r.text.non_trivial_prompts,
         "0 by construction: both an empty answer and 'Red.' fail every one of these prompts",
         IFEVAL_MARGIN,
+        resolution=lambda r: 100 / r.text.non_trivial_prompts,
     ),
     "prompt_strict": _ifeval(
         "prompt_strict",
@@ -135,51 +116,30 @@ OUTCOMES: dict[str, Outcome] = {
         "share",
         False,
         lambda r: echo_rate(r.text.answers),
-        lambda r: 1 / len(r.text.answers),
         "0 for the trivial answers; 1 for a model that answers every prompt with a reply about a scene",
         ECHO_MARGIN,
+        resolution=lambda r: 1 / len(r.text.answers),
     ),
     "distinct_answers": Outcome(
-        "distinct answers",
-        "answers",
-        None,
-        lambda r: len(set(r.text.answers)),
-        lambda r: 1.0,
-        "1",
+        "distinct answers", "answers", None, lambda r: len(set(r.text.answers)), "1", resolution=lambda r: 1.0
     ),
     "answer_tokens": Outcome(
-        "median answer length",
-        "tokens",
-        None,
-        lambda r: r.text.answer_tokens_median,
-        _continuous,
-        "1 to 3 tokens",
+        "median answer length", "tokens", None, lambda r: r.text.answer_tokens_median, "1 to 3 tokens"
     ),
     "stopped_share": Outcome(
-        "answers that stop before the cap",
-        "share",
-        None,
-        lambda r: r.text.stopped_share,
-        _continuous,
-        "1.0",
+        "answers that stop before the cap", "share", None, lambda r: r.text.stopped_share, "1.0"
     ),
     "sink_strength": Outcome(
-        "S of the VLM-LM",
-        "nats",
-        True,
-        lambda r: r.sink.sink_strength,
-        _continuous,
-        "not an answer score",
-        S_SHIFT,
+        "S of the VLM-LM", "nats", True, lambda r: r.sink.sink_strength, "not an answer score", S_SHIFT
     ),
     "visual_accuracy": Outcome(
         "visual accuracy, held-out questions",
         "points",
         True,
         lambda r: 100 * _visual(r).accuracy,
-        lambda r: 100 / _visual(r).n,
         "not a text outcome",
         100 * VISUAL_GAIN,
+        resolution=lambda r: 100 / _visual(r).n,
     ),
 }
 #: The primary outcome, named before the runs: continuous, paired per prompt, blind to answer length.
@@ -209,29 +169,21 @@ class Question:
 
 def questions(compare: str, doses: Sequence[str]) -> dict[str, Question]:
     """The experiment's questions for a compared dose ``compare`` and the other doses."""
-    vl = f"vl/{compare}"
+    vl, none, text = f"vl/{compare}", f"vl/{compare}/none", f"text/{compare}/none"
     asked = {
-        "damage": Question("Does VL fine-tuning damage the text outcomes?", f"{vl}/none", "base", "worse"),
+        "damage": Question("Does VL fine-tuning damage the text outcomes?", none, "base", "worse"),
         "text_damage": Question(
-            "Does text-only training of the same size damage them?", f"text/{compare}/none", "base", "worse"
+            "Does text-only training of the same size damage them?", text, "base", "worse"
         ),
-        "vl_vs_text": Question(
-            "Does VL training damage more than text-only training?",
-            f"{vl}/none",
-            f"text/{compare}/none",
-            "worse",
-        ),
+        "vl_vs_text": Question("Does VL training damage more than text-only training?", none, text, "worse"),
     }
     for dose in doses:
         if dose != compare:
             asked[f"dose_{dose}"] = Question(
-                f"Does the {compare} dose damage more than the {dose} dose?",
-                f"{vl}/none",
-                f"vl/{dose}/none",
-                "worse",
+                f"Does the {compare} dose damage more than the {dose} dose?", none, f"vl/{dose}/none", "worse"
             )
     asked["positive_control"] = Question(
-        "Does the positive control (the LM frozen) protect?", f"{vl}/frozen_lm", f"{vl}/none", "better"
+        "Does the positive control (the LM frozen) protect?", f"{vl}/frozen_lm", none, "better"
     )
     for arm, what in (
         ("sink", "freezing the sink heads"),
@@ -239,7 +191,7 @@ def questions(compare: str, doses: Sequence[str]) -> dict[str, Question]:
         ("all_qk", "freezing every head's query/key rows"),
     ):
         asked[f"protect_{arm}"] = Question(
-            f"Does {what} protect?", f"{vl}/{arm}", f"{vl}/none", "better", protection=True, about_sink=True
+            f"Does {what} protect?", f"{vl}/{arm}", none, "better", protection=True, about_sink=True
         )
     asked["sink_vs_random"] = Question(
         "Do the sink heads protect more than matched random heads?",
@@ -347,11 +299,9 @@ def summarize(results: Results) -> Analysis:
     compare_none = groups.get(f"vl/{config.compare_dose}/none", {})
     comparisons: dict[str, Comparison] = {}
     separated: dict[str, bool] = {}
-    shifts = (
-        [compare_none[s].sink.sink_strength - results.base.sink.sink_strength for s in sorted(compare_none)]
-        if results.base is not None
-        else []
-    )
+    pool = [compare_none[s] for s in sorted(compare_none)]
+    base_s = results.base.sink.sink_strength if results.base is not None else None
+    shifts = [run.sink.sink_strength - base_s for run in pool] if base_s is not None else []
     moved = sink_moved(shifts) if shifts else None
     for name, question in questions(config.compare_dose, list(config.doses)).items():
         treated = groups.get(question.treated, {})
@@ -359,7 +309,6 @@ def summarize(results: Results) -> Analysis:
         seeds = sorted(set(treated) & (set(control) if control is not None else set(treated)))
         if not seeds or (control is None and results.base is None):
             continue
-        pool = [compare_none[s] for s in sorted(compare_none)]
         effects = {}
         for key, outcome in OUTCOMES.items():
             treated_values = np.array([outcome.read(treated[s]) for s in seeds])

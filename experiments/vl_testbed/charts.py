@@ -1,14 +1,12 @@
-"""Charts of the VL fine-tuning testbed (the Training dynamics page) that show every run, not only averages, each
-one Vega-Lite declaration (:mod:`sinkbench.charts`):
-
-* :class:`PairedChart`: one outcome per arm, each seed a line joining its arms (the pairing the statistics use);
-* :class:`LengthChart`: the answer lengths of every run group, every answer shown over its box;
-* :class:`TrajectoryChart`: S against training step, per arm, every seed.
+"""Charts of the Training dynamics page that show every run, not only averages (Vega-Lite, :mod:`sinkbench.charts`):
+:class:`PairedChart` (each seed a line across the arms), :class:`LengthChart` (every answer's length per run group)
+and :class:`TrajectoryChart` (S against training step, every seed).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import median
 from typing import Any
 
 from sinkbench import charts
@@ -114,7 +112,7 @@ class LengthChart(Chart):
     def alt(self) -> str:
         """One-paragraph description for ``alt`` and ``<desc>``."""
         parts = "; ".join(
-            f"{label}: median {_median(lengths):.0f} tokens over {len(lengths)} answers, {100 * stopped:.0f}% "
+            f"{label}: median {median(lengths):.0f} tokens over {len(lengths)} answers, {100 * stopped:.0f}% "
             "stopped before the cap"
             for label, lengths, stopped in self.groups
         )
@@ -167,12 +165,6 @@ class LengthChart(Chart):
                 },
             ],
         }
-
-
-def _median(values: tuple[int, ...]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return float(ordered[middle]) if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def _fmt(value: float | None) -> str:

@@ -1,16 +1,10 @@
-"""The testbed's arms: what each protects in stage 2, and the random control matched to the sink heads.
+"""The testbed's arms (:data:`ARMS`): what each protects in stage 2; the random control matched to the sink heads.
 
-:data:`ARMS` names every arm: no protection; the top sink heads frozen; matched random heads frozen; every
-head's query/key rows frozen (the sink arm's mechanism at its largest extent); and the positive control, the
-language model frozen for the whole of stage 2, whose text damage is zero by construction (its VLM-LM keeps
-the base weights), so an outcome on which it does not separate from no protection cannot see a protection.
-
-The random control must differ from the sink arm in one thing only, which heads. :func:`matched_random_heads` draws,
-in every layer band (the model's depth cut into ``bands`` equal parts), as many key/value heads as the sink
-heads occupy there and as many query heads inside them, none of them sharing a key head with a sink head. With
-``protect_sink_heads`` freezing the query rows of each head and the key rows of each key head, both arms then
-freeze the same number of weights in the same bands. The draw uses its own generator, seeded from the run seed
-and a fixed stream number, independent of the data order.
+The positive control freezes the whole LM in stage 2: its VLM-LM keeps the base weights, so an outcome on which it
+does not separate from no protection cannot see a protection. The random control differs from the sink arm in which
+heads only: :func:`matched_random_heads` draws, in every band of depth, as many key/value heads as the sink heads
+occupy there (none shared with a sink head) and as many query heads inside them, so that ``protect_sink_heads``
+freezes as many weights in each band. Its generator is seeded from the run seed and :data:`CONTROL_STREAM`.
 """
 
 from __future__ import annotations
@@ -87,13 +81,8 @@ def frozen_units(heads: Sequence[Sequence[int]], num_heads: int, num_kv_heads: i
 
 @dataclass(frozen=True)
 class ArmSpec:
-    """One arm: how the page names it, which heads' query/key rows it freezes, and whether the LM trains.
-
-    Attributes:
-        label: the arm in words.
-        heads: ``none``, ``sink`` (the top sink heads), ``random`` (matched to them) or ``all`` (every head).
-        lm_trains: False for the positive control (the language model frozen in stage 2).
-    """
+    """One arm: how the page names it, whose query/key rows it freezes (``none``, ``sink``: the top sink heads,
+    ``random``: matched to them, or ``all``), and whether the LM trains (not in the positive control)."""
 
     label: str
     heads: str

@@ -1,13 +1,10 @@
 """The testbed experiment: per seed a shared stage 0 and stage 1, then every run of the plan, each VLM measured as
 a submitter would measure it.
 
-A run (:class:`~experiments.vl_testbed.schema.RunKey`) is one stage-2 data kind (VL chats or the text-only control),
-one dose, one arm and one seed. For each: a fresh LLaVA around the base LM gets the seed's stage-1 vision
-weights, the arm's protection is applied (``protect_sink_heads`` freezes query/key rows; the positive control
-freezes the whole LM), stage 2 trains with the monitor measuring S, the VLM is saved as a LLaVA checkpoint, its
-language model extracted with ``extract_lm(verify=True)``, screened (S with its interval), and given the text
-outcomes of :mod:`experiments.vl_testbed.outcomes`; held-out scenes give the visual accuracy. The state is written
-after every run, so a killed run loses only itself and a rerun resumes.
+A run (:class:`~experiments.vl_testbed.schema.RunKey`: data kind, dose, arm, seed) gives a fresh LLaVA around the
+base LM the seed's stage-1 vision weights, applies the arm's protection, trains stage 2 with the monitor measuring
+S, saves the VLM, extracts its LM with ``extract_lm(verify=True)``, screens it and measures the text outcomes
+(:mod:`.outcomes`) and the visual accuracy. The state is written after every run, so a rerun resumes.
 """
 
 from __future__ import annotations
@@ -79,21 +76,6 @@ def load_base(base_dir: Path, dtype: str = "float32", device: str = "cpu") -> tu
     return model, AutoTokenizer.from_pretrained(base_dir)
 
 
-def _dtype(config: TestbedConfig) -> torch.dtype:
-    """The dtype the recipe evaluates in (generation and visual accuracy)."""
-    return getattr(torch, config.eval_dtype)
-
-
-def sink_record(report: dict[str, Any]) -> SinkRecord:
-    """What the results keep of a ``probe_model`` report."""
-    return SinkRecord(
-        sink_strength=report["sink_strength"],
-        ci=tuple(report["sink_strength_ci"]),
-        secondary={metric.name: report["metrics"][metric.name] for metric in SECONDARY_METRICS},
-        layer_median_g=report["profile"]["layer_median_g"],
-    )
-
-
 def trace_point(record: dict[str, Any]) -> TracePoint:
     """A monitor measurement (``Measurement.trace_record()``) as the results keep it."""
     return TracePoint(
@@ -105,12 +87,9 @@ def trace_point(record: dict[str, Any]) -> TracePoint:
 
 
 class Testbed:
-    """Runs (and resumes) the experiment; checkpoints and scratch go under ``workdir``.
-
-    The state (a :class:`~experiments.vl_testbed.schema.Results` without its analysis) is written to
-    ``workdir / STATE_FILE`` after every stage and run; the finished results, with their analysis, go to
-    ``results`` at the end, so a results file is never partial.
-    """
+    """Runs (and resumes) the experiment; checkpoints and scratch go under ``workdir``. The state (the results
+    without their analysis) is written to ``workdir / STATE_FILE`` after every stage and run; the finished
+    results go to ``results`` at the end, so a results file is never partial."""
 
     def __init__(
         self,
@@ -127,6 +106,7 @@ class Testbed:
         self.resumed_at_load: list[float] | None = None
         self.state = self._resume(header)
         self.reference: ReferenceAnswers | None = None
+        self.dtype = getattr(torch, config.eval_dtype)  # generation and visual accuracy
 
     def _resume(self, header: dict[str, Any]) -> Results:
         fresh = Results.model_validate(
@@ -147,8 +127,8 @@ class Testbed:
         self.resumed_at_load = fresh.machine.load_average_at_start
         return previous.model_copy(update={"config": self.config})
 
-    def _write(self) -> None:
-        write_json_atomic(self.state.model_dump(mode="json", by_alias=True), self.state_file)
+    def _write(self, path: Path | None = None) -> None:
+        write_json_atomic(self.state.model_dump(mode="json", by_alias=True), path or self.state_file)
 
     def _update(self, **fields: Any) -> None:
         self.state = self.state.model_copy(update=fields)
@@ -156,7 +136,7 @@ class Testbed:
 
     def run(self, *, report_only: bool = False) -> Results:
         """Every run of the plan not yet on file, then the analysis; returns the results. ``report_only`` runs
-        nothing and reports the runs on file (a budget cut short: the page shows each group's seeds).
+        nothing and reports the runs on file (the page shows each group's seeds).
 
         Raises:
             ValueError: ``report_only`` with no base model or no run on file.
@@ -181,7 +161,7 @@ class Testbed:
         self.state = with_trivial_proof_subset(self.state, self.inputs.docs)
         self.state = self.state.model_copy(update={"analysis": analysis.summarize(self.state)})
         self._write()
-        write_json_atomic(self.state.model_dump(mode="json", by_alias=True), self.results)
+        self._write(self.results)
         return self.state
 
     def ensure_base(self) -> BaseRecord:
@@ -206,7 +186,7 @@ class Testbed:
         """The text outcomes of a causal-LM folder (``generated``: its answers when already made, the base's)."""
         config = self.config
         model, tokenizer = load_base(lm_dir, config.eval_dtype, config.device)
-        outcomes = measure_text(
+        return measure_text(
             model,
             tokenizer,
             self.inputs.docs,
@@ -214,17 +194,21 @@ class Testbed:
             self._reference(),
             max_new_tokens=config.max_new_tokens,
             batch_size=config.eval_batch,
-            generate_dtype=_dtype(config),
+            generate_dtype=self.dtype,
             generated=generated,
         )
-        return TextRecord.model_validate(outcomes.to_dict())
 
     def screen(self, lm_dir: Path) -> SinkRecord:
         """S of a causal-LM folder, as ``sinkbench screen`` measures it."""
         from sinkbench.sink.probe_model import probe_model
 
         report, _ = probe_model(str(lm_dir), progress=False, device=self.config.device)
-        return sink_record(report)
+        return SinkRecord(
+            sink_strength=report["sink_strength"],
+            ci=tuple(report["sink_strength_ci"]),
+            secondary={metric.name: report["metrics"][metric.name] for metric in SECONDARY_METRICS},
+            layer_median_g=report["profile"]["layer_median_g"],
+        )
 
     def _base(self) -> BaseRecord:
         """The untouched base LM through the same measurements, and an untrained VLM's visual accuracy."""
@@ -240,35 +224,37 @@ class Testbed:
             self.inputs.docs,
             max_new_tokens=config.max_new_tokens,
             batch_size=config.eval_batch,
-            generate_dtype=_dtype(config),
+            generate_dtype=self.dtype,
         )
         del model
         text = self.measure_text_of(self.inputs.base_dir, generated)
         measured = time.perf_counter()
-        lm, tokenizer = load_base(self.inputs.base_dir, device=config.device)
-        vlm = build_vlm(lm, tokenizer, config.vision, seed=0).to(config.device)
-        visual = visual_accuracy(vlm, tokenizer, self.items, config.vision.image_tokens, dtype=_dtype(config))
         return BaseRecord(
             sink=sink,
             text=text,
             reference_token_ids=[list(ids) for ids in self.reference.token_ids],
-            visual_untrained=visual,
+            visual_untrained=self._visual(*self._fresh_vlm(0)),
             seconds={"screen": round(screened - started, 1), "text": round(measured - screened, 1)},
         )
+
+    def _fresh_vlm(self, seed: int) -> tuple[torch.nn.Module, Any]:
+        """A LLaVA around a fresh base LM (vision side from ``seed``) on the device, and its tokenizer."""
+        lm, tokenizer = load_base(self.inputs.base_dir, device=self.config.device)
+        return build_vlm(lm, tokenizer, self.config.vision, seed=seed).to(self.config.device), tokenizer
+
+    def _visual(self, vlm: torch.nn.Module, tokenizer: Any) -> VisualRecord:
+        """The held-out visual accuracy of ``vlm``."""
+        accuracy = visual_accuracy(
+            vlm, tokenizer, self.items, self.config.vision.image_tokens, dtype=self.dtype
+        )
+        return VisualRecord.model_validate(accuracy)
 
     def visual_of(self, vlm_dir: Path) -> VisualRecord:
         """The held-out visual accuracy of a saved VLM folder (a LLaVA checkpoint)."""
         from transformers import AutoTokenizer, LlavaForConditionalGeneration
 
-        vlm = LlavaForConditionalGeneration.from_pretrained(vlm_dir, dtype=torch.float32).to(
-            self.config.device
-        )
-        tokenizer = AutoTokenizer.from_pretrained(vlm_dir)
-        return VisualRecord.model_validate(
-            visual_accuracy(
-                vlm, tokenizer, self.items, self.config.vision.image_tokens, dtype=_dtype(self.config)
-            )
-        )
+        vlm = LlavaForConditionalGeneration.from_pretrained(vlm_dir, dtype=torch.float32)
+        return self._visual(vlm.to(self.config.device), AutoTokenizer.from_pretrained(vlm_dir))
 
     def run_dir(self, key: RunKey) -> Path:
         """Where a run's VLM (``vlm/``) and VLM-LM (``lm/``) are saved (kept for the runs in ``config.keep``)."""
@@ -283,8 +269,7 @@ class Testbed:
             return
         self.log(f"seed {seed}: stages 0 and 1")
         config = self.config
-        lm, tokenizer = load_base(self.inputs.base_dir, device=config.device)
-        vlm = build_vlm(lm, tokenizer, config.vision, seed=seed).to(config.device)
+        vlm, tokenizer = self._fresh_vlm(seed)
         stage0 = pretrain_encoder(vlm, config.vision, seed, config.stage0_steps, config.stage0_batch)
         count = config.stage1.steps * config.stage1.batch_size
         data = stage_data("stage1", seed, count, tokenizer, config.vision)
@@ -294,10 +279,8 @@ class Testbed:
         record = SeedRecord(
             seed=seed,
             stage0=stage0,
-            stage1={**result.to_dict(), "supervised_tokens": data.supervised_tokens},
-            visual_after_stage1=visual_accuracy(
-                vlm, tokenizer, self.items, config.vision.image_tokens, dtype=_dtype(config)
-            ),
+            stage1=result.to_dict(),
+            visual_after_stage1=self._visual(vlm, tokenizer),
         )
         others = [r for r in self.state.seeds if r.seed != seed]
         self._update(seeds=sorted([*others, record], key=lambda r: r.seed))
@@ -310,8 +293,7 @@ class Testbed:
 
         config, inputs = self.config, self.inputs
         started = time.perf_counter()
-        lm, tokenizer = load_base(inputs.base_dir, device=config.device)
-        vlm = build_vlm(lm, tokenizer, config.vision, seed=key.seed).to(config.device)
+        vlm, tokenizer = self._fresh_vlm(key.seed)
         vlm.load_state_dict(torch.load(self._stage1_path(key.seed)), strict=False)
         heads = arm_heads(key.arm, key.seed, inputs.sink_heads, inputs.shape, config.bands)
         handle = protect_sink_heads(vlm, heads, mode="freeze") if heads else None
@@ -357,13 +339,13 @@ class Testbed:
         if handle is not None:
             handle.remove()
         visual_started = time.perf_counter()
-        visual = visual_accuracy(vlm, tokenizer, self.items, config.vision.image_tokens, dtype=_dtype(config))
+        visual = self._visual(vlm, tokenizer)
         run_dir = self.run_dir(key)
         shutil.rmtree(run_dir, ignore_errors=True)
         extract_started = time.perf_counter()
         save_vlm(vlm, tokenizer, config.vision, run_dir / "vlm")
         extraction = extract_lm(str(run_dir / "vlm"), run_dir / "lm", verify=True).provenance["verification"]
-        del vlm, lm
+        del vlm
         screen_started = time.perf_counter()
         sink = self.screen(run_dir / "lm")
         text_started = time.perf_counter()
@@ -381,7 +363,7 @@ class Testbed:
                 "rows_unchanged": unchanged,
                 "lm_trained": spec.train_lm,
             },
-            stage2={**result.to_dict(), "supervised_tokens": data.supervised_tokens},
+            stage2=result.to_dict(),
             trace=trace,
             visual=visual,
             extraction=extraction,
@@ -404,8 +386,6 @@ def ifeval_subset_record(
 ) -> dict[str, Any]:
     """What the results file records of the IFEval prompts: the file, the rule, the indices and keys, which of
     them a trivial answer fails, and what the trivial answers score."""
-    from experiments.vl_testbed.outcomes import trivial_scores
-
     chosen = [docs[i] for i in indices]
     return {
         **source,
@@ -419,7 +399,8 @@ def ifeval_subset_record(
 def with_trivial_proof_subset(results: Results, docs: Sequence[dict[str, Any]]) -> Results:
     """``results`` with the non-trivial subset narrowed to the prompts that every run's most frequent answer fails
     too (:func:`~experiments.vl_testbed.outcomes.frequent_answers`), and every model's strict score on it
-    recomputed from its per-prompt outcomes. ``docs`` are the experiment's IFEval prompts, in order."""
+    recomputed from its per-prompt outcomes. ``docs`` are the experiment's IFEval prompts, in order; ``results``
+    hold the base model's record."""
     frequent = frequent_answers(run.text.answers for run in results.runs)
     kept = sorted(set(non_trivial_prompts(docs)) & set(non_trivial_prompts(docs, frequent)))
 
@@ -434,17 +415,13 @@ def with_trivial_proof_subset(results: Results, docs: Sequence[dict[str, Any]]) 
             "trivial_scores": trivial_scores(docs),
             "trivial_answers": list(TRIVIAL_ANSWERS),
             "frequent_answers": frequent,
-            "base_passes_non_trivial": sum(results.base.text.ifeval.strict_by_prompt[i] for i in kept)
-            if results.base is not None
-            else None,
+            "base_passes_non_trivial": sum(results.base.text.ifeval.strict_by_prompt[i] for i in kept),
         }
     )
     return results.model_copy(
         update={
             "ifeval_subset": subset,
-            "base": results.base.model_copy(update={"text": narrowed(results.base.text)})
-            if results.base is not None
-            else None,
+            "base": results.base.model_copy(update={"text": narrowed(results.base.text)}),
             "runs": [run.model_copy(update={"text": narrowed(run.text)}) for run in results.runs],
         }
     )

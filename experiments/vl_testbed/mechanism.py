@@ -1,12 +1,9 @@
 """Did stage 2 move the sink? Each head's attention on the first token, before and after, on text and with an image.
 
-:func:`first_token_attention` runs a LLaVA (eager attention, one prompt at a time, so no padding shifts the first
-token) and keeps, per prompt, each language-model head's attention on the first token averaged over the last
-:data:`~sinkbench.sink.metrics.LAST_QUERIES` queries: the paper's C.3 probe (position-0 attention), kept per head.
-The prompts are the probe's calibration prompts in the chat template (text only) and held-out scene questions
-with their image (:func:`image_prompts`). :func:`sink_shift` pairs two such measurements prompt by prompt (the
-VLM before stage 2, whose language model is the base's, and after) and gives the change over every head and over
-the sink heads, with percentile bootstrap intervals over prompts, and each head's change.
+:func:`first_token_attention` keeps, per prompt, each language-model head's attention on the first token averaged
+over the last :data:`~sinkbench.sink.metrics.LAST_QUERIES` queries (the paper's C.3 probe, per head), one prompt at
+a time with eager attention; :func:`sink_shift` pairs two such measurements prompt by prompt (before and after stage
+2) and gives the change over every head and over the sink heads, with bootstrap intervals over prompts.
 """
 
 from __future__ import annotations

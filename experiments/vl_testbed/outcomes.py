@@ -1,20 +1,13 @@
 """The testbed's text outcomes of one causal LM, chosen so that a loss of any length shows.
 
-A strict IFEval score alone cannot tell a model that lost its instruction following from one that learned to
-answer every prompt in one word: an almost empty answer passes the negative constraints ("no commas", "fewer
-than N sentences"). :func:`measure_text` therefore reports, for the testbed's IFEval prompts:
-
-* **strict and loose accuracy** (prompt and instruction level, lm-eval's checkers), on all the prompts and on
-  the **non-trivial** ones, those that both :data:`TRIVIAL_ANSWERS` fail (:func:`non_trivial_prompts`), where
-  a collapsed answer scores 0 by construction;
-* **answer length** in tokens and whether each answer **stopped** before the token cap;
-* the **teacher-forced NLL** of the base model's own greedy answers (:class:`ReferenceAnswers`), per prompt:
-  ``nll`` is the mean negative log-likelihood per answer token (with its end-of-turn token when the answer
-  ended); ``nll_continue`` leaves the decision to stop out, scoring each non-final token against the model's
-  distribution over the tokens that do not end the turn (``-log p(t) + log(1 - p(stop))``), so a model that
-  only learned to stop early is not penalised by it. Both are continuous and paired per prompt.
-
-Answers are greedy; generation runs in ``generate_dtype`` (bfloat16 by default), the NLL in float32.
+An almost empty answer passes IFEval's negative constraints ("no commas"), so a strict score alone cannot tell lost
+instruction following from one-word answers. :func:`measure_text` reports strict and loose IFEval, also on the
+**non-trivial** prompts that every one of :data:`TRIVIAL_ANSWERS` fails (a collapsed answer scores 0 there), answer
+lengths and whether each answer stopped before the cap, and per prompt the **teacher-forced NLL** of the base
+model's own greedy answers (:class:`ReferenceAnswers`): ``nll`` per answer token (the end-of-turn token included
+when the answer ended), and ``nll_continue``, which leaves the decision to stop out (each non-final token scored as
+``-log p(t) + log(1 - p(stop))``), so a model that only learned to stop early is not penalised by it.
+Answers are greedy, generated in ``generate_dtype`` (bfloat16 by default); the NLL is computed in float32.
 """
 
 from __future__ import annotations
@@ -27,7 +20,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from experiments.vl_testbed.ifeval_short import IfevalScores, grade
+from experiments.vl_testbed.ifeval_short import grade
+from experiments.vl_testbed.schema import TextRecord
 
 #: The trivial answers of the non-trivial subset: empty, one word, a digit (IFEval's language check passes a digit),
 #: an empty JSON object, and "I" (an all-caps word). At report time each run's own most frequent answer joins them
@@ -53,11 +47,11 @@ def trivial_scores(
 ) -> dict[str, dict[str, float]]:
     """What each trivial answer, given to every prompt, scores on the strict outcomes (prompt-level strict on all
     prompts, and instruction-level strict)."""
-    scores = {}
-    for answer in answers:
-        graded = grade(docs, [answer] * len(docs), [0] * len(docs))
-        scores[answer] = {"prompt_strict": graded.prompt_strict, "inst_strict": graded.inst_strict}
-    return scores
+    graded = {answer: grade(docs, [answer] * len(docs), [0] * len(docs)) for answer in answers}
+    return {
+        answer: {"prompt_strict": g.prompt_strict, "inst_strict": g.inst_strict}
+        for answer, g in graded.items()
+    }
 
 
 def frequent_answers(answer_lists: Iterable[Sequence[str]]) -> list[str]:
@@ -185,36 +179,6 @@ def answer_nll(
     return nll, nll_continue
 
 
-@dataclass(frozen=True)
-class TextOutcomes:
-    """Every text outcome of one model on the testbed's prompts (per prompt where paired analyses need it)."""
-
-    ifeval: IfevalScores
-    non_trivial_strict: float
-    non_trivial_prompts: int
-    nll: tuple[float, ...]
-    nll_continue: tuple[float, ...]
-    answer_tokens: tuple[int, ...]
-    stopped: tuple[bool, ...]
-    answers: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready."""
-        return {
-            "ifeval": self.ifeval.to_dict(),
-            "non_trivial_strict": self.non_trivial_strict,
-            "non_trivial_prompts": self.non_trivial_prompts,
-            "nll_mean": float(np.nanmean(self.nll)),
-            "nll_continue_mean": float(np.nanmean(self.nll_continue)),
-            "nll": list(self.nll),
-            "nll_continue": list(self.nll_continue),
-            "answer_tokens_median": float(np.median(self.answer_tokens)),
-            "stopped_share": float(np.mean(self.stopped)),
-            "stopped": [int(s) for s in self.stopped],
-            "answers": list(self.answers),
-        }
-
-
 def measure_text(
     model: Any,
     tokenizer: Any,
@@ -226,7 +190,7 @@ def measure_text(
     batch_size: int,
     generate_dtype: torch.dtype = torch.bfloat16,
     generated: Generated | None = None,
-) -> TextOutcomes:
+) -> TextRecord:
     """Every text outcome of ``model``, given in float32 (the NLL's precision) and then cast to ``generate_dtype``
     for generation, and left so; ``generated`` reuses answers already generated the same way (the base model's)."""
     nll, nll_continue = answer_nll(model, tokenizer, reference)
@@ -235,15 +199,18 @@ def measure_text(
         generated = generate(model.to(generate_dtype), tokenizer, prompts, max_new_tokens, batch_size)
     scores = grade(docs, generated.texts, generated.lengths)
     strict = np.array(scores.strict_by_prompt, dtype=float)
-    return TextOutcomes(
+    return TextRecord(
         ifeval=scores,
         non_trivial_strict=float(strict[list(non_trivial)].mean()) if len(non_trivial) else float("nan"),
         non_trivial_prompts=len(non_trivial),
-        nll=tuple(nll),
-        nll_continue=tuple(nll_continue),
-        answer_tokens=tuple(generated.lengths),
-        stopped=generated.stopped,
-        answers=generated.texts,
+        nll_mean=float(np.nanmean(nll)),
+        nll_continue_mean=float(np.nanmean(nll_continue)),
+        nll=nll,
+        nll_continue=nll_continue,
+        answer_tokens_median=float(np.median(generated.lengths)),
+        stopped_share=float(np.mean(generated.stopped)),
+        stopped=[int(s) for s in generated.stopped],
+        answers=list(generated.texts),
     )
 
 

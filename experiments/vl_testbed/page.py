@@ -1,16 +1,15 @@
-"""The site's Training dynamics page, rendered from the testbed's results file (``results/vl_testbed.json``) through
-its schema (:class:`experiments.vl_testbed.schema.Results`) into ``page/`` (``python -m
-experiments.vl_testbed.page``): one sentence per question, tables of every run group and every paired comparison,
-and charts that show every run.
-
-A file that does not fit the schema is one :class:`~experiments.page_fragment.SourceInvalid` line naming the
-file, the field and the fix. Every number on the page is in the file (its ``analysis`` block holds the
-statistics) or read from it in one line here; nothing is recomputed.
+"""The site's Training dynamics page (``python -m experiments.vl_testbed.page``), rendered from the testbed's results
+file through its schema (:class:`experiments.vl_testbed.schema.Results`) into ``page/``: one sentence per question,
+tables of every run group and paired comparison, and charts that show every run. A file that does not fit the
+schema is one :class:`~experiments.page_fragment.SourceInvalid` line (file, field, fix). Every number on the page
+is in the file (its ``analysis`` block holds the statistics) or read from it in one line here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from experiments.page_fragment import (
     ResultsFile,
@@ -24,7 +23,7 @@ from experiments.page_fragment import (
 from experiments.vl_testbed.analysis import OUTCOMES, PRIMARY
 from experiments.vl_testbed.charts import LengthChart, PairedChart, TrajectoryChart
 from experiments.vl_testbed.controls import ARMS
-from experiments.vl_testbed.schema import Comparison, Effect, PilotResults, Results
+from experiments.vl_testbed.schema import Comparison, PilotResults, PilotRun, Results, RunRecord
 from experiments.vl_testbed.verdicts import HEAD_SHIFT, RULES, S_SHIFT, VISUAL_GAIN, compare_backbones
 from sinkbench.leaderboard.consistency import fact_key, model_ref
 from sinkbench.leaderboard.content import PlotRef
@@ -86,6 +85,11 @@ class TestbedResults(ResultsFile[Results]):
         groups = self.data.analysis.groups
         return [arm for arm in ARMS if f"vl/{self.compare}/{arm}" in groups]
 
+    @property
+    def compared_groups(self) -> list[str]:
+        """The run groups of those arms."""
+        return [f"vl/{self.compare}/{arm}" for arm in self.arms]
+
     def group_label(self, name: str) -> str:
         """How the page names a run group ``data/dose/arm``."""
         data, dose, arm = name.split("/")
@@ -97,9 +101,8 @@ class TestbedResults(ResultsFile[Results]):
     @property
     def group_names(self) -> list[str]:
         """Every run group on file: the compared arms first, then the other doses and the text-only control."""
-        groups = self.data.analysis.groups
-        first = [f"vl/{self.compare}/{arm}" for arm in self.arms]
-        return first + sorted(name for name in groups if name not in first)
+        first = self.compared_groups
+        return first + sorted(name for name in self.data.analysis.groups if name not in first)
 
     @property
     def compared_seeds(self) -> int:
@@ -115,11 +118,6 @@ class TestbedResults(ResultsFile[Results]):
             return f"{next(iter(counts.values()))} seeds"
         each = "; ".join(f"{self.group_label(name)} {count}" for name, count in counts.items())
         return f"Seeds per run group: {each} (of the {len(self.data.config.seeds)} planned; the others were not run)"
-
-    def effect(self, question: str, outcome: str) -> Effect | None:
-        """The paired effect of ``question`` on ``outcome``, if on file."""
-        comparison = self.data.analysis.comparisons.get(question)
-        return None if comparison is None else comparison.effects.get(outcome)
 
     @property
     def margins_fixed(self) -> str:
@@ -141,15 +139,16 @@ class TestbedResults(ResultsFile[Results]):
         comparison = self.comparisons[question]
         parts = []
         for key in SENTENCE_OUTCOMES:
-            effect = comparison.effects[key]
-            outcome = OUTCOMES[key]
+            effect, outcome, digits = comparison.effects[key], OUTCOMES[key], _digits(key)
+            low, high = effect.ci95
             parts.append(
-                f"{VERDICT_WORDS[effect.verdict].lower()} on the {outcome.label} ({_signed(effect.mean, key)} "
-                f"{outcome.unit}, 95% CI {_ci(effect, key)}; exact sign-flip p = {_p(effect.p_sign_flip)}, "
-                f"{effect.positive} up, {effect.negative} down, {effect.zero} equal of {len(effect.differences)} seeds"
-                + (f"; margin ±{_number(effect.margin, key)}" if effect.margin is not None else "")
+                f"{VERDICT_WORDS[effect.verdict].lower()} on the {outcome.label} ({_fmt(effect.mean, digits, '+')} "
+                f"{outcome.unit}, 95% CI [{_fmt(low, digits, '+')}, {_fmt(high, digits, '+')}]; exact sign-flip p = "
+                f"{_fmt(effect.p_sign_flip, 3)}, {effect.positive} up, {effect.negative} down, {effect.zero} equal "
+                f"of {len(effect.differences)} seeds"
+                + (f"; margin ±{_fmt(effect.margin, digits)}" if effect.margin is not None else "")
                 + (
-                    f"; smallest detectable {_number(effect.minimum_detectable, key)}"
+                    f"; smallest detectable {_fmt(effect.minimum_detectable, digits)}"
                     if effect.minimum_detectable is not None
                     else ""
                 )
@@ -164,59 +163,36 @@ class TestbedResults(ResultsFile[Results]):
     def charts(self) -> dict[str, PlotRef]:
         """Every chart of the page by its :data:`PLOT_PATHS` key."""
         base = self.data.base
-        arms = self.arms
-        labels = tuple(ARMS[arm].label for arm in arms)
 
-        def per_seed(outcome: str, names: list[str]) -> tuple[tuple[int, tuple[float | None, ...]], ...]:
-            runs = {(run.key.data, run.key.dose, run.key.arm, run.key.seed): run for run in self.data.runs}
-            rows = []
-            for seed in self.data.config.seeds:
-                values = []
-                for name in names:
-                    run = runs.get((*name.split("/"), seed))
-                    values.append(None if run is None else OUTCOMES[outcome].read(run))
-                rows.append((seed, tuple(values)))
-            return tuple(row for row in rows if any(v is not None for v in row[1]))
+        def paired(outcome: str, unit: str, names: list[str]) -> PairedChart:
+            """``outcome`` of the groups ``names``, one row per seed that has a run, against the base model."""
+            read = OUTCOMES[outcome].read
+            by_seed = [{run.key.seed: run for run in self._runs(name)} for name in names]
+            rows = [
+                (seed, tuple(read(runs[seed]) if seed in runs else None for runs in by_seed))
+                for seed in self.data.config.seeds
+            ]
+            return PairedChart(
+                f"{OUTCOMES[outcome].label} ({unit})",
+                tuple(self.group_label(name) for name in names),
+                tuple(row for row in rows if any(v is not None for v in row[1])),
+                read(base),
+                "base LM",
+            )
 
-        compared = [f"vl/{self.compare}/{arm}" for arm in arms]
-        training = [name for name in self.group_names if name.endswith("/none")]
-        primary, strict = OUTCOMES[PRIMARY], OUTCOMES["non_trivial_strict"]
+        lengths = [("base LM", tuple(base.text.ifeval.answer_tokens), base.text.stopped_share)]
+        for name in self.group_names:
+            runs = self._runs(name)
+            tokens = tuple(n for run in runs for n in run.text.ifeval.answer_tokens)
+            lengths.append(
+                (self.group_label(name), tokens, sum(r.text.stopped_share for r in runs) / len(runs))
+            )
+        primary_unit = OUTCOMES[PRIMARY].unit
         charts = {
-            "primary": PairedChart(
-                f"{primary.label} ({primary.unit})",
-                labels,
-                per_seed(PRIMARY, compared),
-                primary.read(base),
-                "base LM",
-            ),
-            "non_trivial": PairedChart(
-                f"{strict.label} (%)",
-                labels,
-                per_seed("non_trivial_strict", compared),
-                strict.read(base),
-                "base LM",
-            ),
-            "damage": PairedChart(
-                f"{primary.label} ({primary.unit})",
-                tuple(self.group_label(name) for name in training),
-                per_seed(PRIMARY, training),
-                primary.read(base),
-                "base LM",
-            ),
-            "lengths": LengthChart(
-                (
-                    ("base LM", tuple(base.text.ifeval.answer_tokens), base.text.stopped_share),
-                    *(
-                        (
-                            self.group_label(name),
-                            tuple(n for run in self._runs(name) for n in run.text.ifeval.answer_tokens),
-                            sum(run.text.stopped_share for run in self._runs(name)) / len(self._runs(name)),
-                        )
-                        for name in self.group_names
-                    ),
-                ),
-                self.data.config.max_new_tokens,
-            ),
+            "primary": paired(PRIMARY, primary_unit, self.compared_groups),
+            "non_trivial": paired("non_trivial_strict", "%", self.compared_groups),
+            "damage": paired(PRIMARY, primary_unit, [n for n in self.group_names if n.endswith("/none")]),
+            "lengths": LengthChart(tuple(lengths), self.data.config.max_new_tokens),
             "trace": TrajectoryChart(
                 tuple(
                     (
@@ -225,18 +201,16 @@ class TestbedResults(ResultsFile[Results]):
                             tuple((p.step, p.sink_strength) for p in run.trace) for run in self._runs(name)
                         ),
                     )
-                    for name in compared
+                    for name in self.compared_groups
                 ),
                 model_label=f"testbed LLaVA on {self.data.model.get('id', 'the base LM')} (stage 2)",
             ),
         }
         return {key: PlotRef(path, charts[key]) for key, path in PLOT_PATHS.items()}
 
-    def _runs(self, name: str) -> list:
-        data, dose, arm = name.split("/")
-        return [
-            run for run in self.data.runs if (run.key.data, run.key.dose, run.key.arm) == (data, dose, arm)
-        ]
+    def _runs(self, name: str) -> list[RunRecord]:
+        """The runs of the group ``data/dose/arm``, in file order."""
+        return [run for run in self.data.runs if f"{run.key.data}/{run.key.dose}/{run.key.arm}" == name]
 
     @property
     def base_model(self) -> str:
@@ -293,21 +267,9 @@ def _digits(outcome: str) -> int:
     return 3 if OUTCOMES[outcome].unit in ("nats/token", "nats", "share") else 1
 
 
-def _number(value: float | None, outcome: str) -> str:
-    return "n/a" if value is None else f"{value:.{_digits(outcome)}f}"
-
-
-def _signed(value: float | None, outcome: str) -> str:
-    return "n/a" if value is None else f"{value:+.{_digits(outcome)}f}"
-
-
-def _p(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
-
-
-def _ci(effect: Effect, outcome: str) -> str:
-    low, high = effect.ci95
-    return f"[{_signed(low, outcome)}, {_signed(high, outcome)}]"
+def _fmt(value: float | None, digits: int, sign: str = "") -> str:
+    """``value`` to ``digits`` decimals (``sign`` "+": always signed), "n/a" for None."""
+    return "n/a" if value is None else f"{value:{sign}.{digits}f}"
 
 
 def read_testbed(path: Path, shown: str) -> TestbedResults:
@@ -344,49 +306,50 @@ def backbone_answers(first: PilotResults, second: PilotResults) -> list[str]:
     sentences = []
     what = {setting["name"]: setting["what"] for setting in second.settings}
     a, b = first.backbone, second.backbone
+    pilots = (first, second)
     for name in (n for n in second.verdicts.settings if n in first.verdicts.settings):
-        runs = [[run for run in pilot.runs if run.setting == name] for pilot in (first, second)]
-        shift = [[abs(run.s_shift) for run in mine] for mine in runs]
-        gap = [[run.margin["b_gap"] for run in mine] for mine in runs]
-        texts = [[run.first_token_attention["text"] for run in mine] for mine in runs]
-        share = [[100 * text["heads_moved"] / text["heads"] for text in mine] for mine in texts]
-        heads = [[text["sink_heads"]["change"]["mean"] for text in mine] for mine in texts]
+        runs = [[run for run in pilot.runs if run.setting == name] for pilot in pilots]
+        shift = _each(runs, lambda run: abs(run.s_shift))
+        gap = _each(runs, lambda run: run.margin["b_gap"])
+        text = _each(runs, lambda run: run.first_token_attention["text"])
+        share = [[100 * t["heads_moved"] / t["heads"] for t in mine] for mine in text]
+        heads = [[t["sink_heads"]["change"]["mean"] for t in mine] for mine in text]
         sentences.append(
             f"{name} ({what[name]}): does {b}'s sink move more than {a}'s? "
             f"{_ANSWERS[compare_backbones(*shift, S_SHIFT)]} (|S shift| "
             f"{_listed(shift[1])} against {_listed(shift[0])} nats; the rule needs every seed apart by {S_SHIFT}); "
-            f"B_gap {_listed(gap[1], 2, '')} against {_listed(gap[0], 2, '')} nats; heads whose first-token attention on text moved "
-            f"(by {HEAD_SHIFT} or more): {_percent(share[1])} against {_percent(share[0])} of all; the top sink heads' "
-            f"first-token attention changed {_listed(heads[1])} against {_listed(heads[0])}."
+            f"B_gap {_listed(gap[1], 2, '')} against {_listed(gap[0], 2, '')} nats; heads whose first-token "
+            f"attention on text moved (by {HEAD_SHIFT} or more): {_listed(share[1], 0, '', '%')} against "
+            f"{_listed(share[0], 0, '', '%')} of all; the top sink heads' first-token attention changed "
+            f"{_listed(heads[1])} against {_listed(heads[0])}."
         )
-        if all("nll_continue" in pilot.base for pilot in (first, second)):
-            margin = OUTCOMES["nll_continue"].margin or 0.0
-            rise = [
-                [run.nll_continue - pilot.base["nll_continue"] for run in mine]
-                for mine, pilot in zip(runs, (first, second), strict=True)
-            ]
-            echo = [[run.echo["rate"] for run in mine] for mine in runs]
-            gain = [[100 * run.visual_gain for run in mine] for mine in runs]
-            copying = [
-                p for p in (first, second) if 2 * p.base.get("copies_prompt", 0) > len(p.base["answers"])
-            ]
-            answer = (
-                "Cannot tell, "
-                + " and ".join(
-                    f"{p.backbone}'s base model repeats the prompt in {p.base['copies_prompt']} of its "
-                    f"{len(p.base['answers'])} answers"
-                    for p in copying
-                )
-                + ", so the NLL of those answers measures leaving the copy, not text damage"
-                if copying
-                else _ANSWERS[compare_backbones(*rise, margin)]
+        if not all("nll_continue" in pilot.base for pilot in pilots):
+            continue
+        margin = OUTCOMES["nll_continue"].margin or 0.0
+        rise = [
+            [run.nll_continue - pilot.base["nll_continue"] for run in mine]
+            for mine, pilot in zip(runs, pilots, strict=True)
+        ]
+        echo = _each(runs, lambda run: run.echo["rate"])
+        gain = _each(runs, lambda run: 100 * run.visual_gain)
+        copying = [p for p in pilots if 2 * p.base.get("copies_prompt", 0) > len(p.base["answers"])]
+        answer = (
+            "Cannot tell, "
+            + " and ".join(
+                f"{p.backbone}'s base model repeats the prompt in {p.base['copies_prompt']} of its "
+                f"{len(p.base['answers'])} answers"
+                for p in copying
             )
-            sentences.append(
-                f"{name}: does {b} lose more than {a}? {answer}: the NLL of its base model's own answers rose "
-                f"{_listed(rise[1])} against {_listed(rise[0])} nats/token (margin {margin}); echo "
-                f"{_listed(echo[1], 2, '')} against {_listed(echo[0], 2, '')}; visual gain {_listed(gain[1], 1)} against "
-                f"{_listed(gain[0], 1)} points."
-            )
+            + ", so the NLL of those answers measures leaving the copy, not text damage"
+            if copying
+            else _ANSWERS[compare_backbones(*rise, margin)]
+        )
+        sentences.append(
+            f"{name}: does {b} lose more than {a}? {answer}: the NLL of its base model's own answers rose "
+            f"{_listed(rise[1])} against {_listed(rise[0])} nats/token (margin {margin}); echo "
+            f"{_listed(echo[1], 2, '')} against {_listed(echo[0], 2, '')}; visual gain {_listed(gain[1], 1)} "
+            f"against {_listed(gain[0], 1)} points."
+        )
     if sentences:
         sentences.append(
             "Two backbones are a direction, not a correlation; their seeds cannot be paired, so a word needs every "
@@ -399,12 +362,12 @@ def backbone_answers(first: PilotResults, second: PilotResults) -> list[str]:
 _ANSWERS = {"more": "Yes", "less": "No, less", "cannot tell": "Cannot tell"}
 
 
-def _percent(numbers: list[float]) -> str:
-    return ", ".join(f"{x:.0f}%" for x in numbers)
+def _each(runs: list[list[PilotRun]], value: Callable[[PilotRun], Any]) -> list[list[Any]]:
+    return [[value(run) for run in mine] for mine in runs]
 
 
-def _listed(numbers: list[float], digits: int = 3, sign: str = "+") -> str:
-    return ", ".join(f"{x:{sign}.{digits}f}" for x in numbers)
+def _listed(numbers: list[float], digits: int = 3, sign: str = "+", unit: str = "") -> str:
+    return ", ".join(_fmt(x, digits, sign) + unit for x in numbers)
 
 
 def page_files(results: Path = RESULTS / TESTBED_FILE) -> dict[str, str]:

@@ -1,25 +1,14 @@
 """The mechanism pilot: in which affordable regime does VL training move the backbone's sink, with the visual task
 learned? Run before any protected arm, on seeds the experiment never uses.
 
-The committed experiment asked whether freezing the sink heads protects text skills, of runs in which the sink
-never moved. This pilot searches what real VL training differs in, one setting at a time (:data:`SETTINGS`):
-stage-2 length and learning rate, image tokens per image, the scale of the projected image features, and a
-text-only share of the reply mix. Each setting trains the no-protection arm on every pilot seed and measures:
-
-* **the sink's perturbation**: S of the VLM-LM with its interval against the base's, the paper's B_gap (median of
-  the realised change of the sink's attention log-odds, ``sinkbench margin``), and each head's attention on the
-  first token before and after stage 2, on text prompts and on prompts with an image (:mod:`.mechanism`);
-* **the visual task**: held-out visual accuracy against the realistic null, the same seed's VLM after stage 1
-  (its language model untouched by VL training);
-* **template echo**: on IFEval prompts drawn at random (recorded seed) from the short-answer set, the share of
-  answers containing a stage-2 reply template (:func:`.replies.echoes_template`), the distinct answers, and the
-  NLL of the base model's own answers (nats/token, the stop decision left out).
-
-The rule that picks the compared regime (:data:`RULE`) is fixed here, before the runs: a setting *moves the sink*
-when S of the VLM-LM differs from the base's by at least :data:`~.verdicts.S_SHIFT` nats, with one sign, on every pilot
-seed; it *learns the visual task* when held-out accuracy beats the same seed's stage-1 VLM by at least
-:data:`~.verdicts.VISUAL_GAIN` on every seed; among the settings that do both, the compared regime is the one with the least
-template echo (then the shortest stage 2). None: the protection questions read "not posed".
+The committed experiment's sink never moved, so its protection questions could not be posed. The pilot changes one
+thing real VL training differs in at a time (:data:`SETTINGS`: stage-2 length and learning rate, image tokens, the
+scale of the projected image features, a text-only share), trains the no-protection arm on every pilot seed and
+measures the sink's perturbation (S against the base's, the paper's B_gap from ``sinkbench margin``, each head's
+first-token attention before and after stage 2 on text and image prompts: :mod:`.mechanism`), the visual gain over
+the same seed's stage-1 VLM, and template echo on random short-answer IFEval prompts (:func:`.replies.echoes_template`,
+distinct answers, and the NLL of the base model's own answers). :data:`RULE`, fixed before the runs, picks the
+compared regime; none: the protection questions read "not posed".
 
     SINKBENCH_DATA_DIR=DIR python -m experiments.vl_testbed.pilot          # resumable, run by run
     python -m experiments.vl_testbed.pilot --settings recipe --seeds 200   # a subset
@@ -46,14 +35,21 @@ from typing import Any
 import numpy as np
 import torch
 
-from experiments.vl_testbed.page import GEMMA_PILOT_FILE, PILOT_FILE
+from experiments.vl_testbed.experiment import load_base
+from experiments.vl_testbed.ifeval_short import short_answer_prompts
+from experiments.vl_testbed.mechanism import first_token_attention, image_prompts, sink_shift, text_prompts
+from experiments.vl_testbed.outcomes import ReferenceAnswers, answer_nll, generate
+from experiments.vl_testbed.page import GEMMA_PILOT_FILE, PILOT_FILE, RESULTS
 from experiments.vl_testbed.replies import ReplyMix, echo_rate, echoes_template
+from experiments.vl_testbed.run import IFEVAL, ROOT, gsm8k_problems, log_since, sink_heads
+from experiments.vl_testbed.scenes import question_items
+from experiments.vl_testbed.schema import RunGroup, TestbedConfig
 from experiments.vl_testbed.specs import StageSpec, VisionSpec
+from experiments.vl_testbed.train import pretrain_encoder, stage_data, train_stage, vision_state
 from experiments.vl_testbed.verdicts import S_SHIFT, VISUAL_GAIN, sink_moved
-
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-RESULTS = HERE / "results" / PILOT_FILE
+from experiments.vl_testbed.visual import visual_accuracy
+from experiments.vl_testbed.vlm import build_vlm, save_vlm
+from sinkbench.safe_io import write_json_atomic
 
 
 @dataclass(frozen=True)
@@ -68,8 +64,8 @@ class Backbone:
 
 
 BACKBONES = {
-    "smollm2": Backbone("smollm2-135m-instruct", "SmolLM2-135M-Instruct", RESULTS),
-    "gemma3": Backbone("gemma3-270m", "Gemma 3 270M", RESULTS.with_name(GEMMA_PILOT_FILE), gemma_turns=True),
+    "smollm2": Backbone("smollm2-135m-instruct", "SmolLM2-135M-Instruct", RESULTS / PILOT_FILE),
+    "gemma3": Backbone("gemma3-270m", "Gemma 3 270M", RESULTS / GEMMA_PILOT_FILE, gemma_turns=True),
 }
 
 RULE = (
@@ -138,10 +134,6 @@ SETTINGS = (
 BY_NAME = {setting.name: setting for setting in SETTINGS}
 
 
-def _vision_key(vision: VisionSpec) -> str:
-    return f"px{vision.image_size}-scale{vision.projector_scale:g}"
-
-
 class Pilot:
     """Runs (and resumes) the pilot; the state is written to ``workdir/state.json`` after every step."""
 
@@ -154,9 +146,6 @@ class Pilot:
         backbone: Backbone = BACKBONES["smollm2"],
         quick: bool = False,
     ) -> None:
-        from experiments.vl_testbed.run import gsm8k_problems, sink_heads
-        from experiments.vl_testbed.schema import RunGroup, TestbedConfig
-
         self.workdir, self.out, self.log, self.quick = workdir, out, log, quick
         self.started = header["created"]
         self.state_file = workdir / "state.json"
@@ -173,31 +162,22 @@ class Pilot:
         )
         self.problems, self.text_source = gsm8k_problems(needs_text)
         self.docs, self.echo_indices = echo_prompts(8 if quick else ECHO_PROMPTS)
-        fresh = {
-            **header,
-            "backbone": backbone.label,
-            "rule": RULE,
-            "settings": [dataclasses.asdict(s) for s in SETTINGS],
-            "runs": [],
-        }
+        self.prompts = [d["prompt"] for d in self.docs]
+        settings = [dataclasses.asdict(s) for s in SETTINGS]
+        fresh = {**header, "backbone": backbone.label, "rule": RULE, "settings": settings, "runs": []}
         fresh["echo_prompts"] = {"seed": ECHO_SEED, "indices_in_ifeval": self.echo_indices}
         self.state = json.loads(self.state_file.read_text()) if self.state_file.is_file() else fresh
-        self.state.update(backbone=backbone.label, rule=RULE, settings=fresh["settings"])
+        self.state.update(backbone=backbone.label, rule=RULE, settings=settings)
 
     def _write(self) -> None:
-        from sinkbench.safe_io import write_json_atomic
-
         write_json_atomic(self.state, self.state_file)
 
     def base(self) -> dict[str, Any]:
         """The base LM's S, its answers to the echo prompts, and what they score (once)."""
         if "base" not in self.state:
             self.log("base model")
-            from experiments.vl_testbed.experiment import load_base
-            from experiments.vl_testbed.outcomes import generate
-
             model, tokenizer = load_base(self.base_dir)
-            answers = generate(model, tokenizer, [d["prompt"] for d in self.docs], ECHO_TOKENS, 16)
+            answers = generate(model, tokenizer, self.prompts, ECHO_TOKENS, 16)
             self.state["base"] = {
                 "sink": _screen(self.base_dir),
                 "answers": list(answers.texts),
@@ -208,33 +188,23 @@ class Pilot:
             self._write()
         base = self.state["base"]
         if "nll_continue" not in base:  # what each run's NLL is read against (absent before 2026-12-04)
-            from experiments.vl_testbed.experiment import load_base
-            from experiments.vl_testbed.outcomes import answer_nll
-
-            model, tokenizer = load_base(self.base_dir)
-            _, nll_continue = answer_nll(model, tokenizer, self.reference())
-            base["nll_continue"] = round(float(np.nanmean(nll_continue)), 5)
+            base["nll_continue"] = self._nll_continue(load_base(self.base_dir))
             self._write()
-        base["copies_prompt"] = copies_prompt(base["answers"], [d["prompt"] for d in self.docs])
+        base["copies_prompt"] = copies_prompt(base["answers"], self.prompts)
         return base
 
-    def reference(self) -> Any:
-        """The base model's answers to the echo prompts, which every run is scored on (teacher-forced)."""
-        from experiments.vl_testbed.outcomes import ReferenceAnswers
-
+    def _nll_continue(self, loaded: tuple[torch.nn.Module, Any]) -> float:
+        """The mean ``nll_continue`` of the base model's answers under a loaded ``(model, tokenizer)``."""
         base = self.state["base"]
-        prompts = tuple(d["prompt"] for d in self.docs)
-        return ReferenceAnswers(prompts, tuple(map(tuple, base["answer_ids"])), tuple(base["stopped"]))
+        reference = ReferenceAnswers(
+            tuple(self.prompts), tuple(map(tuple, base["answer_ids"])), tuple(base["stopped"])
+        )
+        _, nll_continue = answer_nll(*loaded, reference)
+        return round(float(np.nanmean(nll_continue)), 5)
 
     def stage1(self, seed: int, vision: VisionSpec) -> tuple[Path, dict[str, Any]]:
         """The seed's stage-0/1 vision weights for ``vision`` and the stage-1 VLM's measurements (made once)."""
-        from experiments.vl_testbed.experiment import load_base
-        from experiments.vl_testbed.mechanism import first_token_attention, image_prompts, text_prompts
-        from experiments.vl_testbed.train import pretrain_encoder, stage_data, train_stage, vision_state
-        from experiments.vl_testbed.visual import visual_accuracy
-        from experiments.vl_testbed.vlm import build_vlm
-
-        key = f"seed{seed}-{_vision_key(vision)}"
+        key = f"seed{seed}-px{vision.image_size}-scale{vision.projector_scale:g}"
         path = self.workdir / key / "stage1.pt"
         record = self.state.setdefault("stage1", {}).get(key)
         if record is not None and path.is_file():
@@ -250,13 +220,7 @@ class Pilot:
         path.parent.mkdir(parents=True, exist_ok=True)
         torch.save(vision_state(vlm), path)
         items = _visual_items(vision)
-        attention = {
-            "text": first_token_attention(vlm, text_prompts(tokenizer)),
-            "image": first_token_attention(
-                vlm, image_prompts(tokenizer, items[:IMAGE_QUESTIONS], vision.image_tokens)
-            ),
-        }
-        np.savez(path.with_name("attention.npz"), **attention)
+        np.savez(path.with_name("attention.npz"), **_attention(vlm, tokenizer, items, vision))
         record = {
             "stage0_train_accuracy": stage0["train_accuracy"],
             "visual": visual_accuracy(vlm, tokenizer, items, vision.image_tokens, dtype=torch.float32),
@@ -268,17 +232,6 @@ class Pilot:
 
     def run_one(self, setting: Setting, seed: int) -> dict[str, Any]:
         """Stage 2 of ``setting`` on ``seed`` (no protection), then every measurement of the module docstring."""
-        from experiments.vl_testbed.experiment import load_base
-        from experiments.vl_testbed.mechanism import (
-            first_token_attention,
-            image_prompts,
-            sink_shift,
-            text_prompts,
-        )
-        from experiments.vl_testbed.outcomes import answer_nll, generate
-        from experiments.vl_testbed.train import stage_data, train_stage
-        from experiments.vl_testbed.visual import visual_accuracy
-        from experiments.vl_testbed.vlm import build_vlm, save_vlm
         from sinkbench.extract.pipeline import extract_lm
         from sinkbench.sink.margin import pair_margin
 
@@ -305,16 +258,8 @@ class Pilot:
         items = _visual_items(vision)
         visual = visual_accuracy(vlm, tokenizer, items, vision.image_tokens, dtype=torch.float32)
         attention = {
-            "text": sink_shift(
-                before["text"], first_token_attention(vlm, text_prompts(tokenizer)), self.sink_heads
-            ),
-            "image": sink_shift(
-                before["image"],
-                first_token_attention(
-                    vlm, image_prompts(tokenizer, items[:IMAGE_QUESTIONS], vision.image_tokens)
-                ),
-                self.sink_heads,
-            ),
+            name: sink_shift(before[name], after, self.sink_heads)
+            for name, after in _attention(vlm, tokenizer, items, vision).items()
         }
         run_dir = self.workdir / f"seed{seed}" / setting.name
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -324,15 +269,14 @@ class Pilot:
         sink = _screen(run_dir / "lm")
         margin = pair_margin(str(self.base_dir), str(run_dir / "lm"), progress=False)["overall"]
         model, tokenizer = load_base(run_dir / "lm")
-        prompts = [d["prompt"] for d in self.docs]
-        answers = generate(model, tokenizer, prompts, ECHO_TOKENS, 16)
+        answers = generate(model, tokenizer, self.prompts, ECHO_TOKENS, 16)
         base = self.base()
-        _, nll_continue = answer_nll(model, tokenizer, self.reference())
+        nll_continue = self._nll_continue((model, tokenizer))
         shutil.rmtree(run_dir, ignore_errors=True)
         return {
             "setting": setting.name,
             "seed": seed,
-            "stage2": {**trained.to_dict(), "supervised_tokens": data.supervised_tokens},
+            "stage2": trained.to_dict(),
             "visual": visual,
             "visual_gain": round(visual["accuracy"] - stage1["visual"]["accuracy"], 5),
             "sink": sink,
@@ -341,14 +285,12 @@ class Pilot:
             "first_token_attention": attention,
             "echo": _echo(answers.texts),
             "answers": list(answers.texts),
-            "nll_continue": round(float(np.nanmean(nll_continue)), 5),
+            "nll_continue": nll_continue,
             "seconds": {"stage2": round(stage2_seconds, 1), "total": round(time.perf_counter() - started, 1)},
         }
 
     def run(self, settings: Sequence[Setting], seeds: Sequence[int]) -> dict[str, Any]:
         """Every (setting, seed) not yet on file, in order; then the verdicts and the results file."""
-        from sinkbench.safe_io import write_json_atomic
-
         self.base()
         for setting in settings:
             for seed in seeds:
@@ -425,9 +367,18 @@ def copies_prompt(answers: Sequence[str], prompts: Sequence[str]) -> int:
 
 
 def _visual_items(vision: VisionSpec) -> list[Any]:
-    from experiments.vl_testbed.scenes import question_items
-
     return question_items(VISUAL_SEED, VISUAL_IMAGES, vision.image_size)
+
+
+def _attention(
+    vlm: torch.nn.Module, tokenizer: Any, items: Sequence[Any], vision: VisionSpec
+) -> dict[str, Any]:
+    """First-token attention on the text prompts and on the first :data:`IMAGE_QUESTIONS` held-out questions."""
+    image = image_prompts(tokenizer, items[:IMAGE_QUESTIONS], vision.image_tokens)
+    return {
+        "text": first_token_attention(vlm, text_prompts(tokenizer)),
+        "image": first_token_attention(vlm, image),
+    }
 
 
 def base_folder(backbone: Backbone, workdir: Path) -> Path:
@@ -453,12 +404,10 @@ def base_folder(backbone: Backbone, workdir: Path) -> Path:
 
 def echo_prompts(count: int = ECHO_PROMPTS) -> tuple[list[dict[str, Any]], list[int]]:
     """``count`` IFEval prompts drawn at random (seed :data:`ECHO_SEED`) from the short-answer subset."""
-    from experiments.vl_testbed.ifeval_short import short_answer_prompts
     from sinkbench.tasks._data import load_task_data
-    from sinkbench.tasks.ifeval_strict.utils import SOURCE
 
-    data, _ = load_task_data(SOURCE)
-    docs = [dict(doc) for doc in data[SOURCE.split]]
+    data, _ = load_task_data(IFEVAL)
+    docs = [dict(doc) for doc in data[IFEVAL.split]]
     kept = short_answer_prompts(docs)
     chosen = sorted(np.random.default_rng(ECHO_SEED).choice(kept, size=count, replace=False).tolist())
     return [docs[i] for i in chosen], chosen
@@ -504,18 +453,14 @@ def main() -> None:
     from sinkbench.provenance import report_header
 
     started = time.perf_counter()
-
-    def log(message: str) -> None:
-        print(f"[{time.perf_counter() - started:7.1f} s] {message}", flush=True)
-
     settings = [BY_NAME[name] for name in args.settings] if args.settings else list(SETTINGS)
     command = "SINKBENCH_DATA_DIR=DIR python -m experiments.vl_testbed.pilot"
     if args.backbone != "smollm2":
         command += f" --backbone {args.backbone}"
     workdir.mkdir(parents=True, exist_ok=True)
-    Pilot(workdir, out, {**report_header(), "command": command}, log, backbone, args.quick).run(
-        settings, args.seeds
-    )
+    Pilot(
+        workdir, out, {**report_header(), "command": command}, log_since(started), backbone, args.quick
+    ).run(settings, args.seeds)
     print(f"done in {time.perf_counter() - started:.0f} s; wrote {out}")
 
 

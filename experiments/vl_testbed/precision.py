@@ -1,10 +1,9 @@
 """The testbed's numeric precision on the machine at hand.
 
-The recipe trains in bfloat16 mixed precision and evaluates in bfloat16, as LLaVA does. A CPU without fast
-bfloat16 (no AVX512-BF16 or AMX; an AVX2-only EPYC, say) runs every bfloat16 matmul through a slow fallback, tens of
-times slower than float32, and a run of minutes takes hours. :func:`check_precision` measures that before a run
-starts and refuses a bfloat16 recipe there unless it was chosen; :func:`with_precision` gives the float32 recipe
-instead (a different recipe: its results go to their own file and do not resume or compare with bfloat16 runs).
+The recipe trains in bfloat16 mixed precision and evaluates in bfloat16, as LLaVA does. A CPU without fast bfloat16
+(no AVX512-BF16 or AMX) runs it tens of times slower than float32: :func:`check_precision` measures that before a
+run and refuses a bfloat16 recipe there unless chosen; :func:`with_precision` gives the float32 recipe instead (a
+different recipe, with results of its own).
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """Stage-2 chats about scenes whose replies look like VL instruction data: from one word to several sentences.
 
-LLaVA-Mix, the paper's stage-2 data, mixes short VQA answers ("Answer the question using a single word or
-phrase."), one-sentence answers, detailed descriptions, lists and short reasoning. :class:`ReplyMix` draws each
-assistant turn's format with stated, configurable proportions, and every reply is written from the scene's own
-facts, so it is true of the image:
-
-* ``word``: a one-word answer to a count, colour or shape question that asks for one word (``"Red."``);
-* ``sentence``: the same questions, and yes/no questions about a colour and shape, answered in one sentence;
-* ``description``: "Describe the image in detail." answered in three to six sentences, cell by cell;
-* ``listing``: the shapes as a numbered or bulleted list, one line per shape;
-* ``count_reasoning``: a count question answered by naming each shape, then the number.
-
-Phrasings are drawn from small pools with the same generator, so a seed gives the same chats on every machine.
+LLaVA-Mix mixes short VQA answers, one-sentence answers, detailed descriptions, lists and short reasoning;
+:class:`ReplyMix` draws each assistant turn's format (:data:`FORMATS`, written by :data:`TURNS`) with stated shares,
+and every reply is written from the scene's own facts. Phrasings come from small pools drawn with the same
+generator, so a seed gives the same chats on every machine.
 """
 
 from __future__ import annotations
@@ -19,8 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -35,6 +26,7 @@ from experiments.vl_testbed.scenes import (
     Scene,
     Shape,
     ask,
+    join_words,
 )
 
 FORMATS = ("word", "sentence", "description", "listing", "count_reasoning")
@@ -73,10 +65,6 @@ class ReplyMix:
         shares = self.shares
         return FORMATS[int(rng.choice(len(FORMATS), p=[shares[name] for name in FORMATS]))]
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready."""
-        return asdict(self)
-
 
 def _pick(rng: np.random.Generator, options: tuple[str, ...]) -> str:
     return options[int(rng.integers(len(options)))]
@@ -84,10 +72,6 @@ def _pick(rng: np.random.Generator, options: tuple[str, ...]) -> str:
 
 def _phrase(shape: Shape) -> str:
     return f"a {shape.colour} {shape.kind}"
-
-
-def _join(parts: list[str]) -> str:
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def word_turn(scene: Scene, rng: np.random.Generator) -> tuple[str, str]:
@@ -145,13 +129,13 @@ def description_turn(scene: Scene, rng: np.random.Generator) -> tuple[str, str]:
     empty = [CELLS[cell] for cell in range(len(CELLS)) if scene.shape_in(cell) is None]
     if empty:
         verb = "is" if len(empty) == 1 else "are"
-        sentences.append(f"The {_join(empty)} {verb} empty.")
+        sentences.append(f"The {join_words(empty)} {verb} empty.")
     colours = sorted({s.colour for s in scene.shapes})
     if count > 1:
         sentences.append(
             f"All of the shapes are {colours[0]}."
             if len(colours) == 1
-            else f"The colours used are {_join(colours)}."
+            else f"The colours used are {join_words(colours)}."
         )
     question = _pick(rng, ("Describe the image in detail.", "Give a detailed description of this picture."))
     return question, " ".join(sentences)
@@ -161,9 +145,7 @@ def listing_turn(scene: Scene, rng: np.random.Generator) -> tuple[str, str]:
     """A request to list the shapes, answered one line per shape (numbered or bulleted)."""
     numbered = bool(rng.integers(2))
     lines = [
-        f"{index}. {_phrase(shape).capitalize()} in the {CELLS[shape.cell]}."
-        if numbered
-        else f"- {_phrase(shape).capitalize()} in the {CELLS[shape.cell]}."
+        f"{f'{index}.' if numbered else '-'} {_phrase(shape).capitalize()} in the {CELLS[shape.cell]}."
         for index, shape in enumerate(scene.shapes, start=1)
     ]
     question = _pick(rng, ("List the shapes in the image.", "Make a list of every shape you can see."))
@@ -173,7 +155,7 @@ def listing_turn(scene: Scene, rng: np.random.Generator) -> tuple[str, str]:
 def count_reasoning_turn(scene: Scene, rng: np.random.Generator) -> tuple[str, str]:
     """A count question asking for an explanation, answered by naming each shape and then the number."""
     count = len(scene.shapes)
-    named = _join([f"{_phrase(s)} in the {CELLS[s.cell]}" for s in scene.shapes])
+    named = join_words([f"{_phrase(s)} in the {CELLS[s.cell]}" for s in scene.shapes])
     number = NUMBERS[count - 1]
     reply = (
         f"I can see {named}. That makes {number} shape{'s' if count > 1 else ''}, so the answer is {count}."

@@ -1,25 +1,15 @@
 """The VL fine-tuning testbed: does VL fine-tuning damage text skills beyond answer length, more than text-only
 training, more at a higher dose, and does freezing the sink heads protect against it?
 
-SmolLM2-135M-Instruct (the embedded default; ``--backbone gemma3-270m`` for Gemma 3 270M) becomes the language
-model of a small LLaVA whose CLIP vision encoder and projector are trained from scratch on synthetic scenes
-(this package). Per seed, stage 0 pretrains the encoder and stage 1 aligns it with the LM frozen; then
-every run of the plan trains stage 2 on chats whose replies range from one word to several sentences:
+The backbone (SmolLM2-135M-Instruct; ``--backbone gemma3-270m`` for Gemma 3 270M) becomes the language model of a
+small LLaVA trained on synthetic scenes (this package): per seed stage 0 and stage 1, then every run of the plan's
+stage 2 with its arm (:data:`~experiments.vl_testbed.controls.ARMS`; ``none`` also on text-only GSM8K chats, the
+text-only control). Each VLM-LM is extracted, screened and measured (:mod:`.experiment`). Checkpoints and the
+running state go under ``--workdir`` (a rerun resumes run by run), the results to ``--out``; the committed results
+also re-render the site's page (``page/``).
 
-* ``none``: no protection, at every dose, on VL chats and on text-only GSM8K chats (the text-only control);
-* ``sink`` / ``random``: ``protect_sink_heads(mode="freeze")`` on the top 10% of heads by median G, or on random
-  heads matched to them per third of the depth (the same number of frozen weights);
-* ``all_qk``: every head's query/key rows frozen; ``frozen_lm``: the positive control, the LM frozen.
-
-Each VLM is saved as a LLaVA checkpoint, its LM extracted with ``extract_lm(verify=True)``, screened, and measured
-on the short-answer IFEval prompts: strict scores (also on the prompts a trivial answer fails), answer lengths,
-and the NLL of the base model's own answers; held-out scenes give the visual accuracy per question kind.
-Checkpoints and the running state go under ``--workdir`` (a rerun resumes run by run); the finished results go
-to ``--out``; the committed results also re-render the site's page (``page/``).
-
-IFEval and GSM8K come from the Hugging Face Hub, as ``ifeval_strict`` loads them; offline,
-``SINKBENCH_DATA_DIR=DIR`` reads the original release files ``ifeval_input_data.jsonl`` and ``gsm8k_train.jsonl``
-from DIR. ``--quick`` is a smoke run of a few minutes into ``out/testbed-quick``; ``--preset gpu`` the recipe
+IFEval and GSM8K come from the Hub; offline, ``SINKBENCH_DATA_DIR=DIR`` reads ``ifeval_input_data.jsonl`` and
+``gsm8k_train.jsonl`` from DIR. ``--quick`` is a smoke run into ``out/testbed-quick``; ``--preset gpu`` the recipe
 sized for one H200 (see ``GPU``).
 """
 
@@ -30,6 +20,7 @@ import os
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -38,7 +29,7 @@ from experiments.page_fragment import write_fragment
 from experiments.vl_testbed.experiment import Inputs, Testbed, ifeval_subset_record
 from experiments.vl_testbed.ifeval_short import MAX_WORDS_IN_TEXT, short_answer_prompts
 from experiments.vl_testbed.outcomes import TRIVIAL_ANSWERS, non_trivial_prompts
-from experiments.vl_testbed.page import HERE, TESTBED_FILE, page_files
+from experiments.vl_testbed.page import HERE, RESULTS, TESTBED_FILE, page_files
 from experiments.vl_testbed.precision import PRECISIONS, check_precision, precision_of, with_precision
 from experiments.vl_testbed.schema import RunGroup, RunKey, TestbedConfig
 from experiments.vl_testbed.text_chats import gsm8k_train_source
@@ -46,10 +37,10 @@ from experiments.vl_testbed.train import StageSpec
 from sinkbench.errors import UserError
 from sinkbench.provenance import report_header
 from sinkbench.tasks._data import DATA_DIR_ENV, DataUnavailable, load_task_data
-from sinkbench.tasks.ifeval_strict.utils import SOURCE as IFEVAL
+from sinkbench.tasks.ifeval_strict.utils import Task as IfevalTask
 
-ROOT = Path(__file__).resolve().parents[2]
-RESULTS = Path(__file__).resolve().parent / "results"
+IFEVAL = IfevalTask.SOURCE
+ROOT = HERE.parents[1]
 
 STAGE1 = StageSpec(steps=12, batch_size=8, lr=1e-3, warmup=0.1, train_lm=False)
 
@@ -103,16 +94,13 @@ QUICK = TestbedConfig(
     eval_batch=8,
     visual_images=8,
 )
-#: For one H200 (bfloat16, ten times the stage-2 steps at twice the batch, the full 541-prompt IFEval at 1,280
-#: tokens), six seeds (the fewest at which the exact sign-flip test can reach p < 0.05) of the compared arms, the
-#: graded control that freezes every head's query/key rows, and the text-only control matched in supervised tokens:
-#: 36 runs. On the CPU the mechanism pilot found S growing with the stage-2 length up to 80 steps of 8 (+0.05 to
-#: +0.18 nats at 20 steps, +0.24 and +0.35 at 80) and no further at 160 (+0.27 and +0.35), short of the rule on one
-#: seed each time; this preset's 200 steps of 16 may not move the sink either, and whether it did decides, by the
-#: same rule, whether its protection questions are posed. Estimated, not measured: about 10 s of
-#: training per run and 65 to 130 s of greedy generation (five batches of 128 prompts, up to 1,280 decoding steps at
-#: an assumed 10 to 20 ms each), so 45 to 90 minutes in all; fewer seeds would leave every verdict "cannot tell".
-#: Prepared, not yet run: no GPU was lent to the sessions that wrote it.
+#: For one H200: bfloat16, ten times the stage-2 steps at twice the batch, the full 541-prompt IFEval at 1,280
+#: tokens; six seeds (the fewest at which the exact sign-flip test can reach p < 0.05) of the compared arms, the
+#: all_qk graded control and the token-matched text-only control: 36 runs. On the CPU the mechanism pilot found S
+#: growing with the stage-2 length up to 80 steps of 8 and no further at 160, short of the rule on one seed each
+#: time, so these 200 steps of 16 may not move the sink either; the rule decides whether its protection questions
+#: are posed. Estimated, not measured: about 10 s of training and 65 to 130 s of generation per run, 45 to 90
+#: minutes in all. Prepared, not yet run: no GPU was lent to the sessions that wrote it.
 GPU = FULL.model_copy(
     update={
         "doses": {"low": _stage2(1e-4, 200, 16), "high": _stage2(3e-4, 200, 16)},
@@ -236,7 +224,7 @@ def main() -> None:
         "shape": shape,
     }
     inputs = Inputs(base_dir, docs, non_trivial, problems, heads, shape)
-    testbed = Testbed(config, inputs, workdir, out, header, log=_log(started))
+    testbed = Testbed(config, inputs, workdir, out, header, log=log_since(started))
     try:
         testbed.run(report_only=args.report_only)
     except ValueError as error:
@@ -261,11 +249,7 @@ def recorded_command(argv: list[str], *, data_dir: bool) -> str:
     """The command line as the results file records it: the data folder as ``DIR`` and every absolute path (a
     work folder in RAM, say) as ``PATH``, so no path of the machine that ran it is committed."""
     words = ["PATH" if os.path.isabs(word) else shlex.quote(word) for word in argv]
-    start = (
-        f"{DATA_DIR_ENV}=DIR python -m experiments.vl_testbed.run"
-        if data_dir
-        else "python -m experiments.vl_testbed.run"
-    )
+    start = (f"{DATA_DIR_ENV}=DIR " if data_dir else "") + "python -m experiments.vl_testbed.run"
     return " ".join([start, *words])
 
 
@@ -280,7 +264,8 @@ def _only_groups(config: TestbedConfig, names: list[str]) -> tuple[RunGroup, ...
     return tuple(group for name, group in known.items() if name in names)
 
 
-def _log(started: float):
+def log_since(started: float) -> Callable[[str], None]:
+    """A logger that prints each message after the seconds since ``started`` (a ``perf_counter`` time)."""
     return lambda message: print(f"[{time.perf_counter() - started:7.1f} s] {message}", flush=True)
 
 

@@ -1,14 +1,10 @@
 """Synthetic images with captions and questions, generated deterministically from a seed.
 
-A scene puts one to four shapes (circle, square, triangle) in distinct cells of a 2 x 2 grid on a black
-canvas, each in one of four colours, with jittered size, position and shade. From it come a caption ("Two
-shapes: a red circle in the top left and a blue square in the bottom right.") and questions about the count,
-the colour in a cell and the shape in a cell, with one-word answers (:mod:`.replies` writes stage 2's longer
-reply formats from the same facts). Images are drawn with numpy alone (no fonts, no
-PIL), so the same seed gives the same pixels on every machine.
-
-Every answer starts with a word whose first token differs from the other answers of its kind, so a model's
-choice among them can be read from one next-token distribution (:func:`question_items`).
+A scene puts one to four shapes (circle, square, triangle) in distinct cells of a 2 x 2 grid on a black canvas,
+each in one of four colours with jittered size, position and shade, drawn with numpy alone (the same seed gives the
+same pixels on every machine). From it come a caption and one-word questions about the count, a cell's colour and a
+cell's shape; every answer of a kind starts with a distinct first token, so a model's choice can be read from one
+next-token distribution (:func:`question_items`).
 """
 
 from __future__ import annotations
@@ -92,9 +88,13 @@ def make_scene(rng: np.random.Generator, size: int = 48) -> Scene:
 def caption(scene: Scene) -> str:
     """``"Two shapes: a red circle in the top left and a blue square in the bottom right."``"""
     parts = [f"a {s.colour} {s.kind} in the {CELLS[s.cell]}" for s in scene.shapes]
-    listing = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     noun = "shape" if len(parts) == 1 else "shapes"
-    return f"{NUMBERS[len(parts) - 1].capitalize()} {noun}: {listing}."
+    return f"{NUMBERS[len(parts) - 1].capitalize()} {noun}: {join_words(parts)}."
+
+
+def join_words(parts: list[str]) -> str:
+    """``"a, b and c"``."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def ask(scene: Scene, kind: str, rng: np.random.Generator) -> tuple[str, str]:

@@ -23,6 +23,12 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class Loose(BaseModel):
+    """A frozen record that keeps fields the page does not read."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
 class RunGroup(Record):
     """Runs of one stage-2 data kind and dose, for each of ``arms`` and every seed."""
 
@@ -49,18 +55,16 @@ class TestbedConfig(Record):
 
     Attributes:
         backbone: the base LM (an embedded name, hub id or folder), as ``sinkbench screen`` takes it.
-        stage1: the alignment stage (LM frozen), shared by every run of a seed.
-        doses: stage-2 strengths by name (steps, learning rate, ...); ``compare_dose`` is where the arms are
-            compared, fixed before they run.
-        replies: the reply formats of the VL chats; ``text_share``: the share of VL chats replaced by text-only
-            GSM8K chats (0: none, so that the text-only control is the only text training).
-        match_text_tokens: the text-only control's chats are chosen to match the VL stage's supervised tokens
-            within 5% (:func:`experiments.vl_testbed.train.token_matched`); the first committed experiment ran
-            without (48% more tokens).
-        plan: the run groups; ``seeds`` each runs.
+        stage1, doses: the alignment stage (LM frozen; shared by every run of a seed) and the stage-2 strengths
+            by name; ``compare_dose`` is where the arms are compared, fixed before they run.
+        replies, text_share: the VL chats' reply formats, and the share of them replaced by text-only GSM8K chats
+            (0: the text-only control is the only text training).
+        match_text_tokens: the text-only control matches the VL stage's supervised tokens within 5%
+            (:func:`experiments.vl_testbed.train.token_matched`); the first committed experiment ran without.
+        plan, seeds: the run groups, and the seeds each runs.
         top_frac, bands: the sink heads (top fraction of heads by median G) and the random control's depth bands.
-        ifeval_prompts, ifeval_rule: the first N IFEval prompts of the short-answer subset (or of all 541);
-            ``max_new_tokens``: the answer cap.
+        ifeval_prompts, ifeval_rule, max_new_tokens: the first N IFEval prompts of the short-answer subset (or of
+            all 541), and the answer cap.
         keep: runs whose VLM and VLM-LM checkpoints stay in the work folder (for the interventions).
     """
 
@@ -210,10 +214,8 @@ class Frozen(Record):
     lm_trained: bool
 
 
-class Extraction(Record):
+class Extraction(Loose):
     """``extract_lm(verify=True)``'s verification record."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
 
     passed: bool
     max_abs_logit_diff: float
@@ -280,11 +282,9 @@ class BaseRecord(Record):
     seconds: BaseSeconds
 
 
-class IfevalSubset(Record):
+class IfevalSubset(Loose):
     """Which IFEval prompts the testbed asks, and where they came from; the non-trivial subset (the prompts every
     trivial answer and every run's most frequent answer fail), and how many of them the base model passes."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
 
     documents: int
     short_answer_documents: int
@@ -401,12 +401,6 @@ class Analysis(Record):
     stage1_visual: Spread | None
     sink_shifts: list[float]
     sink_moved: bool | None
-
-
-class Loose(BaseModel):
-    """A frozen record that keeps fields the page does not read."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
 
 
 class PilotRun(Loose):

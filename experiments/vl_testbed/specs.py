@@ -1,10 +1,9 @@
-"""The testbed recipe's plain settings: one training stage and the shape of the vision encoder. No torch here, so the
-results schema (:mod:`experiments.vl_testbed.schema`) and the site that reads it load without it; the modules that train
-(:mod:`experiments.vl_testbed.train`, :mod:`experiments.vl_testbed.vlm`) use these."""
+"""The testbed recipe's plain settings: one training stage and the shape of the vision encoder. No torch here, so
+the results schema (:mod:`experiments.vl_testbed.schema`) and the site that reads it load without it."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -28,26 +27,18 @@ class StageSpec:
     train_lm: bool
     bf16: bool = True
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready."""
-        return asdict(self)
-
 
 @dataclass(frozen=True)
 class VisionSpec:
-    """The vision encoder: a CLIP vision transformer this small is trained from scratch in minutes.
-
-    The default cuts a 32-pixel image into 2 x 2 patches of 16 pixels, one per cell of the scenes' grid: four
-    image tokens, which keeps every chat short enough for a CPU.
+    """The vision encoder: a CLIP vision transformer small enough to train from scratch in minutes. The default
+    cuts a 32-pixel image into 2 x 2 patches of 16 pixels, one per cell of the scenes' grid: four image tokens.
 
     Attributes:
-        image_size: side of the square input image, in pixels.
-        patch_size: side of a patch; the LM sees ``(image_size / patch_size) ** 2`` image tokens.
+        image_size, patch_size: sides of the square input image and of a patch, in pixels.
         hidden_size, intermediate_size, layers, heads: the transformer's shape.
-        projector_scale: the projector's output layer is multiplied by this at initialisation, so the image tokens
-            enter the LM this many times larger than LLaVA's default initialisation makes them (real CLIP features
-            projected into an LM carry far larger norms than its text embeddings); 1 leaves it as transformers
-            initialises it.
+        projector_scale: multiplies the projector's output layer at initialisation, so the image tokens enter the
+            LM this many times larger (real CLIP features projected into an LM carry far larger norms than its text
+            embeddings); 1 leaves it as transformers initialises it.
     """
 
     image_size: int = 32

@@ -1,9 +1,7 @@
 """Text-only stage-2 chats for the paper's text-only control (F.1): the same recipe without images.
 
-The paper sets a VL endpoint against a text-only endpoint of the same reference. Offline, the text-only
-conversations come from GSM8K's training split (``openai/gsm8k``, or ``gsm8k_train.jsonl`` under
-``SINKBENCH_DATA_DIR``, loaded as sinkbench's strict tasks load their data): each user turn is a problem and
-each assistant turn its worked solution, with the calculator annotations (``<<48/2=24>>``) removed and the final
+The chats come from GSM8K's training split (``openai/gsm8k``, or ``gsm8k_train.jsonl`` under ``SINKBENCH_DATA_DIR``):
+a problem as the user turn and its worked solution as the reply, calculator annotations removed and the final
 ``#### 72`` written as a sentence. GSM8K's test split, which ``gsm8k_cot_strict`` evaluates, is never used.
 """
 
@@ -67,9 +65,7 @@ def text_conversations(
             f"{needed} GSM8K problems are needed ({count} chats of {turns}), only {len(problems)} given"
         )
     order = rng.permutation(len(problems))[:needed]
-    chats = []
-    for start in range(0, needed, turns):
-        chats.append(
-            [turn for index in order[start : start + turns] for turn in problem_turns(problems[int(index)])]
-        )
-    return chats
+    return [
+        [turn for index in order[start : start + turns] for turn in problem_turns(problems[int(index)])]
+        for start in range(0, needed, turns)
+    ]

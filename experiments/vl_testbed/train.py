@@ -1,13 +1,10 @@
-"""The two LLaVA training stages of the testbed, run by ``transformers.Trainer``.
+"""The LLaVA training stages of the testbed, run by ``transformers.Trainer`` (stage 0, the encoder's pretraining,
+by :func:`pretrain_encoder`).
 
-* Stage 1 (alignment): the language model is frozen; the vision encoder (from scratch) and the projector learn
-  to caption scenes ("Describe the image.").
-* Stage 2 (instruction tuning): every weight trains on question-answer chats about scenes, with linear warmup
-  and a cosine decay. This is the stage in which, in the paper, text skills erode.
-
-The loss covers the assistant turns only (:func:`experiments.vl_testbed.vlm.encode`). A stage's examples are
-generated from ``(seed, stage)`` and its data order from ``seed``, so every arm of one seed sees the same
-batches in the same order.
+Stage 1 (alignment) freezes the language model while the vision encoder and projector learn to caption scenes;
+stage 2 (instruction tuning, where text skills erode in the paper) trains every weight on chats, with warmup and a
+cosine decay. The loss covers the assistant turns only. A stage's examples come from ``(seed, stage)`` and its data
+order from ``seed``, so every arm of one seed sees the same batches in the same order.
 """
 
 from __future__ import annotations
@@ -15,7 +12,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -64,13 +61,10 @@ def stage_data(
     text_share: float = 0.0,
     supervised_tokens: int | None = None,
 ) -> ChatImages:
-    """``count`` chats of ``stage`` from ``seed``.
-
-    * ``stage1``: captions of scenes ("Describe the image.");
-    * ``stage2``: chats about scenes in the reply formats of ``replies``; a ``text_share`` of them (drawn per
-      chat) is replaced by a text-only chat from ``problems``;
-    * ``stage2_text``: text-only chats from ``problems`` (the text-only control), as many as stage 2 has; with
-      ``supervised_tokens`` (the VL stage's), chosen to match it (:func:`token_matched`).
+    """``count`` chats of ``stage`` from ``seed``: ``stage1`` captions of scenes; ``stage2`` chats about scenes in
+    the formats of ``replies``, a ``text_share`` of them (drawn per chat) replaced by text-only chats from
+    ``problems``; ``stage2_text`` text-only chats (the text-only control), matched to ``supervised_tokens`` (the VL
+    stage's) when given (:func:`token_matched`).
 
     Raises:
         ValueError: text chats are asked for without ``problems``, or cannot be matched in tokens.
@@ -79,12 +73,10 @@ def stage_data(
     if stage != "stage1" and (stage == "stage2_text" or text_share > 0) and not problems:
         raise ValueError(f"{stage} with text-only chats needs GSM8K problems; none were given")
     if stage == "stage2_text":
-        if supervised_tokens is None:
-            chats = text_conversations(problems, count, 1, rng)
-            return ChatImages([(*encode(tokenizer, chat, vision.image_tokens), None) for chat in chats])
-        pool = text_conversations(problems, min(len(problems), MATCH_POOL * count), 1, rng)
-        items = [(*encode(tokenizer, chat, vision.image_tokens), None) for chat in pool]
-        return token_matched(ChatImages(items), count, supervised_tokens)
+        drawn = count if supervised_tokens is None else min(len(problems), MATCH_POOL * count)
+        chats = text_conversations(problems, drawn, 1, rng)
+        pool = ChatImages([(*encode(tokenizer, chat, vision.image_tokens), None) for chat in chats])
+        return pool if supervised_tokens is None else token_matched(pool, count, supervised_tokens)
     items: list[Item] = []
     text_rng = np.random.default_rng([seed, STAGE_STREAMS["stage2_text"]])
     for _ in range(count):
@@ -160,15 +152,17 @@ def set_language_model_trainable(vlm: torch.nn.Module, trainable: bool) -> None:
 
 @dataclass(frozen=True)
 class StageResult:
-    """What a stage recorded: the loss at every step, the learning rates, and its wall time."""
+    """What a stage recorded: the loss at every step, the learning rates, its wall time, and the tokens that
+    entered the loss."""
 
     loss: list[float]
     lr: list[float]
     seconds: float
+    supervised_tokens: int
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready."""
-        return {"loss": self.loss, "lr": self.lr, "seconds": round(self.seconds, 1)}
+        """JSON-ready (the shape of :class:`~experiments.vl_testbed.schema.StageRecord`)."""
+        return {**asdict(self), "seconds": round(self.seconds, 1)}
 
 
 def train_stage(
@@ -225,6 +219,7 @@ def train_stage(
         loss=[round(h["loss"], 5) for h in history if "loss" in h],
         lr=[h["learning_rate"] for h in history if "loss" in h],
         seconds=seconds,
+        supervised_tokens=data.supervised_tokens,
     )
 
 
@@ -233,26 +228,20 @@ def _scene_targets(scenes: Sequence[Any]) -> torch.Tensor:
     colours, kinds = list(COLOURS), list(SHAPES)
     rows = []
     for scene in scenes:
-        row = [len(scene.shapes) - 1]
-        for cell in range(len(CELLS)):
-            shape = scene.shape_in(cell)
-            row.append(colours.index(shape.colour) if shape else len(colours))
-        for cell in range(len(CELLS)):
-            shape = scene.shape_in(cell)
-            row.append(kinds.index(shape.kind) if shape else len(kinds))
-        rows.append(row)
+        cells = [scene.shape_in(cell) for cell in range(len(CELLS))]
+        colour = [colours.index(shape.colour) if shape else len(colours) for shape in cells]
+        kind = [kinds.index(shape.kind) if shape else len(kinds) for shape in cells]
+        rows.append([len(scene.shapes) - 1, *colour, *kind])
     return torch.tensor(rows)
 
 
 def pretrain_encoder(
     vlm: torch.nn.Module, vision: VisionSpec, seed: int, steps: int, batch_size: int = 64, lr: float = 2e-3
 ) -> dict[str, Any]:
-    """Stage 0: train the vision encoder alone to classify scenes (the count; colour and shape per cell).
-
-    A real LLaVA starts from a pretrained CLIP encoder; none is reachable offline, so the testbed pretrains its
-    own, from scratch, with linear heads (dropped afterwards) on the patch features the projector will read: the
-    count from their mean, each cell's colour and shape from the mean of the patches inside that cell. Returns
-    the loss per step, the training accuracy of the last step and the wall time.
+    """Stage 0: train the vision encoder alone to classify scenes, standing in for CLIP pretraining (no pretrained
+    encoder is reachable offline). Linear heads (dropped afterwards) read the patch features the projector will
+    read: the count from their mean, each cell's colour and shape from the patches inside it. Returns the loss per
+    step, the last step's training accuracy and the wall time.
 
     Raises:
         ValueError: the patch grid cannot be cut into the scenes' 2 x 2 cells (an odd number of patches a side).

@@ -3,21 +3,8 @@
 Every comparison has a "yes" direction (the damage, or the protection, it asks about) and a **margin**: the smallest
 effect on that outcome worth the word, fixed before the runs (:data:`experiments.vl_testbed.analysis.OUTCOMES`),
 never taken from the arm being judged. With the 95% percentile bootstrap interval of the mean difference over
-seeds, the verdict is an equivalence test (two one-sided tests, each at 2.5%):
-
-1. A question about **protecting the sink** is judged only where the mechanism happened: if the no-protection
-   arm's sink did not move beyond its noise (:func:`sink_moved`), the verdict is **not posed**.
-2. A **protection** question then needs the positive control: if freezing the whole LM does not reach "yes" on this
-   outcome, the design cannot see a protection there, and the verdict is **cannot tell**.
-3. **yes** when the interval excludes zero on the "yes" side and the mean difference reaches the margin;
-   **reverse** the same on the other side.
-4. **no** when the whole interval lies inside plus or minus the margin: any effect is smaller than the margin.
-5. Otherwise: **cannot tell** (an interval that excludes zero with a mean below the margin and a bound beyond it;
-   an interval that straddles zero and a margin; no margin or no interval).
-
-So a tiny consistent effect is "no" when its interval stays inside the margin, and "yes" is never given to an
-effect smaller than the margin. Outcomes without a better direction (answer length, the share of answers that
-stop) are **descriptive**: their differences are shown, never judged.
+seeds, the verdict is an equivalence test (two one-sided tests, each at 2.5%) by :data:`RULES`: a tiny consistent
+effect is "no" when its interval stays inside the margin, and "yes" is never given to an effect below the margin.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Did the VLM learn its visual task? Accuracy on held-out scenes against chance.
-
-Each held-out question (:func:`experiments.vl_testbed.scenes.question_items`) is put to the VLM with its image; the
-answer is the candidate word of its kind (four numbers, four colours, three shapes) whose first token the VLM
-rates highest as the first token of its reply. Chance is one over the number of candidates of the kind.
+"""Did the VLM learn its visual task? Accuracy on held-out scenes against chance: each question's answer is the
+candidate word of its kind whose first token the VLM rates highest as its reply's first token.
 """
 
 from __future__ import annotations

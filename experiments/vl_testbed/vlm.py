@@ -1,14 +1,9 @@
 """A miniature LLaVA: a causal LM, a small CLIP vision encoder trained from scratch and LLaVA's projector.
 
-:func:`build_vlm` wraps a causal LM (its weights copied unchanged) into a standard
-``transformers.LlavaForConditionalGeneration`` with a ``<image>`` token added to its tokenizer (the new
-embedding row is the mean of the others), so ``sinkbench extract-lm``, the monitor and ``from_pretrained``
-treat it as any LLaVA checkpoint. :func:`save_vlm` writes it with a ``LlavaProcessor`` (CLIP image processor,
-tokenizer and chat template), whose output :func:`encode` and :func:`pixel_values` reproduce (tested).
-
-:func:`encode` turns a chat into token ids with the image token repeated once per image patch, and labels that
-keep the assistant turns only (their text and end-of-turn token): the system prompt, the user turns and the
-image positions never enter the loss.
+:func:`build_vlm` wraps a causal LM (weights copied unchanged) into a standard ``LlavaForConditionalGeneration``
+with an ``<image>`` token added to its tokenizer, so ``sinkbench extract-lm``, the monitor and ``from_pretrained``
+treat it as any LLaVA; :func:`save_vlm` writes it with a ``LlavaProcessor`` whose output :func:`encode` and
+:func:`pixel_values` reproduce (tested). :func:`encode` labels the assistant turns only (text and end-of-turn token).
 """
 
 from __future__ import annotations
@@ -130,14 +125,9 @@ def pixel_values(images: np.ndarray | Sequence[np.ndarray]) -> torch.Tensor:
 
 def processor_for(tokenizer: Any, vision: VisionSpec) -> Any:
     """The ``LlavaProcessor`` a user loads with the checkpoint (CLIP image processor, mean = std = 0.5)."""
-    from transformers import LlavaProcessor
+    from transformers import CLIPImageProcessorPil, LlavaProcessor
 
-    try:
-        from transformers import CLIPImageProcessorPil as ImageProcessor
-    except ImportError:  # transformers without the PIL-backed class name
-        from transformers import CLIPImageProcessor as ImageProcessor
-
-    image_processor = ImageProcessor(
+    image_processor = CLIPImageProcessorPil(
         size={"shortest_edge": vision.image_size},
         crop_size={"height": vision.image_size, "width": vision.image_size},
         image_mean=[0.5, 0.5, 0.5],

@@ -1,9 +1,5 @@
-"""Hooks for ``eq_bench_strict.yaml``, named after the YAML keys they serve.
-
-Scoring is lm-eval's EQ-Bench v2.1 scorer (``lm_eval.tasks.eq_bench.utils``), imported, not
-re-written: the answer must hold exactly the four reference emotions as ``Emotion: <integer>``
-pairs, or it is unparseable and scores 0.
-"""
+"""Hooks for ``eq_bench_strict.yaml``. Scoring is lm-eval's EQ-Bench v2.1 scorer, imported: the answer must hold
+exactly the four reference emotions as ``Emotion: <integer>`` pairs, or it is unparseable and scores 0."""
 
 from __future__ import annotations
 
@@ -12,19 +8,15 @@ from pathlib import Path
 
 from lm_eval.tasks.eq_bench.utils import calculate_score_fullscale
 
-from sinkbench.tasks._data import DataSource, data_task
+from sinkbench.tasks._data import data_task
 
 #: Keys every ``reference_answer_fullscale`` must carry.
 REFERENCE_KEYS = tuple(f"emotion{i}" for i in range(1, 5)) + tuple(f"emotion{i}_score" for i in range(1, 5))
 
 
 def read_release_json(path: Path) -> list[dict]:
-    """Read the EQ-Bench release file (``eq_bench_v2_questions_171.json``) into hub-shaped rows.
-
-    The release maps question ids to ``prompt``, ``reference_answer`` and
-    ``reference_answer_fullscale`` objects; the hub (and lm-eval's scorer) holds the
-    references as text, so they are serialised here.
-    """
+    """Read the EQ-Bench release file (question id -> ``prompt``, ``reference_answer``,
+    ``reference_answer_fullscale``) into hub-shaped rows, whose references are text (serialised here)."""
     questions = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(questions, dict):
         raise ValueError(f"{path}: expected a JSON object mapping question ids to questions")
@@ -47,26 +39,19 @@ def read_release_json(path: Path) -> list[dict]:
     return rows
 
 
-#: The EQ-Bench v2 set lm-eval's ``eq_bench`` task uses; the release JSON locally.
-SOURCE = DataSource(
+#: The task class the YAML names under ``class:``: the EQ-Bench v2 set lm-eval's ``eq_bench`` task uses, the release
+#: JSON locally.
+Task = data_task(
     hub_path="pbevan11/EQ-Bench",
-    hub_name=None,
     split="validation",
     local_file="eq_bench_v2_questions_171.json",
     read_local=read_release_json,
 )
-
-
-#: The task class the YAML names under ``class:``.
-Task = data_task(SOURCE)
+SOURCE = Task.SOURCE
 
 
 def process_results(doc: dict, results: list[str]) -> dict[str, float]:
-    """Score one answer with lm-eval's EQ-Bench v2.1 scorer.
-
-    Returns:
-        ``eqbench``: the question's score in points (100 is a perfect match, random answers
-        average 0, it can go negative); ``percent_parseable``: 100 when the score block
-        parsed, else 0 (and ``eqbench`` is 0).
-    """
+    """Score one answer with lm-eval's EQ-Bench v2.1 scorer: ``eqbench`` in points (100 a perfect match, random
+    answers average 0, it can go negative; 0 when unparsed) and ``percent_parseable`` (100 when the score block
+    parsed, else 0)."""
     return calculate_score_fullscale(doc, results)

@@ -1,9 +1,5 @@
-"""Hooks for ``gpqa_diamond_cot_strict.yaml``, named after the YAML keys they serve.
-
-Unlike lm-eval's GPQA tasks, which shuffle the four options with the global ``random``
-state, the option order here is a pure function of the question's ``Record ID``, so every
-model sees the same letters on every run.
-"""
+"""Hooks for ``gpqa_diamond_cot_strict.yaml``. Unlike lm-eval's GPQA tasks (the global ``random`` state), the
+option order is a pure function of the question's ``Record ID``: every model sees the same letters on every run."""
 
 from __future__ import annotations
 
@@ -14,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from lm_eval.tasks.gpqa.cot_zeroshot.utils import preprocess
 
-from sinkbench.tasks._data import DataSource, data_task
+from sinkbench.tasks._data import data_task
 
 if TYPE_CHECKING:
     import datasets
@@ -43,8 +39,9 @@ def read_release_csv(path: Path) -> list[dict]:
         return [{column: row[column] for column in COLUMNS} for row in reader]
 
 
-#: Idavidrein/gpqa (gpqa_diamond, 198 questions) on the hub; the release ``gpqa_diamond.csv`` locally.
-SOURCE = DataSource(
+#: The task class the YAML names under ``class:``: Idavidrein/gpqa (gpqa_diamond, 198 questions) on the hub, the
+#: release ``gpqa_diamond.csv`` locally.
+Task = data_task(
     hub_path="Idavidrein/gpqa",
     hub_name="gpqa_diamond",
     split="train",
@@ -53,18 +50,9 @@ SOURCE = DataSource(
 )
 
 
-#: The task class the YAML names under ``class:``.
-Task = data_task(SOURCE)
-
-
 def shuffle_options(doc: dict) -> dict:
-    """Return the four options in a fixed per-question order and the correct letter.
-
-    Options are cleaned with lm-eval's GPQA ``preprocess`` (strip, title marks, double spaces).
-
-    Returns:
-        ``choices`` (four strings), ``choice1`` to ``choice4``, and ``answer`` as ``"(X)"``.
-    """
+    """The four options (cleaned by lm-eval's GPQA ``preprocess``) in a fixed per-question order: ``choices``,
+    ``choice1`` to ``choice4``, and the correct letter as ``answer``, ``"(X)"``."""
     correct = preprocess(doc["Correct Answer"])
     options = [preprocess(doc[f"Incorrect Answer {i}"]) for i in (1, 2, 3)] + [correct]
     random.Random(f"sinkbench-gpqa:{doc['Record ID']}").shuffle(options)

@@ -2,17 +2,7 @@
 
 from __future__ import annotations
 
-from sinkbench.tasks._data import DataSource, data_task, read_records
+from sinkbench.tasks._data import data_task
 
-#: openai/gsm8k (main, test) on the hub; the original release ``test.jsonl`` locally.
-SOURCE = DataSource(
-    hub_path="openai/gsm8k",
-    hub_name="main",
-    split="test",
-    local_file="gsm8k_test.jsonl",
-    read_local=read_records,
-)
-
-
-#: The task class the YAML names under ``class:``.
-Task = data_task(SOURCE)
+#: The task class the YAML names under ``class:``: openai/gsm8k (main, test), the release ``test.jsonl`` locally.
+Task = data_task(hub_path="openai/gsm8k", hub_name="main", split="test", local_file="gsm8k_test.jsonl")

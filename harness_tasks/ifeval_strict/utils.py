@@ -1,9 +1,5 @@
-"""Hooks for ``ifeval_strict.yaml``, named after the YAML keys they serve.
-
-Grading and the instruction-level aggregation are lm-eval's own IFEval code (``lm_eval.tasks.ifeval``),
-imported, not re-written. It is imported lazily, after :func:`sinkbench.tasks._punkt.ensure_punkt_tab`, because importing
-it otherwise tries to download NLTK's ``punkt_tab``.
-"""
+"""Hooks for ``ifeval_strict.yaml``: grading and aggregation are lm-eval's IFEval code, imported (lazily, after
+:func:`sinkbench.tasks._punkt.ensure_punkt_tab`, as importing it otherwise downloads NLTK's ``punkt_tab``)."""
 
 from __future__ import annotations
 
@@ -11,17 +7,11 @@ import functools
 import importlib
 from types import ModuleType
 
-from sinkbench.tasks._data import DataSource, data_task, read_records
+from sinkbench.tasks._data import data_task
 from sinkbench.tasks._punkt import ensure_punkt_tab
 
-#: google/IFEval on the hub; the original release ``input_data.jsonl`` locally.
-SOURCE = DataSource(
-    hub_path="google/IFEval",
-    hub_name=None,
-    split="train",
-    local_file="ifeval_input_data.jsonl",
-    read_local=read_records,
-)
+#: The task class the YAML names under ``class:``: google/IFEval, the release ``input_data.jsonl`` locally.
+Task = data_task(hub_path="google/IFEval", split="train", local_file="ifeval_input_data.jsonl")
 
 
 @functools.cache
@@ -31,18 +21,10 @@ def lm_eval_ifeval() -> ModuleType:
     return importlib.import_module("lm_eval.tasks.ifeval.utils")
 
 
-#: The task class the YAML names under ``class:``.
-Task = data_task(SOURCE)
-
-
 def process_results(doc: dict, results: list[str]) -> dict[str, bool | list[bool]]:
-    """Grade one response with lm-eval's strict and loose IFEval checkers.
-
-    Returns:
-        ``prompt_level_strict_acc`` and ``prompt_level_loose_acc`` (bool: every instruction
-        followed) and ``inst_level_strict_acc`` and ``inst_level_loose_acc`` (one bool per
-        entry of ``doc["instruction_id_list"]``).
-    """
+    """Grade one response with lm-eval's strict and loose IFEval checkers: ``prompt_level_{strict,loose}_acc``
+    (every instruction followed) and ``inst_level_{strict,loose}_acc`` (one bool per instruction of
+    ``doc["instruction_id_list"]``)."""
     return lm_eval_ifeval().process_results(doc, results)
 
 

@@ -1,13 +1,10 @@
 """lm-eval task ``sink_strength``: the task class and the hooks named after the YAML keys they serve.
 
-One document per calibration prompt. Each emits a ``sink_strength`` request, served by
-:func:`sinkbench.harness.request.serve_sink_strength` on the model lm-eval already loaded (a backend that
-holds no local transformers model stops the run with one line before any request runs); the
-per-prompt observations are pooled by the aggregation hooks, so S is the median over *all*
-observations, not a mean of per-prompt medians. ``sink_strength_stderr`` is the bootstrap standard
-error over prompts (:mod:`sinkbench.sink.uncertainty`) with lm-eval's ``--bootstrap_iters`` resamples.
-``--limit`` does not apply: S is always measured on every prompt of its calibration set (S of fewer prompts is
-another quantity), and the run says so in one warning. Metric names and thresholds: :mod:`sinkbench.sink.metrics`.
+One document per calibration prompt, each a ``sink_strength`` request served on the model lm-eval loaded
+(:func:`sinkbench.harness.request.serve_sink_strength`). The aggregation hooks pool the observations, so S is the
+median over all of them; its ``_stderr`` is a bootstrap over prompts with lm-eval's ``--bootstrap_iters``.
+``--limit`` does not apply (S of fewer prompts is another quantity; one warning says so). Metric names and
+thresholds: :mod:`sinkbench.sink.metrics`.
 """
 
 from __future__ import annotations
@@ -40,13 +37,9 @@ _log = logging.getLogger(__name__)
 
 
 class SinkStrengthTask(ConfigurableTask):
-    """A ConfigurableTask whose requests are probe passes instead of generations.
-
-    Its request type is the class's :attr:`OUTPUT_TYPE`. lm-eval's config accepts only lm-eval's own output types,
-    so the config's ``output_type`` is left empty: lm-eval then takes the class's, and asks for no generation
-    settings. The results file records every effective probe option (``metadata.probe``) and the calibration set
-    with its content hash (``metadata.calibration``).
-    """
+    """A ConfigurableTask whose requests are probe passes, of the class's :attr:`OUTPUT_TYPE` (the config's
+    ``output_type`` is left empty: it accepts only lm-eval's own). The results file records every effective probe
+    option (``metadata.probe``) and the calibration set with its content hash (``metadata.calibration``)."""
 
     OUTPUT_TYPE = REQUEST_TYPE
 
@@ -119,14 +112,10 @@ def aggregate_share_g_above(items: list[PromptObservations]) -> float:
     return share_above(pooled_g(items))
 
 
-def aggregate_position0_mass(items: list[PromptObservations]) -> float:
-    """Paper C.3 probe: first-token attention over probed layers x heads x the last queries."""
-    return position0_mass(items)
-
-
-def aggregate_sink_rate(items: list[PromptObservations]) -> float:
-    """Gu et al.'s Sink_1^eps over all layers."""
-    return sink_rate(items)
+#: Paper C.3 probe: first-token attention over probed layers x heads x the last queries.
+aggregate_position0_mass = position0_mass
+#: Gu et al.'s Sink_1^eps over all layers.
+aggregate_sink_rate = sink_rate
 
 
 def aggregate_observations(items: list[PromptObservations]) -> float:

@@ -13,32 +13,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from sinkbench.extract.families import DEFAULT_MAX_SHARD_SIZE
 
     add_command(
-        subparsers,
-        "extract-lm",
-        run_extract,
+        subparsers, "extract-lm", run_extract,
         arg("source", metavar="SOURCE", help="hub id or local directory of the VLM"),
         arg("out", metavar="OUT", help="output directory (written atomically)"),
-        arg(
-            "--verify",
-            action="store_true",
-            shown="off",
+        arg("--verify", action="store_true", shown="off",
             help="compare the logits with the VLM's own language path and fail (exit 1) if they differ by more "
-            "than 1e-4 in float32",
-        ),
-        arg(
-            "--tokenizer-from",
-            metavar="REFERENCE",
-            shown="the VLM's own",
-            help="take tokenizer and chat template from this LLM instead",
-        ),
-        arg(
-            "--max-shard-size",
-            default=DEFAULT_MAX_SHARD_SIZE,
-            help="largest output shard, e.g. 2GB; peak memory stays near one shard",
-        ),
+            "than 1e-4 in float32"),
+        arg("--tokenizer-from", metavar="REFERENCE", shown="the VLM's own",
+            help="take tokenizer and chat template from this LLM instead"),
+        arg("--max-shard-size", default=DEFAULT_MAX_SHARD_SIZE,
+            help="largest output shard, e.g. 2GB; peak memory stays near one shard"),
         arg("--revision", help="Hub revision of SOURCE", shown="main"),
         OVERWRITE,
-    )
+    )  # fmt: skip
     add_command(
         subparsers, "implant-lm", run_implant,
         arg("vlm", metavar="VLM", help="hub id or local directory of the VLM"),
@@ -63,10 +50,14 @@ def run_implant(args: argparse.Namespace) -> int:
 
     result = implant_lm(args.vlm, args.lm, args.out, **keywords(args, "verify", "overwrite", "revision"))
     print(f"{result.record['family']}: {result.record['tensors_replaced']} tensors from {args.lm}")
-    verification = result.record["verification"]
+    return _written(result.record["verification"], result.output)
+
+
+def _written(verification: dict | None, output: object) -> int:
+    """Print the logit check (when made) and where the output went; exit status 0."""
     if verification is not None:
         print(f"verified: max |logit diff| = {verification['max_abs_logit_diff']:.3g} (float32)")
-    print(f"written to {result.output}")
+    print(f"written to {output}")
     return 0
 
 
@@ -86,8 +77,4 @@ def run_extract(args: argparse.Namespace) -> int:
     print(
         f"{result.provenance['family']} -> {lm['architecture']}: {lm['tensors']} tensors, {lm['bytes']:,} bytes"
     )
-    verification = result.provenance["verification"]
-    if verification is not None:
-        print(f"verified: max |logit diff| = {verification['max_abs_logit_diff']:.3g} (float32)")
-    print(f"written to {result.output}")
-    return 0
+    return _written(result.provenance["verification"], result.output)

@@ -11,25 +11,11 @@ from collections.abc import Callable
 #: mkdocs-material brings ``mkdocs`` and ``pymdownx`` (pymdown-extensions) with its own ``material``, and
 #: mkdocstrings-python's module is ``mkdocstrings_handlers``.
 EXTRA_MODULES = {
-    "site": (
-        "mkdocs",
-        "material",
-        "pymdownx",
-        "vl_convert",
-        "mkdocstrings",
-        "mkdocstrings_handlers",
-    ),
+    "site": ("mkdocs", "material", "pymdownx", "vl_convert", "mkdocstrings", "mkdocstrings_handlers"),
     "merge": ("mergekit",),
 }
 #: Each of those modules and the extra it comes with.
 EXTRA_OF_MODULE = {module: extra for extra, modules in EXTRA_MODULES.items() for module in modules}
-#: Exit status of a command whose extra is not installed (a usage error: the command cannot run as installed).
-MISSING_EXTRA = 2
-
-
-def missing_extra_line(command: str, extra: str) -> str:
-    """The one line a command prints when it needs ``extra``."""
-    return f'sinkbench {command} needs the {extra} extra: pip install "sinkbench[{extra}]"'
 
 
 def _installed(module: str) -> bool:
@@ -39,23 +25,23 @@ def _installed(module: str) -> bool:
 
 
 def require_extra(extra: str) -> None:
-    """Check, before any work, that every package of ``extra`` can be imported.
-
-    Raises:
-        ModuleNotFoundError: the first of them that cannot (:func:`run_needing_extras` reports it).
-    """
+    """Check, before any work, that every package of ``extra`` can be imported; ModuleNotFoundError for the first
+    that cannot (:func:`run_needing_extras` reports it)."""
     for module in EXTRA_MODULES[extra]:
         if not _installed(module):
             raise ModuleNotFoundError(f"No module named {module!r}", name=module)
 
 
 def run_needing_extras(command: str, handler: Callable[[], int]) -> int:
-    """``handler()``; when it fails on a package of an optional extra, that extra in one line on stderr, exit 2."""
+    """``handler()``; when it fails on a package of an optional extra, that extra in one line on stderr, exit 2 (a
+    usage error: the command cannot run as installed)."""
     try:
         return handler()
     except ModuleNotFoundError as error:
         extra = EXTRA_OF_MODULE.get((error.name or "").partition(".")[0])
         if extra is None:
             raise
-        print(missing_extra_line(command, extra), file=sys.stderr)
-        return MISSING_EXTRA
+        print(
+            f'sinkbench {command} needs the {extra} extra: pip install "sinkbench[{extra}]"', file=sys.stderr
+        )
+        return 2

@@ -34,20 +34,17 @@ def run(args: argparse.Namespace) -> int:
     select the sink heads: the top fraction by median G (--top-frac) or every head at or above a median G
     (--min-g). MODEL is resolved as for `sinkbench screen`.
     """
-    # the arguments are checked first, before the probe's heavy imports
-    from pathlib import Path
-
     from sinkbench.sink.heads import map_heads
 
-    options.check_model_arguments([args.model], args.prompts)
+    options.check_model_arguments([args.model], args.prompts)  # before the probe's heavy imports
     report = map_heads(
         args.model,
         options.from_args(ProbeOptions, args),
         prompts=args.prompts,
         top_frac=args.top_frac,
         min_g=args.min_g,
-        output=Path(args.output),
-        plot=Path(args.plot) if args.plot else None,
+        output=options.output_path(args),
+        plot=options.output_path(args, "plot"),
         progress=not args.quiet,
         **options.load_options(args),
     )

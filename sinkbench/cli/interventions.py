@@ -1,7 +1,5 @@
-"""The intervention commands (``sinkbench.interventions``): ``displacement``, ``random-control``,
-``ablate-norms``, ``inject-qk-norm`` and ``merge``, each one entry of :data:`INTERVENTIONS` (its name, help,
-models, options and library spec), which :func:`register` turns into subcommands. Heavy imports happen in the
-calls."""
+"""The intervention commands (:mod:`sinkbench.interventions`), each one entry of :data:`INTERVENTIONS` (its name,
+help, models, options and library spec) that :func:`register` turns into a subcommand."""
 
 from __future__ import annotations
 
@@ -22,19 +20,12 @@ _MODEL = "hub id, local folder, .gguf file or embedded name (as for `sinkbench s
 
 @dataclass(frozen=True)
 class Intervention:
-    """One intervention command.
+    """One intervention command: its subcommand ``name`` and help ``doc``.
 
-    Attributes:
-        name: the subcommand.
-        doc: its help (:func:`~sinkbench.cli.parser.add_command`).
-        models: its model arguments, ``(name, help)`` each: the spec's first roles (a later one is the option of its
-            name); a command of one model loads it with ``--revision``.
-        out: what OUT holds (written atomically), or None for a command that only reports.
-        spec: ``module:NAME`` of its :class:`~sinkbench.interventions.checkpoint.Intervention` in
-            :mod:`sinkbench.interventions`, its parameters those of ``parameters`` (None: ``call`` does it all).
-        parameters: the intervention's own options, if it has any.
-        call: the handler of a command without a spec (which measures no S: no ``--skip-strength``, no probe
-            options); by default the one that runs its spec.
+    ``models``: its model arguments, ``(name, help)`` each, the spec's first roles (a later role is the option of its
+    name; a command of one model takes ``--revision``). ``out``: what OUT holds, None for a command that only
+    reports. ``spec``: ``module:NAME`` of its :class:`~sinkbench.interventions.checkpoint.Intervention`, taking the
+    ``parameters`` options; without one, ``call`` does it all (and measures no S), else it runs the spec.
     """
 
     name: str

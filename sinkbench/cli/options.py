@@ -2,10 +2,9 @@
 and the folders of submissions.
 
 The probe, interval and bucket options and the interventions' parameters are the fields of their options models
-(:class:`~sinkbench.sink.options.ProbeOptions`, :class:`~sinkbench.sink.options.IntervalOptions`,
-:class:`~sinkbench.sink.options.BucketRule`, those of :mod:`sinkbench.interventions.settings`): :func:`model_options`
-turns each field into an option (its name, type, default, choices and help declared once, on the field) and
-:func:`from_args` turns the parsed options back into the model. Every help line ends with the default, so ``--help`` says what happens when an option is left out.
+(:mod:`sinkbench.sink.options`, :mod:`sinkbench.interventions.settings`), declared once on the field:
+:func:`model_options` turns each into an option and :func:`from_args` the parsed options back into the model.
+Every help line ends with the default.
 """
 
 from __future__ import annotations
@@ -44,15 +43,10 @@ def model_argument(what: str) -> Argument:
 def model_options(
     model: type, *, skip: Sequence[str] = (), only: Sequence[str] | None = None, **changes: dict[str, Any]
 ) -> Argument:
-    """An option per field of the options ``model`` declared with :func:`sinkbench.sink.options.option`, in field
-    order: ``--num-layers`` for ``num_layers`` (dest the field's name); a bool is a switch, an int or float typed,
-    a sequence of strings comma-separated.
-
-    Args:
-        model: the options dataclass.
-        skip: fields the command does not offer; ``only``: the only ones it offers (None: all).
-        changes: per field, the keywords this command changes (``choices``: the ones it offers; ``default``).
-    """
+    """An option per field of the options dataclass ``model`` declared with :func:`sinkbench.sink.options.option`:
+    ``--num-layers`` for ``num_layers``; a bool is a switch, an int or float typed, a sequence of strings
+    comma-separated. ``skip``/``only``: fields not offered/the only ones offered; ``changes``: per field, the
+    keywords this command changes (``choices``, ``default``)."""
 
     def add(parser: argparse.ArgumentParser) -> None:
         hints = typing.get_type_hints(model)
@@ -139,9 +133,10 @@ def keywords(args: argparse.Namespace, *names: str) -> dict[str, Any]:
     return {name: getattr(args, name) for name in names}
 
 
-def output_path(args: argparse.Namespace) -> Path | None:
-    """``--output`` as a path, None when left out."""
-    return Path(args.output) if args.output else None
+def output_path(args: argparse.Namespace, option: str = "output") -> Path | None:
+    """``--output`` (or another file option) as a path, None when left out."""
+    value = getattr(args, option)
+    return Path(value) if value else None
 
 
 def print_report(text: str, args: argparse.Namespace) -> int:
@@ -153,14 +148,9 @@ def print_report(text: str, args: argparse.Namespace) -> int:
 
 
 def check_model_arguments(models: Sequence[str | None], prompts: str) -> None:
-    """Refuse what the arguments alone show to be wrong, before a command's heavy imports (torch, transformers):
-    the calibration prompts, then each model spec (:func:`sinkbench.models.locate_model`: a missing path, a file
-    that is not GGUF, a missing weights package; :func:`sinkbench.models.hub_access`: a hub id neither reachable
-    nor cached).
-
-    Raises:
-        UserError: one line naming the argument and the fix.
-    """
+    """Raise UserError for what the arguments alone show to be wrong, before a command's heavy imports: the
+    calibration prompts, then each model spec (:func:`sinkbench.models.locate_model`; a hub id neither reachable
+    nor cached, :func:`sinkbench.models.hub_access`)."""
     from sinkbench.models import hub_access, locate_model
     from sinkbench.sink.prompts import load_calibration
 

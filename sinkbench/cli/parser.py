@@ -26,12 +26,8 @@ def nearest(word: str, candidates: Iterable[str]) -> str:
 
 
 class CommandParser(argparse.ArgumentParser):
-    """An :class:`argparse.ArgumentParser` whose subcommands are parsers of this class too (argparse's default).
-
-    A command checks its own arguments before argparse does, so that an unknown option is reported with the
-    command's usage (not the top-level one) and before a missing required argument; a command that passes
-    unknown arguments on (``set_defaults(passthrough=True)``, ``sinkbench eval``) is not checked.
-    """
+    """An :class:`argparse.ArgumentParser` (its subcommands' too) that refuses an unknown option under the
+    command's own usage, before a missing required argument; a ``passthrough`` command (``eval``) is not checked."""
 
     def parse_known_args(
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
@@ -79,11 +75,9 @@ class CommandParser(argparse.ArgumentParser):
 
 
 def arg(*flags: str, help: str, shown: str | None = None, **kwargs: Any) -> Argument:
-    """An argument: argparse's ``flags`` and keywords, its help ``help (default: shown)``.
-
-    ``shown`` says what happens when an option is left out (argparse's ``%(default)s`` unless given); a positional
-    or a required option has none, and ``shown=""`` leaves out the clause of a help that places it itself.
-    """
+    """An argument: argparse's ``flags`` and keywords, its help ``help (default: shown)``; ``shown`` (default
+    ``%(default)s``; none for a positional or a required option) says what happens when an option is left out, and
+    ``shown=""`` leaves the clause out of a help that places it itself."""
     if shown is None and flags[0].startswith("-") and not kwargs.get("required"):
         shown = "%(default)s"
     text = f"{help} (default: {shown})" if shown else help
@@ -108,11 +102,9 @@ def add_command(
     doc: str | None = None,
     **defaults: Any,
 ) -> argparse.ArgumentParser:
-    """Add the subcommand ``name`` with its ``arguments``, run by ``handler`` (with ``defaults`` set on them).
-
-    Its line in the parent's ``--help`` is the first paragraph of ``doc`` (default: the handler's docstring), its
-    own ``--help`` description the rest, as click and typer read a command's docstring.
-    """
+    """Add the subcommand ``name`` with its ``arguments``, run by ``handler`` (with ``defaults`` set on them); its
+    line in the parent's ``--help`` is the first paragraph of ``doc`` (default: the handler's docstring), its own
+    ``--help`` description the rest."""
     summary, _, description = inspect.cleandoc(doc or handler.__doc__).partition("\n\n")
     parser = subparsers.add_parser(name, help=summary, description=description)
     group(*arguments)(parser)

@@ -20,22 +20,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions = parser.add_subparsers(dest="site_command", metavar="ACTION", required=True)
     sources = group(
         SUBMISSIONS,
-        folder(
-            "--experiments",
-            "folder of the experiments whose page/ folders the site publishes (the Training "
-            "dynamics and Interventions pages; default: %(default)s; without them those pages say so)",
-            EXPERIMENTS_DIR,
-            shown="",
-        ),
-    )
+        folder("--experiments", "folder of the experiments whose page/ folders the site publishes (the Training "
+               "dynamics and Interventions pages; default: %(default)s; without them those pages say so)",
+               EXPERIMENTS_DIR, shown=""),
+    )  # fmt: skip
     add_command(
-        actions,
-        "build",
-        _build,
-        sources,
+        actions, "build", _build, sources,
         folder("--out", "where the built site goes, replaced as a whole", "_site"),
         command_label="site build",
-    )
+    )  # fmt: skip
     add_command(
         actions, "serve", _serve, sources,
         arg("--host", default="127.0.0.1", help="address to listen on"),

@@ -13,26 +13,15 @@ from sinkbench.cli.parser import add_command, arg
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``validate``, ``aggregate`` and ``import-reported``."""
     add_command(
-        subparsers,
-        "validate",
-        _validate,
-        arg(
-            "paths",
-            nargs="*",
-            default=["submissions"],
-            metavar="PATH",
-            shown="submissions",
-            help="a submissions folder (holding pairs/ and backbones/), a kind folder or an entry folder",
-        ),
-    )
+        subparsers, "validate", _validate,
+        arg("paths", nargs="*", default=["submissions"], metavar="PATH", shown="submissions",
+            help="a submissions folder (holding pairs/ and backbones/), a kind folder or an entry folder"),
+    )  # fmt: skip
     add_command(
-        subparsers,
-        "aggregate",
-        _aggregate,
-        SUBMISSIONS,
+        subparsers, "aggregate", _aggregate, SUBMISSIONS,
         folder("--out", "output folder, replaced as a whole (a folder sinkbench did not write is refused)"),
         arg("--seed", type=int, default=0, help="seed of the bootstrap and permutation tests"),
-    )
+    )  # fmt: skip
     add_command(
         subparsers, "import-reported", _import_reported,
         arg("csv", type=Path, metavar="FILE.csv", help="one row per pair and task"),

@@ -30,11 +30,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from sinkbench.conformance.table import TABLE_JSON, TABLE_PAGE, summary, to_markdown
     from sinkbench.safe_io import write_json_atomic, write_text_atomic
 
-    for section in ("probe", "extract"):
-        print(f"{section}: {summary(document[section])}")
-    print(f"{sum(len(document[s]) for s in ('probe', 'extract'))} model types in {seconds:.0f} s")
+    sections = {section: document[section] for section in ("probe", "extract")}
+    for section, rows in sections.items():
+        print(f"{section}: {summary(rows)}")
+    print(f"{sum(map(len, sections.values()))} model types in {seconds:.0f} s")
     if args.types:
-        print(json.dumps({s: document[s] for s in ("probe", "extract")}, indent=2))
+        print(json.dumps(sections, indent=2))
     elif args.write:
         write_json_atomic(document, TABLE_JSON)
         write_text_atomic(TABLE_PAGE, to_markdown(document))

@@ -1,10 +1,8 @@
 """``extract-lm`` on a tiny random VLM of every image-text-to-text model type of the installed transformers.
 
-Each tiny VLM (:mod:`sinkbench.conformance.tiny`, weights spread to O(0.1) so a wrong tensor or a wrong RoPE
-moves the logits far beyond the tolerance) is saved with a tiny tokenizer and extracted with ``verify=True``:
-the verdict is ``equal`` (the extracted causal LM reproduces the VLM's text-only logits within 1e-4 in
-float32) or ``refused`` with the one-line reason ``extract-lm`` gives. A logit difference, or any other
-exception, is a failure of the sweep, recorded with its error.
+Each tiny VLM (weights spread to O(0.1), so a wrong tensor or RoPE moves the logits far beyond the tolerance) is
+extracted with ``verify=True``: ``equal`` (text-only logits within 1e-4 in float32) or ``refused`` with
+``extract-lm``'s one-line reason; a logit difference or any other exception fails the sweep, recorded with its error.
 """
 
 from __future__ import annotations

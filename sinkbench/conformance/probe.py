@@ -1,24 +1,18 @@
 """The probe against the eager route for every causal-LM model type of the installed transformers.
 
-For each type a tiny random model (:mod:`sinkbench.conformance.tiny`) is either refused by the probe in one
-line (``ModelNotSupported``), or checked two ways:
-
-* **the model's attention**: the full model's logits with the probe's attention function recording equal
-  the logits of the model's own eager attention. This shows the probe reproduces each variant the model
-  passes (soft-capping, learned sinks, masks, position bias) as the model's own code does;
-* **the statistics**: S and the median G of every probed (layer, head) equal those computed from the
-  materialised eager probabilities (``output_attentions=True``, :mod:`sinkbench.sink.naive`), with the same
-  cells observed. Where a model's eager code applies its learned sink after normalising (the probabilities
-  it returns hide the sink's share), only the first check is possible, and the verdict says so.
-
-Anything else (a config transformers cannot build, an exception) is a failure of the sweep, recorded with its
-error so the table shows it.
+Each type's tiny random model (:mod:`sinkbench.conformance.tiny`) is refused by the probe in one line
+(``ModelNotSupported``) or checked two ways: the logits with the probe's attention function recording equal the
+model's own eager attention's (so the probe reproduces each variant: soft-capping, learned sinks, masks, position
+bias), and S and the median G of every probed (layer, head) equal those of the materialised eager probabilities
+(:mod:`sinkbench.sink.naive`), unless the eager code applies a learned sink after normalising (logits only, and the
+verdict says so). Anything else is a failure of the sweep, recorded with its error.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -64,7 +58,7 @@ def _check(model_type: str) -> Verdict:
     from sinkbench.sink.observe import observe_tokens
     from sinkbench.sink.options import ProbeOptions
 
-    model = _tiny_model(model_type)
+    model = build_tiny(AutoModelForCausalLM, tiny_config(model_type))
     tokens = _prompts(model.config.get_text_config().vocab_size)
     layout = attention_layout(model, tokens[0])
     logits = _logits_difference(model, tokens[0], layout.labels)
@@ -80,40 +74,27 @@ def _check(model_type: str) -> Verdict:
     )
     s_diff, profile = _statistics_difference(probe, at_probe_sinks)
     shortfall = max(_sink_shortfall(p, n, f) for p, n, f in zip(probe, at_probe_sinks, free, strict=True))
-    problems = [
-        text
-        for text, failed in (
-            ("S or the median G disagree with the eager route", max(s_diff, profile) > TOLERANCE),
-            ("the logits disagree with the model's eager attention", logits > TOLERANCE),
-            ("the probe's sink receives less attention than the eager route's", shortfall > TOLERANCE),
-        )
-        if failed
-    ]
+    differences = {
+        "S or the median G disagree with the eager route": max(s_diff, profile),
+        "the logits disagree with the model's eager attention": logits,
+        "the probe's sink receives less attention than the eager route's": shortfall,
+    }
+    problems = [text for text, difference in differences.items() if difference > TOLERANCE]
     reason = "; ".join([_describe(layout), *problems])
     return Verdict(model_type, FAILED if problems else EQUAL, reason, s_diff, profile, logits)
 
 
 def _statistics_difference(probe: list, naive: list) -> tuple[float, float]:
-    """The relative differences (see :func:`_difference`) of S and of the median G of every (layer, head).
-
-    G is clipped at :data:`RESOLVABLE_G` first: float32 eager probabilities cannot resolve ``1 - a`` below
-    ``2**-24``, so beyond it the eager route reports noise or ``+inf`` where the probe, working with
-    log-sum-exps, still has the value.
-    """
+    """The relative differences (:func:`_difference`) of S and of the median G of every (layer, head), G clipped at
+    :data:`RESOLVABLE_G` first (beyond it float32 eager probabilities give noise or ``+inf``, the probe the value)."""
     from sinkbench.sink.strength import layer_head_medians, pooled_g, sink_strength
 
-    clipped = [_clipped(observations) for observations in (probe, naive)]
+    clipped = [[replace(obs, g=obs.g.clamp(max=RESOLVABLE_G)) for obs in route] for route in (probe, naive)]
     s_values = [np.array(sink_strength(pooled_g(observations))) for observations in clipped]
     a, b = (layer_head_medians(observations) for observations in clipped)
     if not np.array_equal(np.isnan(a), np.isnan(b)):
         return _difference(*s_values), float("inf")
     return _difference(*s_values), _difference(a, b)
-
-
-def _clipped(observations: list) -> list:
-    from dataclasses import replace
-
-    return [replace(obs, g=obs.g.clamp(max=RESOLVABLE_G)) for obs in observations]
 
 
 def _difference(a: np.ndarray, b: np.ndarray) -> float:
@@ -125,33 +106,23 @@ def _difference(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def _sink_shortfall(probe, at_probe_sinks, free) -> float:
-    """How much less attention the probe's sink key receives than the eager route's own choice, at most.
-
-    Where the two choose different keys (ties in random models are common), each key's received attention is
-    the sum over queries of ``a = sigmoid(G)`` at that key, read from the eager route (degenerate ``G = +inf``
-    is ``a = 1``); a probe choice within the tolerance of the maximum is a tie, not an error.
-    """
+    """How much less attention the probe's sink key receives than the eager route's own choice, at most: where the
+    two choose different keys (ties are common in random models), the sum over queries of ``sigmoid(G)`` at each,
+    read from the eager route; a probe choice within the tolerance of the maximum is a tie, not an error."""
     received_probe = torch.sigmoid(at_probe_sinks.g.double()).nan_to_num(0.0).sum(-1)
     received_free = torch.sigmoid(free.g.double()).nan_to_num(0.0).sum(-1)
     differs = probe.sink_position != free.sink_position
     return float((received_free - received_probe)[differs].max()) if differs.any() else 0.0
 
 
-def _tiny_model(model_type: str) -> torch.nn.Module:
-    return build_tiny(AutoModelForCausalLM, tiny_config(model_type))
-
-
 def build_tiny(auto_class: type, config) -> torch.nn.Module:
-    """A random model of ``config`` (seed 0, float32, eval mode) after checking its size on the meta device.
-
-    Raises:
-        NoTinyModel: transformers cannot build it, or it is larger than :data:`MAX_PARAMETERS`.
-    """
+    """A random model of ``config`` (seed 0, float32, eval mode); NoTinyModel when transformers cannot build it or
+    it is larger than :data:`MAX_PARAMETERS` (checked on the meta device first)."""
     try:
         with torch.device("meta"):
             size = sum(p.numel() for p in auto_class.from_config(config).parameters())
     except Exception as error:  # incomplete defaults fail in the model's constructor in many forms
-        raise NoTinyModel(f"{type(error).__name__}: {str(error).strip().splitlines()[-1][:160]}") from error
+        raise NoTinyModel.of(error) from error
     if size > MAX_PARAMETERS:
         raise NoTinyModel(f"still {size / 1e6:.0f}M parameters once shrunk")
     torch.manual_seed(0)

@@ -49,11 +49,9 @@ def to_json(version: str, results: dict[str, list[Verdict]]) -> dict[str, Any]:
 
 
 def encoder_types(causal_types: list[str]) -> dict[str, list[str]]:
-    """Of the causal-LM model types, those that are not decoders by design, from transformers' own name tables:
-    ``encoder``, an encoder architecture (it has a masked-LM head or its base model is an encoder) whose causal-LM
-    class runs it with a causal mask (``is_decoder=True``); ``encoder_decoder``, the decoder half of an
-    encoder-decoder model, run without its encoder. Their checkpoints were pretrained for another use, so an S
-    measured on one describes the model outside the way it was trained."""
+    """Of the causal-LM model types, those not decoders by design (an S measured on one describes the model outside
+    the way it was trained), from transformers' name tables: ``encoder`` (a masked-LM head or an encoder base model,
+    run with a causal mask) and ``encoder_decoder`` (the decoder half, run without its encoder)."""
     from transformers.models.auto.modeling_auto import (
         MODEL_FOR_MASKED_LM_MAPPING_NAMES,
         MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
@@ -95,7 +93,7 @@ def version_line(swept: str, running: str) -> str | None:
 @functools.cache
 def warn_if_not_swept_version() -> None:
     """Print :func:`version_line` on stderr, once per process, when the installed transformers is not the version
-    ``architectures.json`` records (pyproject.toml allows a range of releases; the table holds for one)."""
+    ``architectures.json`` records (pyproject.toml allows a range; the table holds for one)."""
     line = version_line(load()["transformers"], importlib.metadata.version("transformers"))
     if line is not None:
         print(line, file=sys.stderr)
@@ -109,11 +107,8 @@ def summary(rows: dict[str, dict[str, Any]]) -> str:
     equal = counts[EQUAL] + counts[EQUAL_LOGITS_ONLY]
     line = f"{equal} of {len(rows)} model types accepted and equal to the reference"
     line += f", {counts[REFUSED]} refused" + (f" ({refused})" if refused else "")
-    line += (
-        f", {counts[UNTESTED]} untested (no tiny model can be built from their defaults)"
-        if counts[UNTESTED]
-        else ""
-    )
+    if counts[UNTESTED]:
+        line += f", {counts[UNTESTED]} untested (no tiny model can be built from their defaults)"
     return line + (f", {counts[FAILED]} failed the sweep" if counts[FAILED] else "")
 
 
@@ -146,7 +141,10 @@ def to_markdown(document: dict[str, Any]) -> str:
         *_encoder_note(document.get("encoder_types") or {}),
         "| model type | verdict | attention, or why refused | abs. diff. S | max abs. diff. median G | max abs. diff. logits |",
         "|---|---|---|---:|---:|---:|",
-        *(_probe_line(name, row) for name, row in probe.items()),
+        *(
+            _line(name, row, "s_difference", "profile_difference", "logits_difference")
+            for name, row in probe.items()
+        ),
         "",
         "## VLM extraction (`extract-lm`)",
         "",
@@ -156,7 +154,7 @@ def to_markdown(document: dict[str, Any]) -> str:
         "",
         "| model type | verdict | VLM class -> causal LM, or why refused | max abs. diff. logits |",
         "|---|---|---|---:|",
-        *(_extract_line(name, row) for name, row in extract.items()),
+        *(_line(name, row, "logits_difference") for name, row in extract.items()),
         "",
     ]
     return "\n".join(lines)
@@ -179,9 +177,7 @@ def encoder_note(found: dict[str, list[str]]) -> str:
             "the encoder"
         )
     return (
-        "**Not decoders by design.** Of these types, "
-        + "; ".join(parts)
-        + ". *Equal* for them says the probe "
+        f"**Not decoders by design.** Of these types, {'; '.join(parts)}. *Equal* for them says the probe "
         "measures the causal model transformers builds exactly; a checkpoint pretrained as an encoder (or with "
         "an encoder) is then used outside the way it was trained, so its S is not comparable with a decoder LLM's."
     )
@@ -196,18 +192,12 @@ def _number(value: float | None) -> str:
     return "" if value is None else f"{value:.1e}"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
-def _probe_line(name: str, row: dict[str, Any]) -> str:
-    cells = [row.get("s_difference"), row.get("profile_difference"), row.get("logits_difference")]
-    return (
-        f"| `{name}` | {row['verdict']} | {_cell(row['reason'])} | " + " | ".join(map(_number, cells)) + " |"
-    )
-
-
-def _extract_line(name: str, row: dict[str, Any]) -> str:
-    return (
-        f"| `{name}` | {row['verdict']} | {_cell(row['reason'])} | {_number(row.get('logits_difference'))} |"
-    )
+def _line(name: str, row: dict[str, Any], *numbers: str) -> str:
+    """A table row: the model type, its verdict and reason, and its ``numbers`` (blank where not measured)."""
+    cells = [
+        f"`{name}`",
+        row["verdict"],
+        row["reason"].replace("|", "\\|"),
+        *(_number(row.get(key)) for key in numbers),
+    ]
+    return f"| {' | '.join(cells)} |"

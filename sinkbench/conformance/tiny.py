@@ -1,11 +1,9 @@
 """Tiny random-init configs for any registered model type, made from the type's own defaults.
 
-Widths, head counts, vocabulary, experts and the like are shrunk wherever the default config names them
-(recursively, in its text, vision and audio sub-configs); depth and every per-layer pattern (sliding or
-chunked windows, hybrid layer types, per-layer head sizes) are kept, so a tiny model has the same attention
-layers as a real one. Token ids beyond the shrunken vocabulary are moved inside it. A few defaults that
-transformers itself cannot build a model from get the fields a real checkpoint would supply
-(:data:`TYPE_FIXES`), in the spirit of transformers' own per-model test configs.
+Widths, head counts, vocabulary, experts and the like are shrunk wherever the config (or a sub-config) names
+them, and token ids moved inside the vocabulary; depth and every per-layer pattern are kept, so a tiny model has
+the same attention layers as a real one. Defaults transformers cannot build a model from get the fields a real
+checkpoint would supply (:data:`TYPE_FIXES`).
 """
 
 from __future__ import annotations
@@ -83,10 +81,7 @@ TYPE_FIXES: dict[str, dict[str, Any]] = {
     "bamba": {"attn_layer_indices": [3, 7, 11]},
     "granitemoehybrid": {
         "num_hidden_layers": 8,
-        "layer_types": ["linear_attention"] * 3
-        + ["full_attention"]
-        + ["linear_attention"] * 3
-        + ["full_attention"],
+        "layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 2,
     },
     # Qwen2-VL and Qwen2.5-VL keep their multimodal RoPE split outside the defaults the text config shows
     "qwen2_vl": {"text_config": {"rope_parameters": {"rope_type": "default", "mrope_section": [2, 1, 1]}}},
@@ -101,6 +96,11 @@ TYPE_FIXES: dict[str, dict[str, Any]] = {
 class NoTinyModel(Exception):
     """transformers cannot build a model from the type's defaults, even shrunk and fixed."""
 
+    @classmethod
+    def of(cls, error: Exception) -> NoTinyModel:
+        """The refusal of transformers' ``error`` (in its many forms), in one line: its type and last line."""
+        return cls(f"{type(error).__name__}: {str(error).strip().splitlines()[-1][:160]}")
+
 
 def checked(
     model_type: str,
@@ -108,11 +108,8 @@ def checked(
     refusals: tuple[type[Exception], ...],
     reason: Callable[[str], str],
 ) -> Verdict:
-    """Run one sweep's ``check`` of ``model_type``, warnings silenced, timed, its exceptions made verdicts.
-
-    ``refusals`` (with the one-line ``reason`` made of their message) are refused, :class:`NoTinyModel` untested,
-    any other exception a failure of the sweep recorded with its error, for a person to look at.
-    """
+    """Run one sweep's ``check`` of ``model_type``, warnings silenced, timed: ``refusals`` are refused (with the
+    one-line ``reason`` of their message), :class:`NoTinyModel` untested, anything else a failure of the sweep."""
     started = time.perf_counter()
     try:
         with warnings.catch_warnings():
@@ -128,26 +125,18 @@ def checked(
 
 
 def tiny_config(model_type: str) -> PretrainedConfig:
-    """A tiny config of ``model_type`` (see the module docstring).
-
-    Raises:
-        NoTinyModel: transformers refuses the defaults (the message is its error).
-    """
-    try:
-        return _tiny_config(model_type)
-    except Exception as error:  # transformers' own validation of incomplete defaults, in many forms
-        raise NoTinyModel(f"{type(error).__name__}: {str(error).strip().splitlines()[-1][:160]}") from error
-
-
-def _tiny_config(model_type: str) -> PretrainedConfig:
+    """A tiny config of ``model_type`` (see the module docstring); NoTinyModel when transformers refuses it."""
     from transformers import AutoConfig
 
     fixes = TYPE_FIXES.get(model_type, {})
-    defaults = AutoConfig.for_model(model_type, **fixes).to_dict()
-    fields = shrunk(defaults)
-    if "is_decoder" in defaults and not defaults.get("is_encoder_decoder"):
-        fields["is_decoder"] = True  # what the type's *ForCausalLM class is meant to run with
-    return AutoConfig.for_model(model_type, **{**fields, **_nested(fixes, fields)})
+    try:
+        defaults = AutoConfig.for_model(model_type, **fixes).to_dict()
+        fields = shrunk(defaults)
+        if "is_decoder" in defaults and not defaults.get("is_encoder_decoder"):
+            fields["is_decoder"] = True  # what the type's *ForCausalLM class is meant to run with
+        return AutoConfig.for_model(model_type, **{**fields, **_nested(fixes, fields)})
+    except Exception as error:  # transformers' own validation of incomplete defaults
+        raise NoTinyModel.of(error) from error
 
 
 def shrunk(defaults: dict[str, Any], top: bool = True) -> dict[str, Any]:

@@ -13,18 +13,9 @@ FAILED = "sweep failed"
 
 @dataclass(frozen=True)
 class Verdict:
-    """One model type's row in the architecture table.
-
-    Attributes:
-        model_type: the registered model type.
-        verdict: ``equal``, ``equal (logits only)``, ``refused``, ``untested`` (no tiny model can be built from
-            the type's defaults) or ``sweep failed``.
-        reason: the refusal or failure in one line; for a measured type, its attention layout.
-        s_difference: |S(probe) - S(naive)|, for measured types.
-        profile_difference: largest |median G| difference over (layer, head), for measured types.
-        logits_difference: largest |logit| difference of the full model, for measured types.
-        seconds: time of the check.
-    """
+    """One model type's row in the architecture table: its verdict (one of the constants above; ``untested``: no
+    tiny model can be built from its defaults), the reason in one line (for a measured type, its attention layout),
+    and for a measured type the differences of S, of the median G (largest over layer x head) and of the logits."""
 
     model_type: str
     verdict: str

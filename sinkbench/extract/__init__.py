@@ -1,12 +1,8 @@
 """A VLM's language backbone as a standalone causal LM (the paper's VLM-LM, arXiv 2609.00746 Appendix B.2).
 
-``extract_lm(source, out)`` streams the backbone's tensors by name from the VLM's safetensors
-shards into a normal transformers causal-LM directory (config, sharded safetensors, tokenizer
-and chat template, ``provenance.json``), optionally checking its logits against the VLM.
-``implant_lm(vlm, lm, out)`` is the inverse: a causal LM (a merged VLM-LM, say) put back into its VLM.
-
-The heavy modules (transformers, torch) load on first use of ``extract_lm`` and friends, so the
-family registry stays cheap to import for ``sinkbench --help``.
+``extract_lm(source, out)`` streams the backbone's tensors into a transformers causal-LM directory (with tokenizer,
+chat template and ``provenance.json``), optionally checking its logits against the VLM; ``implant_lm(vlm, lm, out)``
+is the inverse. transformers and torch load on first use, so importing this stays cheap for ``sinkbench --help``.
 """
 
 from __future__ import annotations
@@ -25,16 +21,7 @@ _LAZY = {
     "ImplantResult": "implant",
 }
 
-__all__ = [
-    "PROVENANCE_FILE",
-    "ExtractError",
-    "ExtractionResult",
-    "ImplantResult",
-    "VerificationError",
-    "extract_lm",
-    "implant_lm",
-    "vlm_model_types",
-]
+__all__ = ["ExtractError", "VerificationError", "vlm_model_types", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,14 +1,9 @@
-"""The standalone causal-LM config of a VLM's language backbone.
+"""The standalone causal-LM config of a VLM's language backbone: the text config's fields, except that
 
-The text config's fields carry over unchanged, with two exceptions:
-
-* Multimodal RoPE (Qwen2-VL, Qwen2.5-VL; interleaved in Qwen3-VL) rotates each frequency by
-  one of three position streams (temporal, height, width). For text-only input the three
-  streams are the same 1-D positions, so every frequency rotates by the same angle whichever
-  stream it reads: MRoPE is plain 1-D RoPE, and the ``mrope_*`` keys are dropped
-  (``tests/extract/test_extract.py`` checks the cos/sin tables are identical).
-* The tie flag is the VLM's (transformers reads it from the top-level config), so the
-  extracted model ties its LM head exactly when the VLM does.
+* multimodal RoPE rotates each frequency by one of three position streams, which are the same 1-D positions for
+  text-only input: it is plain RoPE, and the ``mrope_*`` keys are dropped (``tests/extract/test_extract.py`` checks
+  the cos/sin tables are identical);
+* the tie flag is the VLM's top-level one, so the extracted model ties its LM head exactly when the VLM does.
 """
 
 from __future__ import annotations
@@ -17,7 +12,7 @@ from transformers import AutoConfig, PretrainedConfig
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
 from sinkbench.extract import molmo2
-from sinkbench.extract.families import VLM_TEXT_OVERRIDES, Family, ties_embeddings
+from sinkbench.extract.families import VLM_TEXT_OVERRIDES, Family
 
 #: Text-config keys that describe the VLM's text model and mean nothing to a plain causal LM.
 _DROPPED_TEXT_KEYS = frozenset({"model_type", "architectures", "transformers_version", "_name_or_path"})
@@ -38,19 +33,16 @@ def causal_lm_config(config: PretrainedConfig, family: Family) -> PretrainedConf
     if fields.get("head_dim") is None and text.model_type != family.causal_lm_type:
         # a mapped text type (GLM-4V's) may derive its head size where the causal LM's default is a number
         fields["head_dim"] = text.hidden_size // text.num_attention_heads
-    fields["tie_word_embeddings"] = ties_embeddings(config)
+    fields["tie_word_embeddings"] = bool(getattr(config, "tie_word_embeddings", False))  # the top config's
     fields["architectures"] = [architecture]
     fields["dtype"] = fields.get("dtype") or config.dtype
     return AutoConfig.for_model(family.causal_lm_type, **fields)
 
 
 def _plain_rope(rope_parameters: dict, text: PretrainedConfig) -> dict:
-    """Rope parameters without the multimodal keys (text-only MRoPE is 1-D RoPE).
-
-    Legacy configs mark MRoPE as ``rope_type`` or ``type`` ``"mrope"``; that marker goes too. The sections say
-    how many frequencies rotate; unless the config says so itself, that fraction of the head is written as
-    ``partial_rotary_factor`` (GLM-4's causal LM would otherwise rotate half the head by default).
-    """
+    """Rope parameters without the multimodal keys and ``"mrope"`` markers (text-only MRoPE is 1-D RoPE). Unless the
+    config says so itself, the fraction of the head the sections rotate is written as ``partial_rotary_factor``
+    (GLM-4's causal LM would otherwise rotate half the head)."""
     plain = {
         key: value for key, value in rope_parameters.items() if key not in _MROPE_KEYS and value != "mrope"
     }

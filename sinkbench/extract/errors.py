@@ -11,3 +11,8 @@ class ExtractError(UserError):
 
 class VerificationError(UserError):
     """The extracted LM's logits differ from the VLM's language path beyond the tolerance."""
+
+
+def listed(problems: dict[str, list[str]]) -> str:
+    """``kind: a, b; kind: c`` of the kinds of problem found (at most five names each); '' when none is."""
+    return "; ".join(f"{kind}: {', '.join(names[:5])}" for kind, names in problems.items() if names)

@@ -1,22 +1,18 @@
 """Where a VLM keeps its language model, found through the model's own structure (no per-family list).
 
-A VLM class of transformers' image-text-to-text registry is built on the meta device (no memory, no weights)
-and asked for its language model (``get_decoder()``) and its LM head (``get_output_embeddings()``); their
-qualified names are where the backbone's parameters live among the VLM's canonical (transformers 5) names.
-The standalone causal LM is the ``*ForCausalLM`` of the text config's model type. Only where a family's text
-config is a VLM-specific type does a table say which causal LM runs it (:data:`TEXT_TYPE_CAUSAL_LM`); the
-key coverage check (:mod:`sinkbench.extract.keys`) and ``--verify`` prove each extraction anyway.
-
-Why those mappings hold (read from transformers 5.24's ``modeling_*.py``): Qwen2-VL / Qwen2.5-VL's text model
-is Qwen2 (q/k/v bias, no QK-norm) plus multimodal RoPE, and Qwen3-VL's is Qwen3 (per-head ``q_norm`` /
-``k_norm``) plus interleaved multimodal RoPE and DeepStack visual residuals, which are absent without images;
-with text-only positions multimodal RoPE is plain 1-D RoPE (:mod:`sinkbench.extract.config`).
+The VLM is built on the meta device and asked for its language model (``get_decoder()``) and LM head
+(``get_output_embeddings()``); their qualified names locate the backbone among the VLM's canonical names. The causal
+LM is the ``*ForCausalLM`` of the text config's model type, or for a VLM-specific text type the one
+:data:`TEXT_TYPE_CAUSAL_LM` names (per transformers 5.24's ``modeling_*.py``: Qwen2/2.5-VL's text model is Qwen2, and
+Qwen3-VL's Qwen3, plus multimodal RoPE, plain RoPE on text-only positions, and DeepStack residuals, absent without
+images); the key coverage check (:mod:`sinkbench.extract.keys`) and ``--verify`` prove each extraction anyway.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from sinkbench.extract import molmo2
 from sinkbench.extract.errors import ExtractError
@@ -48,17 +44,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Family:
-    """Where one VLM class keeps its language model.
+    """Where one VLM class (``name``, e.g. ``Qwen3VLForConditionalGeneration``) keeps its language model.
 
-    Attributes:
-        name: the VLM class's name (e.g. ``Qwen3VLForConditionalGeneration``).
-        model_type: the VLM config's ``model_type``.
-        text_prefix: prefix of the language model's parameters in the VLM's canonical names.
-        lm_head: the canonical name of the LM head's weight.
-        causal_lm_type: ``model_type`` of the standalone causal LM.
-        renames: parameter-name changes from the VLM's layers to the causal LM's (Molmo2's post-norm layout), applied
-            when the VLM is loaded whole (:mod:`sinkbench.extract.loaded`).
-        embedding_rows: how many embedding rows the causal LM keeps (Molmo2's extra image-token rows go), likewise.
+    ``text_prefix`` prefixes its parameters' canonical names and ``lm_head`` is the head's weight. Molmo2 only,
+    applied when the VLM is loaded whole (:mod:`sinkbench.extract.loaded`): ``renames`` of the post-norm layout's
+    parameters, and ``embedding_rows`` kept (the image-token rows go).
     """
 
     name: str
@@ -78,11 +68,8 @@ def vlm_model_types() -> list[str]:
 
 
 def meta_vlm(config: PretrainedConfig, where: str) -> torch.nn.Module:
-    """The VLM of ``config`` built on the meta device (no memory, no weights).
-
-    Raises:
-        ExtractError: the model type is not an image-text-to-text model of transformers.
-    """
+    """The VLM of ``config`` built on the meta device (no memory, no weights); ExtractError when the model type is no
+    image-text-to-text model of transformers."""
     import torch
     from transformers import AutoModelForImageTextToText
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
@@ -102,16 +89,8 @@ def meta_vlm(config: PretrainedConfig, where: str) -> torch.nn.Module:
 
 
 def family_for(config: PretrainedConfig, vlm: torch.nn.Module, where: str) -> Family:
-    """Locate the language model of ``vlm`` (built from ``config`` on the meta device).
-
-    Args:
-        config: the VLM's top-level config.
-        vlm: the VLM, e.g. ``AutoModelForImageTextToText.from_config(config)`` under ``torch.device("meta")``.
-        where: the config's location, for messages.
-
-    Raises:
-        ExtractError: no language model or LM head is found, or no causal LM runs the language model.
-    """
+    """Locate the language model of ``vlm``, built from ``config`` (found at ``where``) on the meta device;
+    ExtractError when there is no language model or LM head, or no causal LM to run it."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     from sinkbench.conformance.table import warn_if_not_swept_version  # not at --help time
@@ -165,11 +144,8 @@ def language_model(vlm: torch.nn.Module) -> torch.nn.Module | None:
 
 
 def causal_lm_type(text: PretrainedConfig, vlm_type: str, where: str) -> str:
-    """The causal-LM model type that runs a language model whose config is ``text``.
-
-    Raises:
-        ExtractError: transformers has no ``*ForCausalLM`` for it.
-    """
+    """The causal-LM model type that runs a language model whose config is ``text``; ExtractError when transformers
+    has no ``*ForCausalLM`` for it."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     text_type = text.model_type
@@ -185,6 +161,17 @@ def causal_lm_type(text: PretrainedConfig, vlm_type: str, where: str) -> str:
     )
 
 
-def ties_embeddings(config: PretrainedConfig) -> bool:
-    """Whether the VLM ties its LM head to its input embeddings (transformers reads the top config)."""
-    return bool(getattr(config, "tie_word_embeddings", False))
+def quiet_load(auto_class: type, source: str | Path, **kwargs: Any) -> tuple[torch.nn.Module, dict]:
+    """``auto_class.from_pretrained(source)`` and its loading info (mismatched sizes kept, not raised), with
+    transformers' multi-line load report silenced: the caller's refusal says what matters in one line."""
+    from transformers.utils import logging
+
+    report = logging.get_logger("transformers.modeling_utils")
+    level = report.level
+    report.setLevel(logging.ERROR)
+    try:
+        return auto_class.from_pretrained(
+            source, output_loading_info=True, ignore_mismatched_sizes=True, **kwargs
+        )
+    finally:
+        report.setLevel(level)

@@ -1,35 +1,35 @@
 """``implant_lm``: the inverse of ``extract_lm``, a causal LM put back into its VLM.
 
-The VLM's checkpoint is rewritten file by file with the same tensor names and layout: every tensor that
-``extract_lm`` maps to the causal LM (:func:`sinkbench.extract.keys.plan_tensors`: the language model, and the LM
-head unless tied) is taken from the causal LM instead, in the causal LM's dtype; the vision tower, the projector
-and every other file (config, processor, tokenizer, chat template) are the VLM's. The causal LM must be of the
-model type that runs the VLM's language model, with the same tensors and shapes (a merge, an ablation or a
-random control of the VLM-LM; not a QK-norm injection, which adds tensors). The result is checked as an extraction
-is: its text-only logits (the VLM's own forward) must equal the causal LM's, in float32.
-
-Families whose language model needs transformers' conversions on load (fused experts, Molmo2) are refused:
-``extract_lm`` loads them whole, and implanting would have to undo those conversions.
+The VLM's checkpoint is rewritten file by file with the same names and layout: every tensor ``extract_lm`` maps to
+the causal LM (:func:`sinkbench.extract.keys.plan_tensors`) is taken from the causal LM, in its dtype; everything
+else (vision tower, projector, config, processor, tokenizer) stays the VLM's. The causal LM must have exactly those
+tensors and shapes (a merge, ablation or random control of the VLM-LM; not a QK-norm injection), and the result's
+text-only logits must equal it in float32. Families ``extract_lm`` loads whole (fused experts, Molmo2) are refused.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from sinkbench.extract.errors import ExtractError, VerificationError
+from sinkbench.extract.errors import ExtractError, listed
 from sinkbench.extract.keys import read_header
-from sinkbench.extract.pipeline import ExtractionPlan, check_apart, plan_extraction
+from sinkbench.extract.pipeline import (
+    ExtractionPlan,
+    check_apart,
+    check_verified,
+    new_output,
+    plan_extraction,
+)
 from sinkbench.extract.source import INDEX_FILE, file_hashes, load_config, resolve_source, weight_files
 from sinkbench.extract.verify import TOLERANCE, compare_logits
 from sinkbench.provenance import report_header
-from sinkbench.safe_io import install_directory, overlap
+from sinkbench.safe_io import building, overlap
 
 IMPLANT_FILE = "implant.json"
 
@@ -52,27 +52,15 @@ def implant_lm(
     revision: str | None = None,
     tolerance: float = TOLERANCE,
 ) -> ImplantResult:
-    """Write the VLM ``vlm`` with its language model (and LM head) replaced by the causal LM ``lm`` into ``out``.
-
-    Everything is written beside ``out`` and moved into place only when complete and verified; on any error
-    ``out`` is left as it was.
-
-    Args:
-        vlm: hub id or local directory of the VLM (as for ``extract_lm``).
-        lm: the causal-LM folder to implant (e.g. an ``extract_lm`` output, merged).
-        out: the output VLM folder.
-        verify: compare the text-only logits of the result with the causal LM's (float32).
-        overwrite: replace an existing ``out``.
-        revision: hub revision for a hub id.
-        tolerance: largest acceptable max |logit difference| for ``verify``.
+    """Write VLM ``vlm`` (hub id or local directory) with its language model and LM head replaced by the causal-LM
+    folder ``lm`` into ``out``, moved into place only when complete and (with ``verify``) its text-only logits are
+    within ``tolerance`` of ``lm``'s (float32); on any error ``out`` is left as it was.
 
     Raises:
         ExtractError: an unsupported VLM, or a causal LM that does not fit its language model.
         VerificationError: ``verify`` found a logit difference above ``tolerance``.
     """
-    out, lm = Path(out).absolute(), Path(lm)
-    if out.exists() and not overwrite:
-        raise ExtractError(f"OUT {out} already exists; choose a new directory or pass --overwrite")
+    out, lm = new_output(out, overwrite), Path(lm)
     plan = plan_extraction(resolve_source(vlm, revision))
     if plan.refs is None:
         raise ExtractError(
@@ -85,16 +73,10 @@ def implant_lm(
         raise ExtractError(
             f"OUT {out} overlaps LM {lm}; choose an OUT outside the causal LM's folder (and not above it)"
         )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    try:
+    with building(out, f".{out.name}.partial-", replace=overwrite) as staging:
         replaced = _write(plan, lm_files, staging)
         verification = compare_logits(staging, lm, tolerance) if verify else None
-        if verification is not None and not verification["passed"]:
-            raise VerificationError(
-                f"the implanted VLM's text-only logits differ from {lm}'s: max |logit diff| "
-                f"{verification['max_abs_logit_diff']:.3g} > tolerance {tolerance:g} (float32); OUT not written"
-            )
+        check_verified(verification, tolerance, f"the implanted VLM's text-only logits differ from {lm}'s")
         record = {
             **report_header(),
             "vlm": {
@@ -108,19 +90,12 @@ def implant_lm(
             "verification": verification,
         }
         (staging / IMPLANT_FILE).write_text(json.dumps(record, indent=2) + "\n")
-        install_directory(staging, out, replace=overwrite)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return ImplantResult(out, record)
 
 
 def _check_fit(plan: ExtractionPlan, lm: Path) -> dict[str, Path]:
-    """Where each of the causal LM's tensors lives, after checking that they are exactly the tensors the VLM's
-    language model maps to, in the same shapes.
-
-    Raises:
-        ExtractError: another model type or tie setting, or tensors missing, extra or of another shape.
-    """
+    """Where each of the causal LM's tensors lives, after checking they are exactly those the VLM's language model
+    maps to, in the same shapes (ExtractError: another model type or tie setting, or tensors that differ)."""
     config = load_config(lm)
     expected_type, tied = plan.family.causal_lm_type, bool(plan.target_config.tie_word_embeddings)
     if config.model_type != expected_type or bool(config.tie_word_embeddings) != tied:
@@ -138,10 +113,9 @@ def _check_fit(plan: ExtractionPlan, lm: Path) -> dict[str, Path]:
         ),
         "wrong shape": sorted(key for key in set(wanted) & set(found) if found[key][1] != wanted[key]),
     }
-    messages = [f"{kind}: {', '.join(keys[:5])}" for kind, keys in problems.items() if keys]
-    if messages:
+    if listed(problems):
         raise ExtractError(
-            f"{lm}: its tensors do not fit {plan.family.name}'s language model (" + "; ".join(messages) + ")"
+            f"{lm}: its tensors do not fit {plan.family.name}'s language model ({listed(problems)})"
         )
     return {key: file for key, (file, _) in found.items() if key in wanted}
 

@@ -1,11 +1,9 @@
-"""Map a VLM checkpoint's tensor names onto the standalone causal LM's, from headers alone.
+"""Map a VLM checkpoint's tensor names onto the standalone causal LM's, from safetensors headers alone.
 
-Checkpoint keys come in several historical layouts (``language_model.model.layers.*`` for the
-LLaVA family, ``model.layers.*`` for Qwen2-VL, the native ``model.language_model.*``). Each key
-is first renamed to the VLM's canonical transformers-5 name with the conversion mapping that
-``from_pretrained`` itself applies, then the language-model prefix is swapped for the causal
-LM's ``model.``. Nothing is read but safetensors headers, and the result is checked against a
-meta-device causal LM: every parameter covered once, with the right shape.
+Each key (in any historical layout: ``language_model.model.layers.*``, ``model.layers.*``, the native
+``model.language_model.*``) is renamed to the VLM's canonical name with the conversion mapping ``from_pretrained``
+applies, then its language-model prefix is swapped for the causal LM's ``model.``; the result must cover every
+parameter of a meta-device causal LM once, with the right shape.
 """
 
 from __future__ import annotations
@@ -22,25 +20,16 @@ from transformers import AutoModelForCausalLM, PretrainedConfig
 from transformers.conversion_mapping import get_model_conversion_mapping
 from transformers.core_model_loading import WeightConverter, WeightRenaming, rename_source_key
 
-from sinkbench.extract.errors import ExtractError
+from sinkbench.extract.errors import ExtractError, listed
 from sinkbench.extract.families import Family
 
 LM_HEAD = "lm_head.weight"
 _BITS = re.compile(r"\d+")
-_SHOWN = 5
 
 
 @dataclass(frozen=True)
 class TensorRef:
-    """One tensor to copy.
-
-    Attributes:
-        file: source safetensors file.
-        source_key: name in the source file.
-        target_key: name in the causal LM.
-        shape: tensor shape.
-        nbytes: size in bytes.
-    """
+    """One tensor to copy: its source file and name there, its causal-LM name, shape and size in bytes."""
 
     file: Path
     source_key: str
@@ -52,19 +41,12 @@ class TensorRef:
 def plan_tensors(
     vlm: torch.nn.Module, family: Family, target_config: PretrainedConfig, files: list[Path]
 ) -> list[TensorRef]:
-    """List the language-backbone tensors of a VLM checkpoint under their causal-LM names.
-
-    Args:
-        vlm: the VLM on the meta device (:func:`sinkbench.extract.families.meta_vlm`).
-        family: where it keeps its language model.
-        target_config: the causal-LM config built from it.
-        files: the checkpoint's safetensors files.
-
-    Returns:
-        The tensors in source order (file by file), vision tower and projector left out.
+    """The language-backbone tensors of a VLM checkpoint's ``files`` under their causal-LM names, in source order
+    (``vlm``: on the meta device, :func:`sinkbench.extract.families.meta_vlm`).
 
     Raises:
-        ExtractError: a corrupt file, a fused-weight conversion, or keys that do not cover the causal LM.
+        ExtractError: a corrupt file, or keys that do not cover the causal LM.
+        NeedsConversion: a language-model tensor needs a fused-weight conversion.
     """
     headers = [(file, read_header(file)) for file in files]  # every file checked before any key is named
     canonical = _canonical_namer(vlm, family)
@@ -104,11 +86,8 @@ class NeedsConversion(Exception):
 
 
 def _canonical_namer(vlm: torch.nn.Module, family: Family) -> Callable[[str, Path], str]:
-    """Return ``name(key, file) -> canonical VLM parameter name``, as ``from_pretrained`` renames keys.
-
-    Raises (from the returned function):
-        NeedsConversion: a language-model tensor is fused on load (other towers' conversions do not matter).
-    """
+    """``name(key, file) -> canonical VLM parameter name``, as ``from_pretrained`` renames keys; it raises
+    NeedsConversion for a language-model tensor fused on load (other towers' conversions do not matter)."""
     mapping = get_model_conversion_mapping(vlm)
     renamings = [entry for entry in mapping if isinstance(entry, WeightRenaming)]
     converters = [entry for entry in mapping if isinstance(entry, WeightConverter)]
@@ -153,8 +132,7 @@ def _check_coverage(refs: list[TensorRef], target_config: PretrainedConfig, fami
             if ref.target_key in expected and ref.shape != expected[ref.target_key]
         ],
     }
-    messages = [f"{kind}: {', '.join(keys[:_SHOWN])}" for kind, keys in problems.items() if keys]
-    if messages:
+    if listed(problems):
         raise ExtractError(
-            f"{family.name} checkpoint does not map onto {type(model).__name__}: " + "; ".join(messages)
+            f"{family.name} checkpoint does not map onto {type(model).__name__}: {listed(problems)}"
         )

@@ -1,6 +1,5 @@
-"""Extraction by loading the VLM whole, for checkpoints whose language-model tensors need one of transformers'
-fused-weight conversions on load (mixture-of-experts layers saved one expert per tensor, fused later): the
-conversion runs inside ``from_pretrained``, and the causal LM is saved by ``save_pretrained``, which writes the
+"""Extraction by loading the VLM whole, for language-model tensors that need one of transformers' fused-weight
+conversions on load (experts saved one per tensor): ``from_pretrained`` converts, ``save_pretrained`` writes the
 layout transformers reads back. Peak memory is the VLM's size rather than one shard's."""
 
 from __future__ import annotations
@@ -11,29 +10,18 @@ from pathlib import Path
 import torch
 from safetensors import SafetensorError
 from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, PretrainedConfig
-from transformers.utils import logging
 
 from sinkbench.errors import one_line
-from sinkbench.extract.errors import ExtractError
-from sinkbench.extract.families import Family, language_model
-
-_SHOWN = 5
+from sinkbench.extract.errors import ExtractError, listed
+from sinkbench.extract.families import Family, language_model, quiet_load
 
 
 def write_loaded(
     source: Path, family: Family, target_config: PretrainedConfig, out_dir: Path, max_shard_bytes: int
 ) -> list[str]:
-    """Load the VLM, move its language model and LM head into the causal LM of ``target_config``, save it.
-
-    The causal LM is built on the meta device and takes the VLM's tensors as they are, so no second copy of
-    the weights is allocated.
-
-    Returns:
-        The weight files written.
-
-    Raises:
-        ExtractError: the checkpoint lacks language-model tensors, or they do not fit the causal LM.
-    """
+    """Load the VLM, move its language model and LM head into the causal LM of ``target_config`` (built on the meta
+    device: no second copy of the weights), save it; returns the weight files written. ExtractError when the
+    checkpoint lacks language-model tensors or they do not fit."""
     vlm = _load_vlm(source, family)
     with torch.device("meta"):  # non-persistent buffers (rotary tables) stay meta: they are not saved
         lm = AutoModelForCausalLM.from_config(target_config, dtype=next(vlm.parameters()).dtype)
@@ -59,19 +47,12 @@ def _load_vlm(source: Path, family: Family) -> torch.nn.Module:
     """The VLM with its weights, refusing a checkpoint whose language model or LM head lacks tensors or has
     tensors of the wrong shape (``from_pretrained`` would initialise them at random); transformers' own
     multi-line load report is silenced, as this says what matters in one line."""
-    report = logging.get_logger("transformers.modeling_utils")
-    level = report.level
-    report.setLevel(logging.ERROR)
     try:
-        vlm, info = AutoModelForImageTextToText.from_pretrained(
-            source, dtype="auto", output_loading_info=True, ignore_mismatched_sizes=True
-        )
+        vlm, info = quiet_load(AutoModelForImageTextToText, source, dtype="auto")
     except (RuntimeError, SafetensorError, OSError) as error:
         raise ExtractError(
             f"{source}: the VLM's weights cannot be loaded ({one_line(error, 300)}); re-download or re-save it"
         ) from error
-    finally:
-        report.setLevel(level)
     problems = {
         "missing": sorted(key for key in info["missing_keys"] if _ours(key, family)),
         "wrong shape": sorted(
@@ -80,12 +61,10 @@ def _load_vlm(source: Path, family: Family) -> torch.nn.Module:
             if _ours(key, family)
         ),
     }
-    messages = [f"{kind}: {', '.join(keys[:_SHOWN])}" for kind, keys in problems.items() if keys]
-    if messages:
+    if listed(problems):
         raise ExtractError(
-            f"{source}: the checkpoint does not hold the language model config.json describes ("
-            + "; ".join(messages)
-            + "); re-download the checkpoint or fix config.json"
+            f"{source}: the checkpoint does not hold the language model config.json describes ({listed(problems)}); "
+            "re-download the checkpoint or fix config.json"
         )
     return vlm.eval()
 

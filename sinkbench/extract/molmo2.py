@@ -1,17 +1,10 @@
 """Molmo2's language model as a standard causal LM: the one family whose text model has no ``*ForCausalLM`` class.
 
-``Molmo2TextModel`` (transformers 5.24, ``models/molmo2/modeling_molmo2.py``) is a pre-norm decoder with
-Qwen3's per-head QK-norm (``qk_norm_type="qwen3"``, ``norm_after=False``: Molmo2's Qwen3-based models), or a
-post-norm decoder with OLMo's full-width QK-norm (``qk_norm_type="olmo"``, ``norm_after=True``: Molmo2-O, built on
-OLMo 3), and otherwise the same layers. So its weights run as ``Qwen3ForCausalLM`` or as ``Olmo2ForCausalLM``
-(whose layers normalise each sublayer's output: Molmo2's ``input_layernorm`` becomes ``post_attention_layernorm``
-and its ``post_attention_layernorm`` becomes ``post_feedforward_layernorm``). Three details carry over:
-
-* the embeddings hold ``vocab_size + additional_vocab_size`` rows (image tokens, used only with images), the LM
-  head ``vocab_size``: the causal LM keeps the first ``vocab_size`` rows;
-* RoPE: layers in ``rope_scaling_layers`` use the scaled RoPE of ``rope_parameters``, the others plain RoPE of the
-  same theta; a causal LM has one RoPE, so a checkpoint that mixes them is refused;
-* the other two layouts (post-norm with per-head QK-norm, pre-norm with full-width) match no causal LM: refused.
+``Molmo2TextModel`` (transformers 5.24) is a pre-norm decoder with Qwen3's per-head QK-norm (``qk_norm_type="qwen3"``,
+``norm_after=False``), run as ``Qwen3ForCausalLM``, or a post-norm one with OLMo's full-width QK-norm (``"olmo"``,
+``norm_after=True``: Molmo2-O), run as ``Olmo2ForCausalLM`` with its norms renamed (:data:`POST_NORM_RENAMES`); the
+other two layouts are refused. The causal LM keeps the first ``vocab_size`` embedding rows (the rest are image
+tokens), and one RoPE: a checkpoint scaling RoPE in only some layers (``rope_scaling_layers``) is refused.
 """
 
 from __future__ import annotations
@@ -32,11 +25,7 @@ _MOLMO2_ONLY = ("additional_vocab_size", "qk_norm_type", "norm_after", "rope_sca
 
 
 def causal_lm_type(text: Any, where: str) -> str:
-    """``qwen3`` or ``olmo2`` (see the module docstring).
-
-    Raises:
-        ExtractError: a layout or a RoPE mix that no causal LM runs.
-    """
+    """``qwen3`` or ``olmo2`` (see the module docstring); ExtractError for a layout or RoPE mix no causal LM runs."""
     layout = (text.qk_norm_type, bool(text.norm_after))
     if layout not in LAYOUTS:
         raise ExtractError(

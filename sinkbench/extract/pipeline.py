@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +19,7 @@ from sinkbench.extract.source import Source, file_hashes, load_config, resolve_s
 from sinkbench.extract.tokenizer import copy_tokenizer
 from sinkbench.extract.verify import TOLERANCE, compare_logits
 from sinkbench.provenance import report_header
-from sinkbench.safe_io import install_directory, overlap
+from sinkbench.safe_io import building, overlap
 
 PROVENANCE_FILE = "provenance.json"
 #: How the weights were written (provenance ``causal_lm.method``), with the note recorded beside it.
@@ -34,12 +32,7 @@ METHOD_NOTES = {
 
 @dataclass(frozen=True)
 class ExtractionResult:
-    """What ``extract_lm`` produced.
-
-    Attributes:
-        output: the causal-LM directory.
-        provenance: the contents of its ``provenance.json``.
-    """
+    """What ``extract_lm`` produced: the causal-LM directory and the contents of its ``provenance.json``."""
 
     output: Path
     provenance: dict
@@ -52,9 +45,8 @@ class ExtractionPlan:
     source: Source
     family: Family
     files: list[Path]
-    refs: (
-        list[TensorRef] | None
-    )  # None: the tensors need transformers' conversions, so the VLM is loaded whole
+    #: None: the tensors need transformers' conversions, so the VLM is loaded whole.
+    refs: list[TensorRef] | None
     target_config: PretrainedConfig
 
 
@@ -69,48 +61,46 @@ def extract_lm(
     revision: str | None = None,
     tolerance: float = TOLERANCE,
 ) -> ExtractionResult:
-    """Extract the language backbone of a VLM as a causal LM that ``from_pretrained`` and lm-eval load.
+    """Extract the language backbone of VLM ``source`` (hub id or local directory) as a causal LM that
+    ``from_pretrained`` and lm-eval load, into ``out``.
 
-    Everything is written to a temporary directory beside ``out`` and moved into place only when
-    complete (and verified, with ``verify``); on any error ``out`` is left untouched. Peak memory
-    is about 1.6 times the largest output shard (``--verify`` then loads one model at a time).
-
-    Args:
-        source: hub id or local directory of a supported VLM.
-        out: output directory.
-        verify: compare logits on a text-only probe against the VLM's own forward (float32).
-        tokenizer_from: take tokenizer and chat template from this reference LLM instead of the VLM.
-        max_shard_size: largest output shard (``"5GB"`` or bytes).
-        overwrite: replace an existing ``out``.
-        revision: hub revision for a hub id.
-        tolerance: largest acceptable max |logit difference| for ``verify``.
+    ``out`` is written beside and moved into place only when complete (and, with ``verify``, its text-only logits
+    within ``tolerance`` of the VLM's own forward, float32); on any error it is left untouched. ``tokenizer_from``:
+    a reference LLM to take the tokenizer and chat template from. Peak memory is about 1.6 times the largest output
+    shard (``max_shard_size``: ``"5GB"`` or bytes).
 
     Raises:
         ExtractError: bad source or output (unsupported family, missing or corrupt files).
         VerificationError: ``verify`` found a logit difference above ``tolerance``.
     """
-    out = Path(out).absolute()
-    if out.exists() and not overwrite:
-        raise ExtractError(f"OUT {out} already exists; choose a new directory or pass --overwrite")
+    out = new_output(out, overwrite)
     shard_bytes = _shard_bytes(max_shard_size)
     plan = plan_extraction(resolve_source(source, revision))
     check_apart(plan.source.path, out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    try:
+    with building(out, f".{out.name}.partial-", replace=overwrite) as staging:
         tokenizer, weights = _write(plan, staging, tokenizer_from, shard_bytes)
         verification = compare_logits(plan.source.path, staging, tolerance) if verify else None
-        if verification is not None and not verification["passed"]:
-            raise VerificationError(
-                f"extracted LM differs from {source}'s language path: max |logit diff| "
-                f"{verification['max_abs_logit_diff']:.3g} > tolerance {tolerance:g} (float32); OUT not written"
-            )
+        check_verified(verification, tolerance, f"extracted LM differs from {source}'s language path")
         provenance = _provenance(plan, tokenizer, weights, verification)
         (staging / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=2) + "\n")
-        install_directory(staging, out, replace=overwrite)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return ExtractionResult(out, provenance)
+
+
+def new_output(out: str | Path, overwrite: bool) -> Path:
+    """``out`` made absolute; ExtractError when it exists and ``overwrite`` is off."""
+    out = Path(out).absolute()
+    if out.exists() and not overwrite:
+        raise ExtractError(f"OUT {out} already exists; choose a new directory or pass --overwrite")
+    return out
+
+
+def check_verified(verification: dict | None, tolerance: float, what: str) -> None:
+    """Raise VerificationError, starting with ``what``, when ``verification`` found too large a logit difference."""
+    if verification is not None and not verification["passed"]:
+        raise VerificationError(
+            f"{what}: max |logit diff| {verification['max_abs_logit_diff']:.3g} > tolerance {tolerance:g} "
+            "(float32); OUT not written"
+        )
 
 
 def check_apart(source: Path, out: Path) -> None:
@@ -151,12 +141,8 @@ def plan_extraction(source: Source) -> ExtractionPlan:
 def _write(
     plan: ExtractionPlan, staging: Path, tokenizer_from: str | None, max_shard_bytes: int
 ) -> tuple[dict, dict]:
-    """Write config, generation config, tokenizer (first: its checks are cheap) and weight shards.
-
-    Returns:
-        The tokenizer's provenance entry and the weights' (how they were written, files, and the tensors and
-        bytes counted from the written files' headers).
-    """
+    """Write config, generation config, tokenizer (first: its checks are cheap) and weight shards; returns the
+    tokenizer's provenance entry and the weights' (method, files, tensors and bytes read back from the headers)."""
     plan.target_config.save_pretrained(staging)
     if (plan.source.path / "generation_config.json").is_file():
         GenerationConfig.from_pretrained(plan.source.path).save_pretrained(staging)

@@ -1,9 +1,5 @@
-"""Stream tensors by name from source safetensors files into sharded safetensors output.
-
-Shards are planned from header sizes before any tensor is read, in source order, so each
-output shard is filled by reading the sources front to back and only one output shard is
-ever held in memory (plus the source pages the OS maps while it is read).
-"""
+"""Stream tensors by name from source safetensors files into sharded safetensors output, planned from header sizes
+in source order, so only one output shard is ever held in memory."""
 
 from __future__ import annotations
 
@@ -33,11 +29,7 @@ def plan_shards(refs: list[TensorRef], max_shard_bytes: int) -> list[list[Tensor
 
 
 def write_shards(shards: list[list[TensorRef]], out_dir: Path) -> list[str]:
-    """Write the planned shards (and an index when there are several) into ``out_dir``.
-
-    Returns:
-        The shard file names written.
-    """
+    """Write the planned shards (and an index when there are several) into ``out_dir``; returns their names."""
     names = [_shard_name(number, len(shards)) for number in range(1, len(shards) + 1)]
     for name, shard in zip(names, shards, strict=True):
         save_file(_read(shard), str(out_dir / name), metadata={"format": "pt"})

@@ -24,13 +24,7 @@ _SNAPSHOT = re.compile(r"^[0-9a-f]{40}$")
 
 @dataclass(frozen=True)
 class Source:
-    """A resolved SOURCE.
-
-    Attributes:
-        id: SOURCE as the user gave it (hub id or path).
-        path: local directory holding the checkpoint.
-        revision: hub commit hash when the directory is a hub snapshot, else None.
-    """
+    """A resolved SOURCE: as the user gave it, its local directory, and its hub commit hash (None if no snapshot)."""
 
     id: str
     path: Path
@@ -38,14 +32,8 @@ class Source:
 
 
 def resolve_source(spec: str, revision: str | None = None) -> Source:
-    """Resolve a hub id or local directory to a local checkpoint directory.
-
-    A hub id goes through ``huggingface_hub.snapshot_download`` (which serves the local cache
-    when ``HF_HUB_OFFLINE=1``); anything else must be an existing directory.
-
-    Raises:
-        ExtractError: the directory does not exist, or the hub snapshot cannot be fetched.
-    """
+    """Resolve a local directory, or a hub id through ``snapshot_download`` (the cache with ``HF_HUB_OFFLINE=1``);
+    ExtractError when neither exists."""
     path = Path(spec).expanduser()
     if path.is_dir():
         return Source(spec, path.absolute(), _snapshot_revision(path.absolute()))
@@ -71,12 +59,8 @@ def _snapshot_revision(path: Path) -> str | None:
 
 
 def load_config(path: Path) -> PretrainedConfig:
-    """Load a checkpoint's config.
-
-    Raises:
-        ExtractError: ``config.json`` is missing or unreadable.
-        ModelNotSupported: the model type exists only as remote code (:mod:`sinkbench.checkpoints`).
-    """
+    """Load a checkpoint's config: ExtractError when ``config.json`` is missing or unreadable, ModelNotSupported for
+    remote code only (:mod:`sinkbench.checkpoints`)."""
     config_file = path / "config.json"
     if not config_file.is_file():
         raise ExtractError(f"{config_file}: missing; SOURCE must be a transformers model directory")
@@ -95,11 +79,8 @@ def load_config(path: Path) -> PretrainedConfig:
 
 
 def weight_files(path: Path) -> list[Path]:
-    """The checkpoint's safetensors files, in index order.
-
-    Raises:
-        ExtractError: no safetensors weights, an unreadable index, or a shard the index names is missing.
-    """
+    """The checkpoint's safetensors files, in index order; ExtractError for none, an unreadable index, or a shard
+    it names that is missing."""
     index = path / INDEX_FILE
     if index.is_file():
         try:
@@ -128,11 +109,8 @@ def weight_files(path: Path) -> list[Path]:
 
 
 def file_hashes(path: Path, weights: list[Path]) -> dict[str, str]:
-    """sha256 of every file the extraction may read, by name.
-
-    That is the weight shards it streams plus the config, tokenizer and chat-template files
-    (the top-level files matching ``HUB_PATTERNS``).
-    """
+    """sha256 by name of every file the extraction may read: ``weights`` and the top-level config, tokenizer and
+    chat-template files (matching ``HUB_PATTERNS``)."""
     others = [
         file
         for file in path.iterdir()

@@ -19,25 +19,13 @@ PROBE_TEXT = (
 
 
 def copy_tokenizer(origin: str | Path, vocab_size: int, out_dir: Path) -> dict:
-    """Save the tokenizer (and chat template) of ``origin`` into ``out_dir``.
+    """Save the tokenizer and chat template of ``origin`` (the VLM directory, or a reference LLM) into ``out_dir``;
+    returns ``{"from": origin, "chat_template": where the template came from, or None}``.
 
-    ``origin`` is the VLM directory by default, or the reference LLM (a directory or hub id).
-    When the tokenizer itself has no chat template, the processor's legacy
-    ``chat_template.json`` beside it is used. The saved tokenizer is reloaded the way users will
-    load it (``AutoTokenizer`` on ``out_dir``, whose ``config.json`` must already be written:
-    transformers picks some tokenizer classes by model type) and must encode a probe identically.
-
-    Args:
-        origin: where to take the tokenizer from.
-        vocab_size: the extracted LM's embedding rows; the tokenizer must not exceed them.
-        out_dir: the output directory.
-
-    Returns:
-        ``{"from": origin, "chat_template": where the template came from, or None}``.
-
-    Raises:
-        ExtractError: no tokenizer at ``origin``, more tokens than the embeddings, or no round trip.
-    """
+    Without a chat template of its own, the processor's legacy ``chat_template.json`` beside it is used. The saved
+    tokenizer, reloaded as users will (after ``config.json``: transformers picks some classes by model type), must
+    encode a probe identically; ExtractError otherwise, or without a tokenizer, or with more tokens than
+    ``vocab_size``."""
     tokenizer = load_tokenizer(origin)
     template_source = "tokenizer" if tokenizer.chat_template else None
     legacy = Path(origin) / PROCESSOR_TEMPLATE_FILE
@@ -73,11 +61,8 @@ def _legacy_template(path: Path) -> str:
 
 
 def load_tokenizer(origin: str | Path) -> PreTrainedTokenizerBase:
-    """Load a tokenizer, turning transformers' assorted failures into one clear error.
-
-    transformers builds an empty tokenizer from a directory without tokenizer files, so a
-    tokenizer that encodes a probe word to nothing counts as missing.
-    """
+    """Load a tokenizer, transformers' failures as one ExtractError (one that encodes a word to nothing, as
+    transformers builds from a directory without tokenizer files, counts as missing)."""
     hint = "pass --tokenizer-from with the reference LLM's dir or id"
     try:
         tokenizer = AutoTokenizer.from_pretrained(origin)

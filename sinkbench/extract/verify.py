@@ -8,11 +8,10 @@ from pathlib import Path
 
 import torch
 from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
-from transformers.utils import logging
 
 from sinkbench.errors import described
 from sinkbench.extract.errors import VerificationError
-from sinkbench.extract.families import language_model
+from sinkbench.extract.families import language_model, quiet_load
 from sinkbench.extract.tokenizer import PROBE_TEXT, load_tokenizer
 
 TOLERANCE = 1e-4
@@ -21,23 +20,15 @@ VLM_FORWARD, LANGUAGE_MODEL_AND_HEAD = "vlm_forward", "language_model_and_head"
 
 
 def compare_logits(source_dir: Path, extracted_dir: Path, tolerance: float = TOLERANCE) -> dict:
-    """Run the probe through the VLM (its class's forward, ``input_ids`` only) and the extracted LM.
-
-    Both run in float32, one after the other (so peak memory is the larger of the two models). Where the VLM's
-    own forward fails on text alone (a bug of that class, e.g. Llama 4 in transformers 5.24), the reference is
-    its language model followed by its LM head: ``reference`` says which, ``forward_error`` why.
-
-    Args:
-        source_dir: the VLM checkpoint.
-        extracted_dir: the extracted causal LM (with its tokenizer).
-        tolerance: the largest acceptable absolute logit difference.
+    """Run the probe through the VLM (its own forward, ``input_ids`` only) and the extracted causal LM, in float32,
+    one after the other. Where the VLM's forward fails on text alone (a bug of that class, e.g. Llama 4 in transformers
+    5.24), the reference is its language model and LM head: ``reference`` says which, ``forward_error`` why.
 
     Returns:
         ``{"passed", "max_abs_logit_diff", "tolerance", "dtype", "probe_tokens", "reference", "forward_error"}``.
 
     Raises:
-        VerificationError: transformers cannot load the VLM, or run it on text alone (its own forward and its
-            language model both fail), or its logits are not finite: there is nothing to compare.
+        VerificationError: transformers cannot load the VLM or run it on text alone, or its logits are not finite.
     """
     input_ids = load_tokenizer(extracted_dir)(PROBE_TEXT, return_tensors="pt").input_ids
     reference, forward_error = _vlm_logits(source_dir, input_ids)
@@ -60,11 +51,8 @@ def compare_logits(source_dir: Path, extracted_dir: Path, tolerance: float = TOL
 
 
 def _vlm_logits(source_dir: Path, input_ids: torch.Tensor) -> tuple[torch.Tensor, str | None]:
-    """The VLM's text-only logits, and why its own forward failed where its language model and head gave them.
-
-    Raises:
-        VerificationError: transformers cannot load the VLM, or neither route runs (one line with its reason).
-    """
+    """The VLM's text-only logits, and why its own forward failed where its language model and head gave them
+    (VerificationError, with the reasons, when neither route runs)."""
     vlm = _load_vlm(source_dir)
     try:
         return _logits(vlm, input_ids), None
@@ -87,24 +75,14 @@ def _vlm_logits(source_dir: Path, input_ids: torch.Tensor) -> tuple[torch.Tensor
 
 
 def _load_vlm(source_dir: Path) -> torch.nn.Module:
-    """The VLM in float32, transformers' multi-line load report silenced (the refusal says what matters).
-
-    Raises:
-        VerificationError: transformers cannot load it (e.g. saved tensor sizes that disagree with config.json).
-    """
-    report = logging.get_logger("transformers.modeling_utils")
-    level = report.level
-    report.setLevel(logging.ERROR)
+    """The VLM in float32; VerificationError when transformers cannot load it (or its saved tensor sizes disagree
+    with config.json)."""
     cannot = f"{source_dir}: transformers cannot load this {_model_type(source_dir)} VLM to verify against"
     fix = "fix the checkpoint or its config.json, or extract without --verify"
     try:
-        vlm, info = AutoModelForImageTextToText.from_pretrained(
-            source_dir, dtype=torch.float32, output_loading_info=True, ignore_mismatched_sizes=True
-        )
+        vlm, info = quiet_load(AutoModelForImageTextToText, source_dir, dtype=torch.float32)
     except Exception as error:
         raise VerificationError(f"{cannot} ({described(error, 200)}); {fix}") from error
-    finally:
-        report.setLevel(level)
     mismatched = [
         f"{key} {tuple(saved)} != {tuple(expected)}" for key, saved, expected in info["mismatched_keys"]
     ]

@@ -1,58 +1,34 @@
 """sinkbench's lm-eval adapter: every change sinkbench makes to lm-evaluation-harness at run time, in one module.
 
-sinkbench uses lm-eval's public API elsewhere (``ConfigurableTask``, ``Instance``, ``TaskManager``, the ``LM`` and
-``CachingLM`` wrappers' attributes, and ``lm_eval.__main__.cli_evaluate`` for ``sinkbench eval``); what that API
-cannot do for the stock command line
-(``lm_eval --model hf --model_args pretrained=DIR --tasks sink_strength,ifeval_strict ...``) is done here, by the
-patches below. ``tests/harness/test_lm_eval_adapter.py`` fails when the shape of a patched symbol changes.
+sinkbench otherwise uses lm-eval's public API; what that API cannot do for the stock command line is done by the
+patches below (``tests/harness/test_lm_eval_adapter.py`` fails when the shape of a patched symbol changes):
 
-1. **Task paths** (``lm_eval.tasks.manager.TaskIndex``, subclassed so that ``build`` indexes sinkbench's task folder
-   right after lm-eval's own, before any ``--include_path``). Why: an installed package has no way to add tasks to
-   the stock ``lm_eval``, which otherwise ends in "Tasks not found". Installed by the start-up hook below.
-   Upstream replacement: the ``lm_eval.tasks`` entry-point group of lm-evaluation-harness pull request 4015, which
-   sinkbench already declares (``pyproject.toml``); an lm-eval that reads it gets no patch (:func:`patch_task_manager`).
-2. **The request type** (``lm_eval.api.model.LM.sink_strength``). Why: lm-eval serves each request with
-   ``getattr(lm, request.request_type)(requests)`` and its wrappers answer only its own types; S is a probe pass
-   on the model lm-eval loaded, neither a log-likelihood nor a generation. Upstream replacement: none yet (a
-   registry of request types, or a task hook handed the loaded model, would do).
-3. **The backend check** (``lm_eval.evaluator.evaluate``, wrapped). Why: a backend that cannot be probed (vLLM,
-   API models, tensor parallelism) must be refused before any request of any task runs, or a generation task listed
-   before ``sink_strength`` runs for hours first. Upstream replacement: none (lm-eval checks a model against its
-   tasks only for multimodal input; a per-task model check would do).
-4. **The standard error** (``lm_eval.evaluator_utils.stderr_for_metric``, wrapped). Why: lm-eval computes a
-   metric's ``_stderr`` only for the aggregations on its own list, and S's standard error must resample whole
-   prompts; an aggregation that carries ``sinkbench_stderr`` computes its own, every other keeps lm-eval's.
-   Upstream replacement: none (a standard-error function declared beside the aggregation would do).
-5. **One-line errors** (Python's ``sys.excepthook``, not lm-eval's). Why: lm-eval's command line lets every
-   exception end in a traceback; a :class:`~sinkbench.errors.SinkbenchError` that nothing caught (missing data, an
-   unsupported backend) prints as ``sinkbench: <message>`` with exit status 1. A caller of
-   ``lm_eval.simple_evaluate`` still catches the error itself. Upstream replacement: none.
+1. **Task paths** (``lm_eval.tasks.manager.TaskIndex``, subclassed so that ``build`` indexes sinkbench's tasks right
+   after lm-eval's own, before any ``--include_path``): an installed package cannot otherwise add tasks to the
+   stock ``lm_eval``. Upstream replacement: the ``lm_eval.tasks`` entry-point group of lm-evaluation-harness pull
+   request 4015, which sinkbench already declares; an lm-eval that reads it gets no patch.
+2. **The request type** (``lm_eval.api.model.LM.sink_strength``): lm-eval serves a request with
+   ``getattr(lm, request.request_type)(requests)``, and S is a probe pass, neither a log-likelihood nor a generation.
+3. **The backend check** (``lm_eval.evaluator.evaluate``, wrapped): a backend that cannot be probed (vLLM, API
+   models, tensor parallelism) is refused before any request of any task runs, not after hours of generation.
+4. **The standard error** (``lm_eval.evaluator_utils.stderr_for_metric``, wrapped): an aggregation that carries
+   ``sinkbench_stderr`` computes its own ``_stderr`` (S resamples whole prompts); every other keeps lm-eval's.
+5. **One-line errors** (``sys.excepthook``): an uncaught :class:`~sinkbench.errors.SinkbenchError` prints as
+   ``sinkbench: <message>``, exit status 1, instead of a traceback.
+6. **The output folder of a GGUF-cache model** (``GeneralConfigTracker.log_experiment_args``, wrapped): a run on a
+   folder of sinkbench's GGUF cache is named after the GGUF file (``SmolLM2-135M-Instruct.Q4_1``), not after the
+   cache folder's path (``__root__.cache__sinkbench__gguf__b179...``).
 
-6. **The output folder of a GGUF-cache model** (``lm_eval.loggers.evaluation_tracker.GeneralConfigTracker.
-   log_experiment_args``, wrapped). Why: lm-eval names the folder under ``--output_path`` after ``pretrained=``
-   with its slashes replaced, so the folder of sinkbench's GGUF cache that ``sinkbench screen --print-model-dir``
-   prints gives ``__root__.cache__sinkbench__gguf__b179c9523d0e6a0f98a330c7``; a run on such a folder is named
-   after the GGUF file instead (``SmolLM2-135M-Instruct.Q4_1``). Every other model keeps lm-eval's name.
-   Upstream replacement: none (an option naming the output folder would do).
+Patches 2 to 6 have no upstream replacement yet. Patch 1 is made by the start-up hook; patches 2 to 6 by the tasks
+when lm-eval builds them (:func:`install_task_patches`), so they hold with the hook off
+(``SINKBENCH_LM_EVAL_AUTOLOAD=0`` and ``--include_path``) too. Each is idempotent.
 
-Patch 1 is made by the start-up hook, so that the stock command finds the tasks; patches 2 to 6 by the tasks
-themselves when lm-eval builds them (:func:`install_task_patches`, :func:`install_error_hook`), so they hold with the
-hook off (``SINKBENCH_LM_EVAL_AUTOLOAD=0`` and ``--include_path``) as well. Each is idempotent.
-
-How the hook is wired, and why it costs nothing until lm-eval loads its tasks:
-
-1. Installing sinkbench (wheel or ``pip install -e``) puts :data:`PTH_NAME` at the root of site-packages;
-   ``setup.py`` writes :data:`PTH_LINE` into it. Python runs that line at every start-up: unless
-   ``SINKBENCH_LM_EVAL_AUTOLOAD=0``, it puts a small finder at the head of ``sys.meta_path`` and imports
-   nothing (not even this module).
-2. The finder answers only imports of ``lm_eval.tasks.manager``: it imports this module and calls
-   :func:`hooked_spec`, which lets the other finders locate lm-eval's module and wraps its loader so that
-   :func:`patch_task_manager` runs right after the module has executed.
-3. The patch makes every ``TaskManager`` that includes lm-eval's defaults index lm-eval's tasks, then
-   sinkbench's, then the caller's ``include_path``, so a user's task of the same name still wins.
-
-Failures of the hook never break an import: they end as one logged warning and an unpatched lm-eval. At module
-level this file imports only the standard library: ``setup.py`` runs it at build time to read :data:`PTH_LINE`.
+The hook: installing sinkbench puts :data:`PTH_NAME` (holding :data:`PTH_LINE`, written by ``setup.py``) at the root
+of site-packages. At every start-up it puts a small finder at the head of ``sys.meta_path``, importing nothing. The
+finder answers only imports of ``lm_eval.tasks.manager``: :func:`hooked_spec` wraps that module's loader so that
+:func:`patch_task_manager` runs right after it executes. A failure of the hook ends as one logged warning and an
+unpatched lm-eval, never an import error. At module level this file imports only the standard library
+(``setup.py`` runs it at build time).
 """
 
 from __future__ import annotations
@@ -113,23 +89,10 @@ _FALLBACK = (
 _log = logging.getLogger(__name__)
 
 
-def autoload_enabled() -> bool:
-    """Whether the hook is on: ``SINKBENCH_LM_EVAL_AUTOLOAD`` is anything but ``0`` (on when unset)."""
-    return os.environ.get(AUTOLOAD_ENV) != "0"
-
-
 def hooked_spec(finder: object, name: str, path: Any = None, target: Any = None) -> ModuleSpec | None:
-    """``name``'s spec from the finders other than ``finder``, its loader wrapped to patch the module after it runs.
-
-    Args:
-        finder: The start-up finder that called this (skipped, so the search does not come back here).
-        name, path, target: The arguments of ``find_spec``.
-
-    Returns:
-        The wrapped spec, or None (the import goes on untouched) when the hook is off or no finder has a
-        loader that executes modules.
-    """
-    if not autoload_enabled():
+    """``name``'s spec from the finders other than ``finder`` (the start-up finder), its loader wrapped to patch the
+    module after it runs; None (the import goes on untouched) when the hook is off or no loader executes modules."""
+    if os.environ.get(AUTOLOAD_ENV) == "0":
         return None
     for other in sys.meta_path:
         find_spec = getattr(other, "find_spec", None)
@@ -171,19 +134,17 @@ class PatchingLoader:
 
 
 def patch_task_manager(manager: ModuleType) -> bool:
-    """Make ``manager``'s ``TaskManager`` index sinkbench's tasks right after lm-eval's own.
+    """Make the executed ``lm_eval.tasks.manager``'s ``TaskManager`` index sinkbench's tasks right after lm-eval's.
 
-    Args:
-        manager: The executed ``lm_eval.tasks.manager`` module.
-
-    Returns:
-        Whether it patched: not when lm-eval reads :data:`ENTRY_POINT_GROUP` itself, nor (after one warning)
-        when lm-eval's version is outside :data:`LM_EVAL_TESTED`.
+    Returns whether it patched: not when lm-eval reads :data:`ENTRY_POINT_GROUP` itself, nor (after one warning)
+    when lm-eval's version is outside :data:`LM_EVAL_TESTED` (development releases count as inside).
     """
+    from packaging.specifiers import SpecifierSet
+
     if getattr(manager, "TASKS_ENTRY_POINT_GROUP", None) == ENTRY_POINT_GROUP:
         return False
     version = importlib.metadata.version("lm_eval")
-    if not lm_eval_tested(version):
+    if not SpecifierSet(LM_EVAL_TESTED).contains(version, prereleases=True):
         _log.warning(
             "sinkbench: lm-eval %s is outside the versions its task hook is tested with (%s), so its tasks "
             "are not added; %s",
@@ -194,28 +155,20 @@ def patch_task_manager(manager: ModuleType) -> bool:
         return False
     from sinkbench.harness.run import tasks_path
 
-    manager.TaskIndex = _index_with(manager.TaskIndex, Path(manager.__file__).resolve().parent, tasks_path())
+    defaults, ours, index = Path(manager.__file__).resolve().parent, tasks_path(), manager.TaskIndex
+
+    class SinkbenchTaskIndex(index):
+        @staticmethod
+        def build(paths: Iterable[Path], **kwargs: Any) -> Any:
+            return index.build(task_paths(paths, defaults, ours), **kwargs)
+
+    manager.TaskIndex = SinkbenchTaskIndex
     return True
 
 
-def lm_eval_tested(version: str) -> bool:
-    """Whether an lm-eval version lies in :data:`LM_EVAL_TESTED` (development releases count)."""
-    from packaging.specifiers import SpecifierSet
-
-    return SpecifierSet(LM_EVAL_TESTED).contains(version, prereleases=True)
-
-
 def task_paths(paths: Iterable[str | Path], defaults: Path, ours: Path) -> list[Path]:
-    """``paths`` with ``ours`` right after lm-eval's ``defaults`` folder, so any include_path after it wins.
-
-    Args:
-        paths: The folders a ``TaskManager`` is about to index, in order (later ones override earlier).
-        defaults: lm-eval's own task folder (present unless ``include_defaults=False``).
-        ours: the folder of sinkbench's tasks (:func:`sinkbench.harness.run.tasks_path`).
-
-    Returns:
-        The folders to index: unchanged when ``defaults`` is absent or ``ours`` is already listed.
-    """
+    """The folders a ``TaskManager`` indexes (later ones override earlier) with ``ours`` right after lm-eval's
+    ``defaults``, so any include_path after it wins; unchanged when ``defaults`` is absent or ``ours`` listed."""
     listed = [Path(path) for path in paths]
     resolved = [path.resolve() for path in listed]
     if defaults not in resolved or ours in resolved:
@@ -224,58 +177,47 @@ def task_paths(paths: Iterable[str | Path], defaults: Path, ours: Path) -> list[
     return [*listed[:after], ours, *listed[after:]]
 
 
-def _index_with(index: type, defaults: Path, ours: Path) -> type:
-    """A subclass of lm-eval's ``TaskIndex`` whose ``build`` indexes ``ours`` right after ``defaults``."""
-
-    class SinkbenchTaskIndex(index):
-        @staticmethod
-        def build(paths: Iterable[Path], **kwargs: Any) -> Any:
-            return index.build(task_paths(paths, defaults, ours), **kwargs)
-
-    return SinkbenchTaskIndex
-
-
 def install_task_patches() -> None:
     """Install patches 2 to 6 of the module docstring, which the ``sink_strength`` task needs. Idempotent."""
+    from lm_eval.api.model import LM
+
     from sinkbench.harness.request import REQUEST_TYPE, probed_model, serve_sink_strength
 
-    _serve_request_type(REQUEST_TYPE, serve_sink_strength)
+    setattr(LM, REQUEST_TYPE, serve_sink_strength)
     _check_backend_first(REQUEST_TYPE, probed_model)
     _stderr_from_aggregation()
     install_error_hook()
     name_gguf_cache_runs()
 
 
+def _patch(owner: Any, name: str, wrap: Callable[[Callable], Callable]) -> None:
+    """Replace ``owner.name`` by ``wrap(original)``, marked, unless it is already sinkbench's (idempotent)."""
+    original = getattr(owner, name)
+    if not getattr(original, "sinkbench", False):
+        patched = wrap(original)
+        patched.sinkbench = True
+        setattr(owner, name, patched)
+
+
 def name_gguf_cache_runs() -> None:
     """Patch 6: a run whose ``pretrained=`` is a folder of sinkbench's GGUF cache writes its results into a folder
-    named after the GGUF file (:func:`sinkbench.models.cached_gguf`), not after the cache folder's absolute path.
-    Installed by every sinkbench task (the strict suite's too, ``harness_tasks/_data.py``). Idempotent."""
+    named after the GGUF file (:func:`sinkbench.models.cached_gguf`). Installed by every sinkbench task."""
     from lm_eval.loggers.evaluation_tracker import GeneralConfigTracker
     from lm_eval.utils import sanitize_model_name
 
     from sinkbench.models import cached_gguf
 
-    original = GeneralConfigTracker.log_experiment_args
-    if getattr(original, "sinkbench", False):
-        return
+    def wrap(original: Callable) -> Callable:
+        @functools.wraps(original)
+        def log_experiment_args(self: Any, *args: Any, **kwargs: Any) -> None:
+            original(self, *args, **kwargs)
+            cached = cached_gguf(Path(self.model_name)) if self.model_name else None
+            if cached is not None:
+                self.model_name_sanitized = sanitize_model_name(cached.gguf.stem)
 
-    @functools.wraps(original)
-    def log_experiment_args(self: Any, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        cached = cached_gguf(Path(self.model_name)) if self.model_name else None
-        if cached is not None:
-            self.model_name_sanitized = sanitize_model_name(cached.gguf.stem)
+        return log_experiment_args
 
-    log_experiment_args.sinkbench = True
-    GeneralConfigTracker.log_experiment_args = log_experiment_args
-
-
-def _serve_request_type(request_type: str, handler: Callable[[Any, list[Any]], list[Any]]) -> None:
-    """Patch 2: every lm-eval model wrapper answers ``request_type`` requests with ``handler``."""
-    from lm_eval.api.model import LM
-
-    if getattr(LM, request_type, None) is not handler:
-        setattr(LM, request_type, handler)
+    _patch(GeneralConfigTracker, "log_experiment_args", wrap)
 
 
 def _tasks_in(task_dict: Any) -> Iterator[Any]:
@@ -288,24 +230,22 @@ def _tasks_in(task_dict: Any) -> Iterator[Any]:
 
 
 def _check_backend_first(request_type: str, check: Callable[[Any], Any]) -> None:
-    """Patch 3: ``lm_eval.evaluator.evaluate`` calls ``check(lm)`` before it runs any request, when the run holds a
-    task of ``request_type`` (``check`` raises to refuse the backend)."""
+    """Patch 3: ``lm_eval.evaluator.evaluate`` calls ``check(lm)`` (which raises to refuse the backend) before it
+    runs any request, when the run holds a task of ``request_type``."""
     import lm_eval.evaluator
 
-    original = lm_eval.evaluator.evaluate
-    if getattr(original, "sinkbench", False):
-        return
+    def wrap(original: Callable) -> Callable:
+        @functools.wraps(original)
+        def evaluate(*args: Any, **kwargs: Any) -> Any:
+            lm = kwargs["lm"] if "lm" in kwargs else args[0]
+            task_dict = kwargs["task_dict"] if "task_dict" in kwargs else args[1]
+            if any(getattr(task, "OUTPUT_TYPE", None) == request_type for task in _tasks_in(task_dict)):
+                check(lm)
+            return original(*args, **kwargs)
 
-    @functools.wraps(original)
-    def evaluate(*args: Any, **kwargs: Any) -> Any:
-        lm = kwargs["lm"] if "lm" in kwargs else args[0]
-        task_dict = kwargs["task_dict"] if "task_dict" in kwargs else args[1]
-        if any(getattr(task, "OUTPUT_TYPE", None) == request_type for task in _tasks_in(task_dict)):
-            check(lm)
-        return original(*args, **kwargs)
+        return evaluate
 
-    evaluate.sinkbench = True
-    lm_eval.evaluator.evaluate = evaluate
+    _patch(lm_eval.evaluator, "evaluate", wrap)
 
 
 def _stderr_from_aggregation() -> None:
@@ -313,35 +253,31 @@ def _stderr_from_aggregation() -> None:
     ``_stderr`` with lm-eval's ``--bootstrap_iters``; every other aggregation keeps lm-eval's estimator."""
     import lm_eval.evaluator_utils
 
-    original = lm_eval.evaluator_utils.stderr_for_metric
-    if getattr(original, "sinkbench", False):
-        return
+    def wrap(original: Callable) -> Callable:
+        def stderr_for_metric(metric: Callable, bootstrap_iters: int) -> Callable[[Sequence], float] | None:
+            own = getattr(metric, "sinkbench_stderr", None)
+            if own is None:
+                return original(metric=metric, bootstrap_iters=bootstrap_iters)
+            return None if bootstrap_iters <= 0 else (lambda items: own(items, bootstrap_iters))
 
-    def stderr_for_metric(metric: Callable, bootstrap_iters: int) -> Callable[[Sequence], float] | None:
-        own = getattr(metric, "sinkbench_stderr", None)
-        if own is None:
-            return original(metric=metric, bootstrap_iters=bootstrap_iters)
-        return None if bootstrap_iters <= 0 else (lambda items: own(items, bootstrap_iters))
+        return stderr_for_metric
 
-    stderr_for_metric.sinkbench = True
-    lm_eval.evaluator_utils.stderr_for_metric = stderr_for_metric
+    _patch(lm_eval.evaluator_utils, "stderr_for_metric", wrap)
 
 
 def install_error_hook() -> None:
-    """Patch 5: a :class:`~sinkbench.errors.SinkbenchError` that reaches the top of the process uncaught prints as
-    one line, ``sinkbench: <message>``, on stderr (Python then exits with status 1); any other exception goes to the
-    hook that was there before. Idempotent."""
-    previous = sys.excepthook
-    if getattr(previous, "sinkbench", False):
-        return
+    """Patch 5: an uncaught :class:`~sinkbench.errors.SinkbenchError` prints as one line, ``sinkbench: <message>``,
+    on stderr (exit status 1); any other exception goes to the hook that was there before. Idempotent."""
 
-    def excepthook(kind: type[BaseException], error: BaseException, traceback: Any) -> None:
-        from sinkbench.errors import SinkbenchError
+    def wrap(previous: Callable) -> Callable:
+        def excepthook(kind: type[BaseException], error: BaseException, traceback: Any) -> None:
+            from sinkbench.errors import SinkbenchError
 
-        if isinstance(error, SinkbenchError):
-            print(f"sinkbench: {' '.join(str(error).split())}", file=sys.stderr)
-        else:
-            previous(kind, error, traceback)
+            if isinstance(error, SinkbenchError):
+                print(f"sinkbench: {' '.join(str(error).split())}", file=sys.stderr)
+            else:
+                previous(kind, error, traceback)
 
-    excepthook.sinkbench = True
-    sys.excepthook = excepthook
+        return excepthook
+
+    _patch(sys, "excepthook", wrap)

@@ -1,13 +1,9 @@
 """The ``sink_strength`` request type: probing the model of an lm-eval wrapper in place.
 
-lm-eval serves each request with ``getattr(lm, request.request_type)(requests)``; the adapter
-(:mod:`sinkbench.harness.plugin`, patch 2) installs :func:`serve_sink_strength` as ``LM.sink_strength``, so any
-wrapper answers. Wrappers that hold a local transformers model (``hf``, sharded or not with ``parallelize=True``)
-are probed in place, without loading weights again. Every other backend (vLLM, SGLang, API models) keeps its
-weights out of reach, and tensor parallelism (``tp_plan``) gives each process a slice of the heads:
-:func:`probed_model` refuses them with :class:`BackendUnsupported`, which the adapter raises right after lm-eval has
-built the tasks, before any request of any task runs (patch 3), so a long generation task listed beside
-``sink_strength`` is not lost.
+:func:`serve_sink_strength` is every wrapper's ``LM.sink_strength`` (:mod:`sinkbench.harness.plugin`, patch 2). A
+local transformers model (``hf``, with ``parallelize=True`` or not) is probed in place; other backends (vLLM,
+SGLang, API models) and tensor parallelism (each process holds a slice of the heads) are refused by
+:func:`probed_model` before any request of any task runs (patch 3).
 """
 
 from __future__ import annotations
@@ -32,17 +28,12 @@ _INSTEAD = (
 
 
 class BackendUnsupported(UserError):
-    """The lm-eval backend cannot be probed: the message says why, :attr:`fix` what to run instead. A caller of
-    ``lm_eval.simple_evaluate`` catches it; ``lm_eval`` and ``sinkbench eval`` end with it as one line, exit 1."""
+    """The lm-eval backend cannot be probed: the message says why, :attr:`fix` what to run instead."""
 
 
 def probed_model(lm: Any) -> tuple[torch.nn.Module, Any]:
-    """The local transformers model and tokenizer of an lm-eval wrapper, which the probe runs on.
-
-    Raises:
-        BackendUnsupported: the wrapper holds no local transformers model (vLLM, SGLang, API backends), or its
-            weights are split by tensor parallelism.
-    """
+    """The local transformers model and tokenizer of an lm-eval wrapper, which the probe runs on; BackendUnsupported
+    when it holds none (vLLM, SGLang, API backends) or its weights are split by tensor parallelism."""
     model, tokenizer = getattr(lm, "model", None), getattr(lm, "tokenizer", None)
     if not isinstance(model, torch.nn.Module) or tokenizer is None:
         backend = type(lm.lm if isinstance(lm, CachingLM) else lm).__name__
@@ -51,7 +42,9 @@ def probed_model(lm: Any) -> tuple[torch.nn.Module, Any]:
             f"no local transformers model to read it from (vLLM, SGLang and API backends cannot be probed).",
             _INSTEAD,
         )
-    if getattr(model, "tp_size", None) or _has_dtensor(model):
+    from torch.distributed.tensor import DTensor
+
+    if getattr(model, "tp_size", None) or any(isinstance(weight, DTensor) for weight in model.parameters()):
         raise BackendUnsupported(
             f"{REQUEST_TYPE} reads the attention of every head, and tensor parallelism (tp_plan) leaves each "
             f"process a slice of the heads.",
@@ -60,18 +53,8 @@ def probed_model(lm: Any) -> tuple[torch.nn.Module, Any]:
     return model, tokenizer
 
 
-def _has_dtensor(model: torch.nn.Module) -> bool:
-    from torch.distributed.tensor import DTensor
-
-    return any(isinstance(parameter, DTensor) for parameter in model.parameters())
-
-
 def serve_sink_strength(lm: LM, requests: list[Any]) -> list[PromptObservations]:
-    """Probe the wrapper's model on the requested prompts, in request order.
-
-    Raises:
-        BackendUnsupported: the backend cannot be probed (:func:`probed_model`).
-    """
+    """Probe the wrapper's model on the requested prompts, in request order (:func:`probed_model` may refuse it)."""
     model, tokenizer = probed_model(lm)
     options = {repr(sorted(request.args[1].items())) for request in requests}
     if len(options) > 1:

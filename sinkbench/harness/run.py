@@ -18,11 +18,7 @@ def tasks_path() -> Path:
 
 
 def lm_eval_argv(args: Sequence[str]) -> list[str]:
-    """``lm_eval`` arguments with ``--include_path`` added.
-
-    Raises:
-        ValueError: the caller passed ``--include_path`` (lm-eval takes only one folder).
-    """
+    """``lm_eval`` arguments with ``--include_path`` added; ValueError when the caller passed one already."""
     if any(arg == "--include_path" or arg.startswith("--include_path=") for arg in args):
         raise ValueError(
             "sinkbench eval sets --include_path itself and lm-eval accepts only one; to combine your own "
@@ -37,8 +33,7 @@ def run_lm_eval(args: Sequence[str]) -> int:
 
     Raises:
         SinkbenchError: a task refused the run (missing data, a backend that cannot be probed), as raised.
-        UserError: lm-eval refused its arguments with a ``ValueError`` (an unknown task, a malformed
-            ``--model_args``): one line instead of lm-eval's traceback, which plain ``lm_eval`` still prints.
+        UserError: lm-eval refused its arguments with a ``ValueError`` (an unknown task, a malformed ``--model_args``).
     """
     from lm_eval.__main__ import cli_evaluate
 

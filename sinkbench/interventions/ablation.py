@@ -1,11 +1,9 @@
 """Channel ablation of the norm scales (arXiv 2609.00746, Appendix D.3): in every decoder layer, the top-K
-channels by |gamma| of each chosen norm are set to that norm's channel mean; the residual stream and the
-projections are left untouched.
+channels by |gamma| of each chosen norm are set to that norm's channel mean (over all its channels in that layer,
+before any is replaced; ties go to the lower channel); the residual stream and projections are untouched.
 
-gamma is the norm's effective scale (``weight``, or ``1 + weight`` for Gemma's norms:
-:func:`~sinkbench.interventions.modules.scale_offset`); the mean is over all of that norm's channels in that layer,
-taken before any is replaced; ties in |gamma| go to the lower channel index. The paper's norms are
-``input_layernorm``, ``q_norm`` and ``k_norm`` (:data:`~sinkbench.interventions.settings.PAPER_NORMS`), each alone (*single*) and all together
+gamma is the norm's effective scale (:func:`~sinkbench.interventions.modules.scale_offset`). The paper's norms
+(:data:`~sinkbench.interventions.settings.PAPER_NORMS`) are ablated each alone (*single*) and all together
 (*joint*): on Qwen3-VL-8B the joint kill cost 44.4 IFEval points against 20.0 for the three singles added up.
 """
 
@@ -26,16 +24,9 @@ from sinkbench.interventions.settings import ABLATION_SETTINGS, DEFAULT_TOP_K, P
 
 @dataclass(frozen=True)
 class AblatedNorm:
-    """One norm of one layer after the ablation.
-
-    Attributes:
-        layer: decoder-layer index.
-        name: the norm's weight inside the layer (``self_attn.q_norm.weight``).
-        kind: the norm's own name (``q_norm``).
-        channels: the channels set to the mean, largest |gamma| first.
-        mean: the channel mean of gamma they were set to.
-        offset: 1.0 where gamma is ``1 + weight``, else 0.0.
-    """
+    """One norm (weight ``name`` in decoder ``layer``, of ``kind`` ``q_norm``, say) after the ablation: the
+    ``channels`` set to the channel ``mean`` of gamma, largest |gamma| first, and ``offset`` (1.0 where gamma is
+    ``1 + weight``, else 0.0)."""
 
     layer: int
     name: str
@@ -57,12 +48,8 @@ def present_kinds(model: torch.nn.Module) -> list[str]:
 
 
 def choose_kinds(model: torch.nn.Module, kinds: Sequence[str] | None) -> tuple[list[str], list[str]]:
-    """The kinds to ablate and the paper's kinds the model lacks: ``kinds`` as given (each must exist), or by
-    default the paper's kinds the model has.
-
-    Raises:
-        UserError: a requested kind is not a norm of this model, or the model has none of the paper's.
-    """
+    """The kinds to ablate and the paper's kinds the model lacks: ``kinds`` as given, or by default the paper's
+    kinds the model has (UserError: a kind is not a norm of this model, or it has none of the paper's)."""
     present = present_kinds(model)
     if kinds is None:
         chosen = [kind for kind in PAPER_NORMS if kind in present]
@@ -82,10 +69,7 @@ def ablated(
     model: torch.nn.Module, kinds: Sequence[str], top_k: int = DEFAULT_TOP_K
 ) -> Iterator[list[AblatedNorm]]:
     """Ablate the ``kinds`` in every layer of ``model`` (module docstring) for the block, then restore them.
-
-    Raises:
-        UserError: ``top_k`` is below 1 or above a norm's width.
-    """
+    UserError when ``top_k`` is below 1 or above a norm's width."""
     chosen = [(item, module) for item, module in norm_scales(model) if item.kind in kinds]
     widest = min((module.weight.numel() for _, module in chosen), default=0)
     if not 1 <= top_k <= widest:

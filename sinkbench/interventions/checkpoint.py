@@ -1,12 +1,9 @@
 """What every intervention is and writes: one :class:`Intervention` spec per intervention (typed parameters, the
-transform, a typed :class:`Report`), run by :func:`write_intervention` (load, transform, measure S of inputs and
-outputs by the Sink Strength probe, save standard transformers checkpoints with the report beside the weights).
-
-A checkpoint folder holds ``config.json``, safetensors weights, the tokenizer and chat template (so that
-``from_pretrained``, ``lm_eval --model hf``, ``sinkbench screen`` and ``extract-lm``'s verification all load it),
-and :data:`REPORT_FILE`. A folder of several checkpoints (a sweep, the single and joint ablations) holds one such
-folder per setting and the sweep's report. Everything is built beside ``out`` and swapped in whole
-(:func:`sinkbench.publish.publishing`), so a failure leaves ``out`` as it was.
+transform, a typed :class:`Report`), run by :func:`write_intervention`: load, transform, measure S of inputs and
+outputs, and save standard transformers checkpoints (config, safetensors, tokenizer and chat template, so that
+``from_pretrained``, lm-eval, ``sinkbench screen`` and ``extract-lm`` load them) with :data:`REPORT_FILE` beside the
+weights. A sweep's folder holds one checkpoint folder per setting and the sweep's report. Everything is built beside
+``out`` and swapped in whole (:func:`sinkbench.publish.publishing`), so a failure leaves ``out`` as it was.
 """
 
 from __future__ import annotations
@@ -30,14 +27,8 @@ REPORT_FILE = "intervention.json"
 
 @dataclass(frozen=True)
 class StrengthProbe:
-    """How the interventions measure S of their inputs and outputs: exactly as ``sinkbench screen`` does
-    (:func:`sinkbench.sink.observe.measure` and the bootstrap over prompts).
-
-    Attributes:
-        options: the probe options.
-        prompts: the calibration set or prompts file (None: the default set).
-        interval: the bootstrap behind S's interval.
-    """
+    """How the interventions measure S of their inputs and outputs: as ``sinkbench screen`` does, with these probe
+    ``options``, calibration ``prompts`` (None: the default set) and bootstrap ``interval``."""
 
     options: ProbeOptions = field(default_factory=ProbeOptions)
     prompts: str | None = None
@@ -82,8 +73,8 @@ class Run(Generic[P]):
 
 @dataclass(frozen=True)
 class Report:
-    """An intervention's typed report: the fields of its ``intervention.json`` after the common head (sinkbench's
-    version and time, the intervention, each input's provenance), nested dataclasses written as objects."""
+    """An intervention's typed report: the fields of its ``intervention.json`` after the common head (version,
+    time, the intervention, each input's provenance)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as JSON."""
@@ -129,15 +120,11 @@ Output = tuple[str, LoadedModel, dict[str, Any]]
 class Intervention(Generic[P, R]):
     """One intervention, declared once; :func:`write_intervention` runs it.
 
-    Attributes:
-        kind: its name in reports (``intervention``).
-        roles: its input models, by role (an optional one may be left out).
-        parameters: its typed parameters, a dataclass whose defaults are the paper's.
-        transform: the outputs made in a run, one at a time (each is measured and saved before the next is made).
-        report: its typed report, made by ``report.of(run)`` when the run is done.
-        sweep: whether OUT is a folder of checkpoints, one per output, with the report beside them (else OUT is the
-            one output's checkpoint and the report its record).
-        load: loads the inputs (:func:`sinkbench.models.load_all`'s signature).
+    ``kind`` names it in reports; ``roles`` are its input models (an optional one may be left out); ``parameters``
+    a dataclass whose defaults are the paper's; ``transform`` yields the outputs one at a time (each measured and
+    saved before the next); ``report.of(run)`` makes its report; ``sweep`` says whether OUT is a folder of
+    checkpoints with the report beside them (else the one output's checkpoint, the report its record); ``load``
+    loads the inputs (:func:`sinkbench.models.load_all`'s signature).
     """
 
     kind: str
@@ -168,17 +155,12 @@ def write_intervention(
         out: the checkpoint folder, or with a sweep the folder of checkpoints (``out/<setting>/``).
         parameters: the intervention's parameters (None: its defaults).
         probe: also measure S of the inputs and of each output (None: do not).
-        overwrite: replace an earlier ``out``.
-        progress: show progress bars.
+        overwrite, progress: replace an earlier ``out``; show progress bars.
         load_options: how specs are loaded (:func:`sinkbench.models.load_model`).
 
-    Returns:
-        The typed report, written as ``intervention.json`` after the head (and ``seconds``).
-
-    Raises:
-        UserError: ``out`` exists and ``overwrite`` is false (checked before any model loads), or ``out`` overlaps
-            an input model's folder.
-        PublishError: ``out`` cannot be written, or exists and was not written by sinkbench.
+    Returns the typed report, written as ``intervention.json`` after the head (and ``seconds``). Raises UserError
+    when ``out`` exists without ``overwrite`` (before any model loads) or overlaps an input's folder, PublishError
+    when it cannot be written or exists and was not written by sinkbench.
     """
     started, out = time.perf_counter(), Path(out)
     if out.exists() and not overwrite:

@@ -1,20 +1,12 @@
 """Weight displacement of an endpoint (a VLM-LM) from its reference LLM (arXiv 2609.00746, Appendix F.1).
 
-For every projection weight W of every decoder layer (:func:`~sinkbench.interventions.modules.projections`) and
-the endpoint's W' of the same name, with dW = W' - W:
-
-* the operator norm ||dW||_2, the largest singular value (for a fused expert tensor, the largest over experts);
-* the Frobenius norm ||dW||_F and the relative Frobenius norm ||dW||_F / ||W||_F (what the D.4 random control
-  matches);
-
-and for every norm scale the relative change ||d gamma|| / ||gamma|| of its effective scale (the paper's
-Assumption 1 check: at most 2.9% on Qwen3-VL). All in float32, whatever the models' dtype.
-
-Given a second endpoint of the same reference (``versus``, e.g. the text-only endpoint), each layer's ratio of
-the two operator norms is reported, and per projection its median over a window of layers (the last 10 by
-default, like S; or a layer band) and whether the first endpoint moved further in every layer of the window:
-the paper's "in every layer of the late window the VL endpoint moves further (median 4.44x on W_q, 3.65x on
-W_k)".
+For every projection weight W of every decoder layer (:func:`~sinkbench.interventions.modules.projections`), with
+dW = W' - W against the endpoint's W': the operator norm ||dW||_2 (for a fused expert tensor the largest over
+experts), the Frobenius norm ||dW||_F and the relative ||dW||_F / ||W||_F (what the D.4 control matches); for every
+norm scale the relative change ||d gamma|| / ||gamma|| of its effective scale (the paper's Assumption 1 check). All
+in float32. Given a second endpoint of the same reference (``versus``, e.g. the text-only one), each layer's ratio
+of the two operator norms, and per projection its median over a window of layers (the last 10, like S, or a band)
+and whether the first endpoint moved further in every layer of it (the paper: "median 4.44x on W_q, 3.65x on W_k").
 """
 
 from __future__ import annotations
@@ -43,16 +35,8 @@ DEFAULT_WINDOW = ProbeOptions.num_layers
 
 @dataclass(frozen=True)
 class DisplacementRow:
-    """The change of one tensor of one layer.
-
-    Attributes:
-        layer: decoder-layer index.
-        name: the tensor's name inside the layer (``self_attn.q_proj.weight``).
-        kind: its module's name (``q_proj``).
-        operator_norm: ||dW||_2 (None for a norm scale).
-        frobenius_norm: ||dW||_F.
-        relative_frobenius: ||dW||_F / ||W||_F (for a norm scale, of the effective scale).
-    """
+    """The change of one tensor (``name`` inside decoder ``layer``, of module ``kind``): ||dW||_2 (None for a norm
+    scale), ||dW||_F and ||dW||_F / ||W||_F (of the effective scale, for a norm scale)."""
 
     layer: int
     name: str
@@ -82,11 +66,8 @@ def _relative(change: float, size: float) -> float:
 def displacement_rows(
     reference: torch.nn.Module, endpoint: torch.nn.Module, *, progress: bool = False
 ) -> list[DisplacementRow]:
-    """Every projection's and norm scale's displacement, in model order (module docstring).
-
-    Raises:
-        UserError: the endpoint lacks a tensor of the reference or has it in another shape.
-    """
+    """Every projection's and norm scale's displacement, in model order (module docstring); UserError when the
+    endpoint lacks a tensor of the reference or has it in another shape."""
     require_same_structure(reference, endpoint, "endpoint")
     theirs = endpoint.state_dict()
     rows = []
@@ -182,28 +163,22 @@ def weight_displacement(
         reference: the reference LLM (a spec, folder or loaded model).
         endpoint: a model fine-tuned from it, e.g. the VLM-LM (same architecture and size).
         versus: a second endpoint of the same reference (e.g. the text-only one), for the ratios.
-        window: summarise the last ``window`` decoder layers...
-        band: ...or a layer band (``last-third``, ``10-19``) instead.
+        window, band: summarise the last ``window`` decoder layers, or a layer band (``last-third``, ``10-19``).
         output: also write the report here as JSON (atomically).
         progress: show progress bars.
         load_options: how specs are loaded (:func:`sinkbench.models.load_model`).
 
-    Returns:
-        ``rows`` (and ``versus_rows``) per layer and tensor, ``summary`` per tensor over the window, the window,
-        and each model's provenance.
+    Returns ``rows`` (and ``versus_rows``) per layer and tensor, ``summary`` per tensor over the window, the window
+    and each model's provenance.
     """
     started = time.perf_counter()
-    models = {
-        "reference": reference,
-        "endpoint": endpoint,
-        **({"versus": versus} if versus is not None else {}),
-    }
-    loaded = load_all(models, **load_options)
-    rows = displacement_rows(loaded["reference"].model, loaded["endpoint"].model, progress=progress)
-    versus_rows = (
-        displacement_rows(loaded["reference"].model, loaded["versus"].model, progress=progress)
-        if versus is not None
+    versus_role = {"versus": versus} if versus is not None else {}
+    loaded = load_all({"reference": reference, "endpoint": endpoint, **versus_role}, **load_options)
+    rows, versus_rows = (  # the endpoint's and (when given) the second endpoint's
+        displacement_rows(loaded["reference"].model, loaded[role].model, progress=progress)
+        if role in loaded
         else None
+        for role in ("endpoint", "versus")
     )
     depth = len({row.layer for row in rows})
     layers = window_layers(depth, window, band)

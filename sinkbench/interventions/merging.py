@@ -1,28 +1,19 @@
-"""Merging a VLM-LM with its reference LLM (arXiv 2609.00746, Appendix F.4): the paper's seven settings, run on
-mergekit's library API (``mergekit.merge_methods.merge_state_dicts``; mergekit is LGPL-3.0 and an optional extra,
-``pip install 'sinkbench[merge]'``), with TSV and STAR from :mod:`.spectral`.
+"""Merging a VLM-LM with its reference LLM (arXiv 2609.00746, Appendix F.4): the paper's seven settings on
+mergekit's ``merge_state_dicts`` (LGPL-3.0, an optional extra: ``pip install 'sinkbench[merge]'``), with TSV and
+STAR from :mod:`.spectral`.
 
-How the inputs are read. The two linear mixes need no base: ``w * VLM-LM + (1 - w) * reference``. The other five
-merge *task vectors* over a base model, and the paper does not say which base it used:
+The two linear mixes need no base: ``w * VLM-LM + (1 - w) * reference``. The other five merge *task vectors* over
+a base, which the paper does not name. Without ``base`` (the default) the reference is the base and ``d = VLM-LM -
+reference`` the one task vector: Task Arithmetic with lambda = 1 (and TSV with alpha = 1) is then the VLM-LM itself,
+while TIES, DARE and STAR trim, drop or truncate ``d``. With ``base`` (the pretrained model both were fine-tuned
+from, e.g. Qwen2.5-7B) there are two task vectors and TA is ``base + d_ref + d_vlm``, the reading that fits the
+paper's "drops the unprotected pair by tens of points".
 
-* without ``base`` (the default), the reference is the base and the VLM-LM is the one fine-tuned model, with task
-  vector ``d = VLM-LM - reference``. Then Task Arithmetic with lambda = 1 is ``reference + d``, which *is* the
-  VLM-LM: the setting is the identity (and TSV with alpha = 1, which keeps every singular direction of a single task
-  vector, is too). TIES, DARE and STAR still change the model: they trim, drop or truncate ``d``.
-* with ``base`` (the pretrained model both were fine-tuned from, e.g. Qwen2.5-7B for Qwen2.5-7B-Instruct and
-  Qwen2.5-VL-7B), reference and VLM-LM are two fine-tuned models with task vectors ``d_ref`` and ``d_vlm``; Task
-  Arithmetic with lambda = 1 is ``base + d_ref + d_vlm``. The paper's result that TA "drops the unprotected pair by
-  tens of points" fits this reading, not the identity.
-
-A VLM-LM often has rows its reference lacks: the tokens the VLM added (an image token, say) in its embeddings and LM
-head. Those rows have no counterpart to merge with, so the reference (and the base) are first given the VLM-LM's own
-rows there (:func:`align_vocabulary`): every setting keeps them as the VLM-LM has them, and merges the shared rows.
-The report counts them (``added_rows``).
-
-Each report says which reading ran (``reading``) and how far the merged weights lie from each input
-(``distance``), so an identity merge shows as a distance of 0 to the VLM-LM. DARE's random mask comes from
-torch's generator seeded with ``seed`` (forked, so the caller's generator is untouched); mergekit rescales the kept
-entries of each task vector to its original L1 norm (the DARE paper's 1 / (1 - p) in expectation).
+Rows the VLM-LM added to its embeddings and LM head (an image token) have no counterpart: the reference and base
+first get the VLM-LM's own rows there (:func:`align_vocabulary`, counted as ``added_rows``). Each record names the
+``reading`` and the ``distance`` of the merge to each input (0 to the VLM-LM: an identity merge). DARE's mask comes
+from torch's generator seeded with ``seed`` (forked: the caller's is untouched); mergekit rescales the kept entries
+to the task vector's L1 norm.
 """
 
 from __future__ import annotations
@@ -46,11 +37,8 @@ TWO_TASK_VECTORS = "two task vectors: reference - base and VLM-LM - base, over t
 
 
 def _mergekit(method: str) -> tuple[Any, Any]:
-    """mergekit's ``merge_state_dicts`` and the method called ``method`` (or TSV / STAR of :mod:`.spectral`).
-
-    Raises:
-        UserError: mergekit is not installed.
-    """
+    """mergekit's ``merge_state_dicts`` and the method called ``method`` (or TSV / STAR of :mod:`.spectral`);
+    UserError when mergekit is not installed."""
     try:
         from mergekit import merge_methods
 
@@ -87,11 +75,8 @@ def merge_state_dicts(
     base: dict[str, torch.Tensor] | None = None,
     seed: int = 0,
 ) -> dict[str, torch.Tensor]:
-    """The merged tensors of one setting (module docstring), through mergekit's ``merge_state_dicts``.
-
-    Raises:
-        UserError: mergekit is missing, or the state dicts do not have the same tensors.
-    """
+    """The merged tensors of one setting (module docstring), through mergekit's ``merge_state_dicts``; UserError
+    when mergekit is missing or the state dicts do not have the same tensors."""
     mergekit_merge, method = _mergekit(chosen.method)
     if chosen.mix is not None:
         models = {"vlm_lm": vlm_lm, "reference": reference}
@@ -168,12 +153,10 @@ def _merged(
     merged = merge_state_dicts(
         chosen, states["reference"], states["vlm_lm"], base=states.get("base"), seed=seed
     )
-    model = copy.deepcopy(loaded["vlm_lm"].model)
+    vlm = loaded["vlm_lm"]
+    model = copy.deepcopy(vlm.model)
     model.load_state_dict(merged)
-    vlm_info = loaded["vlm_lm"].info
-    result = LoadedModel(
-        model.eval(), loaded["vlm_lm"].tokenizer, module_info(model, f"{vlm_info.id}+{chosen.name}")
-    )
+    result = LoadedModel(model.eval(), vlm.tokenizer, module_info(model, f"{vlm.info.id}+{chosen.name}"))
     reading = None if chosen.mix is not None else (TWO_TASK_VECTORS if "base" in states else ONE_TASK_VECTOR)
     record = {
         "setting": chosen.name,

@@ -1,16 +1,11 @@
 """Where a causal LM keeps what the interventions touch, found through the model's own structure.
 
-The decoder layers are the ``layers`` list of the model's decoder (:func:`sinkbench.sink.layers.decoder_of`).
-Inside each layer:
-
-* a *projection* is a weight with two or more dimensions: the attention and MLP matrices (a fused mixture-of-experts
-  tensor counts as one, its leading dimensions as a batch of matrices);
-* a *norm scale* is the one-dimensional ``weight`` of a normalisation module: a module whose only parameter is that
-  weight and whose name ends in ``norm`` (``input_layernorm``, ``self_attn.q_norm``, ``self_attn.k_norm``, ...).
-  Its *kind* is the last part of its name (``q_norm``).
-
-How a norm applies its weight is read off the module too (:func:`scale_offset`): most multiply by ``weight``
-(Llama, Qwen3), Gemma's multiply by ``1 + weight``, so the effective scale gamma is ``offset + weight``.
+The decoder layers are the ``layers`` list of the model's decoder (:func:`sinkbench.sink.layers.decoder_of`). In each,
+a *projection* is a weight of two or more dimensions (a fused mixture-of-experts tensor counts as one), and a *norm
+scale* the one-dimensional ``weight`` of a module whose only parameter it is and whose name ends in ``norm``
+(``input_layernorm``, ``self_attn.q_norm``); its *kind* is the last part of its name. Most norms multiply by
+``weight`` (Llama, Qwen3), Gemma's by ``1 + weight``: the effective scale gamma is ``offset + weight``
+(:func:`scale_offset`).
 """
 
 from __future__ import annotations
@@ -26,13 +21,8 @@ from sinkbench.sink.layers import decoder_of
 
 @dataclass(frozen=True)
 class LayerTensor:
-    """One tensor of one decoder layer.
-
-    Attributes:
-        layer: the decoder-layer index.
-        name: its name inside the layer, e.g. ``self_attn.q_proj.weight``.
-        qualified: its name in the model's state dict, e.g. ``model.layers.3.self_attn.q_proj.weight``.
-    """
+    """One tensor of decoder layer ``layer``: its ``name`` inside the layer (``self_attn.q_proj.weight``) and in the
+    model's state dict (``qualified``: ``model.layers.3.self_attn.q_proj.weight``)."""
 
     layer: int
     name: str
@@ -45,11 +35,7 @@ class LayerTensor:
 
 
 def decoder_layers(model: torch.nn.Module) -> tuple[str, torch.nn.ModuleList]:
-    """The qualified name of the decoder's layer list (``model.layers``) and the list.
-
-    Raises:
-        UserError: the model has no decoder with a ``layers`` list.
-    """
+    """The qualified name of the decoder's layer list (``model.layers``) and the list; UserError without one."""
     layers = getattr(decoder_of(model), "layers", None)
     if not isinstance(layers, torch.nn.ModuleList):
         raise UserError(
@@ -62,10 +48,12 @@ def decoder_layers(model: torch.nn.Module) -> tuple[str, torch.nn.ModuleList]:
 
 def projections(model: torch.nn.Module) -> list[tuple[LayerTensor, torch.nn.Parameter]]:
     """Every projection weight of every decoder layer with its parameter, in model order (module docstring)."""
+    prefix, layers = decoder_layers(model)
     return [
-        (item, parameter)
-        for item, parameter in _layer_parameters(model)
-        if parameter.dim() >= 2 and item.name.endswith("weight")
+        (LayerTensor(index, name, f"{prefix}.{index}.{name}"), parameter)
+        for index, layer in enumerate(layers)
+        for name, parameter in layer.named_parameters()
+        if parameter.dim() >= 2 and name.endswith("weight")
     ]
 
 
@@ -84,15 +72,6 @@ def norm_scales(model: torch.nn.Module) -> list[tuple[LayerTensor, torch.nn.Modu
     return found
 
 
-def _layer_parameters(model: torch.nn.Module) -> list[tuple[LayerTensor, torch.nn.Parameter]]:
-    prefix, layers = decoder_layers(model)
-    return [
-        (LayerTensor(index, name, f"{prefix}.{index}.{name}"), parameter)
-        for index, layer in enumerate(layers)
-        for name, parameter in layer.named_parameters()
-    ]
-
-
 def scale_offset(norm: torch.nn.Module) -> float:
     """1.0 when ``norm`` scales by ``1 + weight`` (Gemma), 0.0 when by ``weight``: a copy of it with a zero weight
     either passes a vector of ones through (normalised) or zeroes it."""
@@ -104,11 +83,8 @@ def scale_offset(norm: torch.nn.Module) -> float:
 
 
 def require_same_structure(reference: torch.nn.Module, other: torch.nn.Module, what: str) -> None:
-    """Raise unless ``other`` has every projection and norm scale of ``reference``, with the same shapes.
-
-    Raises:
-        UserError: naming the first missing or differently shaped tensor and ``what`` ``other`` is.
-    """
+    """Raise UserError unless ``other`` (described as ``what``) has every projection and norm scale of
+    ``reference`` with the same shapes, naming the first that differs."""
     theirs = other.state_dict()
     for item, _ in [*projections(reference), *norm_scales(reference)]:
         mine = reference.get_parameter(item.qualified)

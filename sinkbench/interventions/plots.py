@@ -12,9 +12,8 @@ from sinkbench.charts import Chart, nominal, quantitative
 
 @dataclass(frozen=True)
 class DisplacementChart(Chart):
-    """One panel per projection: ``‖ΔW‖₂`` per decoder layer (log scale) for the endpoint and, when the report
-    has one, the second endpoint; the summarised window is shaded. ``rows`` holds ``(projection, endpoint, layer,
-    norm)`` with positive norms only (a log scale cannot show zero)."""
+    """One panel per projection: ``‖ΔW‖₂`` per decoder layer (log scale) for each endpoint, the summarised window
+    shaded; ``rows`` holds ``(projection, endpoint, layer, norm)``, positive norms only (for the log scale)."""
 
     rows: tuple[tuple[str, str, int, float], ...]
     endpoints: tuple[str, ...]
@@ -23,8 +22,7 @@ class DisplacementChart(Chart):
     @classmethod
     def of(cls, report: dict[str, Any]) -> DisplacementChart:
         """The chart of a displacement report (``rows``, and ``versus_rows`` when it has a second endpoint)."""
-        rows = []
-        endpoints = []
+        rows, endpoints = [], []
         for role, key in (("endpoint", "rows"), ("versus", "versus_rows")):
             name = report["models"][role]["id"] if role in report["models"] else role
             points = [
@@ -53,54 +51,35 @@ class DisplacementChart(Chart):
     def body(self) -> dict[str, Any]:
         """A faceted chart: per projection, a line per endpoint and the window shaded."""
         start, end = self.window
+        keys = ("projection", "endpoint", "layer", "norm")
         data = [
-            {
-                "projection": p,
-                "endpoint": e,
-                "layer": layer,
-                "norm": norm,
-                "start": start - 0.5,
-                "end": end + 0.5,
-            }
-            for p, e, layer, norm in self.rows
+            {**dict(zip(keys, row, strict=True)), "start": start - 0.5, "end": end + 0.5} for row in self.rows
         ]
-        x = quantitative("layer", "decoder layer", axis={"tickMinStep": 1})
+        bounds = [{"op": "min", "field": "start", "as": "start"}, {"op": "max", "field": "end", "as": "end"}]
+        shaded = {
+            "transform": [{"aggregate": bounds}],
+            "mark": {"type": "rect", "color": "#9e9e9e", "opacity": 0.15},
+            "encoding": {"x": {"field": "start", "type": "quantitative"}, "x2": {"field": "end"}},
+        }
+        lines = {
+            "mark": {"type": "line", "point": {"size": 12}, "strokeWidth": 1},
+            "encoding": {
+                "x": quantitative("layer", "decoder layer", axis={"tickMinStep": 1}),
+                "y": quantitative("norm", "‖ΔW‖₂", scale={"type": "log"}),
+                "color": nominal("endpoint", None, scale=charts.series_scale(self.endpoints)),
+                "tooltip": [
+                    {"field": "endpoint"},
+                    {"field": "layer"},
+                    {"field": "norm", "title": "‖ΔW‖₂", "format": ".3g"},
+                ],
+            },
+        }
         return {
             "data": {"values": data},
             "facet": {"field": "projection", "type": "nominal", "title": None, "sort": None},
             "columns": 4,
             "resolve": {"scale": {"y": "independent"}},
-            "spec": {
-                "width": 170,
-                "height": 130,
-                "layer": [
-                    {
-                        "transform": [
-                            {
-                                "aggregate": [
-                                    {"op": "min", "field": "start", "as": "start"},
-                                    {"op": "max", "field": "end", "as": "end"},
-                                ]
-                            }
-                        ],
-                        "mark": {"type": "rect", "color": "#9e9e9e", "opacity": 0.15},
-                        "encoding": {"x": {"field": "start", "type": "quantitative"}, "x2": {"field": "end"}},
-                    },
-                    {
-                        "mark": {"type": "line", "point": {"size": 12}, "strokeWidth": 1},
-                        "encoding": {
-                            "x": x,
-                            "y": quantitative("norm", "‖ΔW‖₂", scale={"type": "log"}),
-                            "color": nominal("endpoint", None, scale=charts.series_scale(self.endpoints)),
-                            "tooltip": [
-                                {"field": "endpoint"},
-                                {"field": "layer"},
-                                {"field": "norm", "title": "‖ΔW‖₂", "format": ".3g"},
-                            ],
-                        },
-                    },
-                ],
-            },
+            "spec": {"width": 170, "height": 130, "layer": [shaded, lines]},
         }
 
 

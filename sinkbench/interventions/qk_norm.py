@@ -1,23 +1,15 @@
 """Per-head QK-RMSNorm injection (arXiv 2609.00746, Appendix F.3): a backbone without QK-norm gets an RMSNorm
-over each head's query and key, after the projections and before RoPE, with unit scales (gamma_q = gamma_k = 1),
-and nothing else changes.
+over each head's query and key, after the projections and before RoPE, with unit scales, and nothing else changes.
 
-The paper ran its injected Qwen2.5 as remote code. sinkbench writes it as a checkpoint of a *native* transformers
-architecture instead, one that has exactly these per-head norms and otherwise computes the source's function, so
-that ``from_pretrained``, lm-eval and the probe load it without remote code. Qwen3 is that architecture for the
-sources in :data:`NATIVE_TARGETS`: its attention is Llama's (the same projections, grouped-query attention,
-RoPE and scaling) with ``q_norm`` and ``k_norm`` over the head dimension, and its decoder layer, MLP (SwiGLU) and
-RMSNorms are Llama's. What differs is mapped field by field:
+The paper ran its injected Qwen2.5 as remote code; sinkbench writes a checkpoint of a *native* architecture that
+has exactly these norms and otherwise computes the source's function, so ``from_pretrained``, lm-eval and the probe
+load it without remote code. For the sources in :data:`NATIVE_TARGETS` that is Qwen3 (Llama's attention, decoder
+layer, SwiGLU MLP and RMSNorms, plus ``q_norm`` and ``k_norm``), mapped field by field: Llama's ``attention_bias``
+carries over (``mlp_bias`` is refused: Qwen3's MLP has none); Mistral has no bias and its sliding window, if set,
+applies to every layer; Qwen2 has q, k, v biases and none on o (so ``attention_bias`` and a zero o bias).
 
-* Llama: ``attention_bias`` carries over (it covers q, k, v and o in both); a Llama with ``mlp_bias`` is refused
-  (Qwen3's MLP has no bias).
-* Mistral: no bias; its sliding window, when set, applies to every layer (``layer_types``).
-* Qwen2: q, k and v have biases and o has none, so the target has ``attention_bias`` and a zero o bias; its
-  sliding-window fields carry over.
-
-Every injection is checked before anything is written: with the new norms taken out again (identity), the
-target's logits on a text probe must equal the source's (float32, within ``tolerance``). Any other source, or one
-that has QK-norm already, is refused in one line.
+Every injection is checked before anything is written: with the new norms taken out, the target's float32 logits on
+a text probe must equal the source's within ``tolerance``. Other sources, or ones with QK-norm, are refused.
 """
 
 from __future__ import annotations
@@ -51,35 +43,29 @@ def _llama(config: Any) -> dict[str, Any]:
 
 def _mistral(config: Any) -> dict[str, Any]:
     window = getattr(config, "sliding_window", None)
-    layers = ["sliding_attention"] * config.num_hidden_layers if window is not None else None
+    sliding = window is not None
+    layers = ["sliding_attention"] * config.num_hidden_layers if sliding else None
     return {
         "attention_bias": False,
-        "use_sliding_window": window is not None,
+        "use_sliding_window": sliding,
         "sliding_window": window,
         "layer_types": layers,
     }
-
-
-def _qwen2(config: Any) -> dict[str, Any]:
-    return {"attention_bias": True}
 
 
 #: Source model type -> the target fields that make the native target compute the source's function.
 NATIVE_TARGETS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "llama": _llama,
     "mistral": _mistral,
-    "qwen2": _qwen2,
+    "qwen2": lambda config: {"attention_bias": True},
 }
 #: Config keys that describe the source checkpoint, not the target.
 _DROPPED = frozenset({"model_type", "architectures", "transformers_version", "_name_or_path"})
 
 
 def target_config(source: Any) -> Any:
-    """The Qwen3 config that runs ``source``'s layers with per-head QK-norm (module docstring).
-
-    Raises:
-        ModelNotSupported: no native class fits (another model type, an MLP with biases, QK-norm already there).
-    """
+    """The Qwen3 config that runs ``source``'s layers with per-head QK-norm (module docstring); ModelNotSupported
+    when no native class fits (another model type, an MLP with biases)."""
     from transformers import AutoConfig
 
     kind = source.model_type
@@ -101,9 +87,8 @@ def inject_qk_norm(
 ) -> tuple[LoadedModel, dict[str, Any]]:
     """The injected model (a new Qwen3 causal LM with unit QK-norm scales) and the equivalence check's record.
 
-    Raises:
-        ModelNotSupported: no native class fits, or the source has QK-norm already.
-        UserError: the target does not reproduce the source with its new norms taken out.
+    Raises ModelNotSupported when no native class fits or the source has QK-norm already, UserError when the target
+    does not reproduce the source with its new norms taken out.
     """
     from transformers import AutoModelForCausalLM
 
@@ -138,12 +123,8 @@ def inject_qk_norm(
 
 
 def _load_source_weights(target: torch.nn.Module, source: torch.nn.Module) -> None:
-    """Copy every source tensor into ``target``; its new norms get unit scales and a bias the source lacks is 0.
-
-    Raises:
-        ModelNotSupported: a source tensor has no place in the target, or a target tensor other than those is
-            left without a value.
-    """
+    """Copy every source tensor into ``target``; its new norms get unit scales and a bias the source lacks is 0
+    (ModelNotSupported when a source tensor has no place or another target tensor is left without a value)."""
     missing, unexpected = target.load_state_dict(source.state_dict(), strict=False)
     new = [name for name in missing if name.endswith((".q_norm.weight", ".k_norm.weight", ".o_proj.bias"))]
     if unexpected or set(missing) - set(new):
@@ -153,8 +134,7 @@ def _load_source_weights(target: torch.nn.Module, source: torch.nn.Module) -> No
         )
     with torch.no_grad():
         for name in new:
-            parameter = target.get_parameter(name)
-            parameter.fill_(1.0 if name.endswith("norm.weight") else 0.0)
+            target.get_parameter(name).fill_(1.0 if name.endswith("norm.weight") else 0.0)
 
 
 @contextlib.contextmanager
@@ -208,9 +188,8 @@ class QkNormReport(Report):
     def of(cls, run: Run[QkNormParameters]) -> QkNormReport:
         record = dict(run.records[""])
         injected = record.pop("sink_strength")
-        return cls(
-            **record, sink_strength=None if run.inputs is None else {**run.inputs, "injected": injected}
-        )
+        strength = None if run.inputs is None else {**run.inputs, "injected": injected}
+        return cls(**record, sink_strength=strength)
 
     def text(self) -> str:
         check = self.equivalence["max_abs_logit_diff_without_new_norms"]

@@ -1,27 +1,22 @@
 """The random-dW control (arXiv 2609.00746, Appendix D.4): the reference LLM with Gaussian noise added to the tensors
 the VLM-LM changed, each scaled so that its change has the size of the VLM-LM's.
 
-For each tensor W of the reference in the control's scope and the VLM-LM's W' of the same name, with the real
-change dW = W' - W: draw G with i.i.d. standard normal entries and set ``W <- W + G * ||dW|| / ||G||``, in the
-chosen norm (:data:`~.settings.CONTROL_MATCHES`): the Frobenius norm, as the paper does (so each projection's
-relative Frobenius norm ||dW||_F / ||W||_F is the VLM-LM's), or the operator norm, the largest singular value
-(for a fused expert tensor the largest over experts; for a vector its length). At equal Frobenius norm a Gaussian
-dW spreads over every direction, so its operator norm is several times smaller than a trained change's: the
-operator-norm match makes the two equal in the quantity F.1 reports, at a larger Frobenius norm.
-
-The scope (:data:`~.settings.CONTROL_SCOPES`) is every attention and MLP projection (the paper's: norm scales,
-biases, embeddings and the LM head untouched), or every tensor the VLM-LM changed at all (tied weights once; of an
-embedding the VLM grew by its image token, the reference's rows). The
-report gives each tensor's target and the realised norm after the cast back to the model's dtype, read back from
-the weights. The noise is drawn on the CPU from one generator seeded with ``seed``, tensor by tensor in model
-order, so a seed gives the same control on any device.
+For each in-scope tensor W of the reference and the VLM-LM's W', with dW = W' - W: draw G with i.i.d. standard
+normal entries and set ``W <- W + G * ||dW|| / ||G||`` in the chosen norm (:data:`~.settings.CONTROL_MATCHES`): the
+Frobenius norm, as the paper does, or the operator norm (for a fused expert tensor the largest over experts; for a
+vector its length). A Gaussian dW of equal Frobenius norm has an operator norm several times smaller than a trained
+change's: matching the operator norm equates the quantity F.1 reports, at a larger Frobenius norm. The scope
+(:data:`~.settings.CONTROL_SCOPES`) is every attention and MLP projection (the paper's), or every tensor the VLM-LM
+changed (tied weights once; of a grown embedding, the reference's rows). The report gives each tensor's target and
+realised norm, read back after the cast to the model's dtype. The noise is drawn on the CPU from one generator
+seeded with ``seed``, tensor by tensor in model order, so a seed gives the same control on any device.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
@@ -52,9 +47,8 @@ class Change:
 
 @dataclass(frozen=True)
 class ControlRow:
-    """One tensor of the control: the VLM-LM's change in the matched norm (the target), the noise's after the
-    cast to the model's dtype (realised), the real change's relative Frobenius norm ||dW||_F / ||W||_F, and the
-    noise's norms over the real change's in each norm (the one matched near 1, the other the confound)."""
+    """One tensor of the control: the VLM-LM's change in the matched norm (target), the noise's after the cast
+    (realised), the real change's ||dW||_F / ||W||_F, and the noise's norms over the real change's in each norm."""
 
     tensor: str
     target: float
@@ -108,11 +102,8 @@ def add_matched_noise(
     match: str = "frobenius",
     progress: bool = False,
 ) -> list[ControlRow]:
-    """Add the control's noise to the tensors of ``model`` named in ``changes``, in place (module docstring).
-
-    Returns:
-        Per tensor, the target and the realised norm of the change (after the cast to its dtype).
-    """
+    """Add the control's noise to the tensors of ``model`` named in ``changes``, in place (module docstring);
+    returns each tensor's row."""
     generator = torch.Generator().manual_seed(seed)
     rows = []
     with torch.no_grad():
@@ -126,16 +117,9 @@ def add_matched_noise(
             )
             added = Change.of(weight.detach().float().cpu() - original)
             size = float(torch.linalg.vector_norm(original))
-            rows.append(
-                ControlRow(
-                    name,
-                    target,
-                    added.norm(match),
-                    real.frobenius / size if size > 0 else math.inf,
-                    _ratio(added.frobenius, real.frobenius),
-                    _ratio(added.operator, real.operator),
-                )
-            )
+            relative = real.frobenius / size if size > 0 else math.inf
+            ratios = _ratio(added.frobenius, real.frobenius), _ratio(added.operator, real.operator)
+            rows.append(ControlRow(name, target, added.norm(match), relative, *ratios))
     return rows
 
 
@@ -156,19 +140,17 @@ def random_control(
     """The control model and its per-tensor norms (module docstring).
 
     Args:
-        reference: the reference LLM; a :class:`~sinkbench.models.LoadedModel` is changed in place (pass a spec
-            or folder to keep it).
+        reference: the reference LLM; a :class:`~sinkbench.models.LoadedModel` is changed in place.
         vlm_lm: its VLM-LM, whose changes the noise matches (same architecture and size).
-        seed: the noise's seed.
-        match: the norm matched, a key of :data:`~.settings.CONTROL_MATCHES`.
-        scope: the tensors changed, a key of :data:`~.settings.CONTROL_SCOPES`.
+        seed, match, scope: the noise's seed, the norm matched (:data:`~.settings.CONTROL_MATCHES`) and the
+            tensors changed (:data:`~.settings.CONTROL_SCOPES`).
         progress: show a progress bar.
         load_options: how specs are loaded (:func:`sinkbench.models.load_model`).
     """
     RandomControlParameters(seed, match, scope)  # checks the choices
     loaded = load_all({"reference": reference, "vlm_lm": vlm_lm}, **load_options)
-    control, vlm = loaded["reference"], loaded["vlm_lm"]
-    changes = real_changes(control.model, vlm.model, scope)
+    control = loaded["reference"]
+    changes = real_changes(control.model, loaded["vlm_lm"].model, scope)
     return control, add_matched_noise(control.model, changes, seed=seed, match=match, progress=progress)
 
 
@@ -188,17 +170,11 @@ class RandomControlReport(Report):
     @classmethod
     def of(cls, run: Run[RandomControlParameters]) -> RandomControlReport:
         rows, strength = run.records[""]["tensors"], run.records[""]["sink_strength"]
-        parameters = run.parameters
+        seed, match, scope = run.parameters.seed, run.parameters.match, run.parameters.scope
         errors = [abs(row.realised / row.target - 1) for row in rows if row.target > 0]
-        return cls(
-            parameters.seed,
-            parameters.match,
-            parameters.scope,
-            f"Gaussian dW matched in {CONTROL_MATCHES[parameters.match]}, on {CONTROL_SCOPES[parameters.scope]}",
-            max(errors, default=0.0),
-            rows,
-            None if run.inputs is None else {**run.inputs, "control": strength},
-        )
+        method = f"Gaussian dW matched in {CONTROL_MATCHES[match]}, on {CONTROL_SCOPES[scope]}"
+        strength = None if run.inputs is None else {**run.inputs, "control": strength}
+        return cls(seed, match, scope, method, max(errors, default=0.0), rows, strength)
 
     def text(self) -> str:
         return "\n".join(
@@ -211,15 +187,8 @@ class RandomControlReport(Report):
 
 
 def _control(run: Run[RandomControlParameters]) -> Iterator[Output]:
-    reference, vlm_lm = run.loaded["reference"], run.loaded["vlm_lm"]
-    parameters = run.parameters
     control, rows = random_control(
-        reference,
-        vlm_lm,
-        seed=parameters.seed,
-        match=parameters.match,
-        scope=parameters.scope,
-        progress=run.progress,
+        run.loaded["reference"], run.loaded["vlm_lm"], **asdict(run.parameters), progress=run.progress
     )
     yield "", control, {"tensors": rows}
 

@@ -19,15 +19,9 @@ ABLATION_SETTINGS = ("single", "joint")
 
 @dataclass(frozen=True)
 class MergeSetting:
-    """One merge of the paper's sweep.
-
-    Attributes:
-        name: its name on the command line and in reports.
-        title: the paper's wording.
-        method: the mergekit method (or :mod:`.spectral`'s ``tsv`` / ``star``).
-        parameters: the method's shared parameters.
-        mix: for a linear mix, the VLM-LM's weight (the reference gets the rest); None for a task-vector merge.
-    """
+    """One merge of the paper's sweep: its ``name`` (command line, reports), the paper's ``title``, the mergekit
+    ``method`` (or :mod:`.spectral`'s ``tsv`` / ``star``) and its shared ``parameters``; ``mix``, for a linear mix,
+    is the VLM-LM's weight (the reference gets the rest), None for a task-vector merge."""
 
     name: str
     title: str
@@ -36,31 +30,23 @@ class MergeSetting:
     mix: float | None = None
 
 
+#: lambda = 1 and a unit weight per task vector, for Task Arithmetic, TIES and DARE.
+_UNIT = {"lambda": 1.0, "weight": 1.0}
 #: The seven settings of F.4, in the paper's order.
 MERGE_SETTINGS = (
     MergeSetting("mix_95_5", "Asymmetric mix: 95% VLM + 5% LLM", "linear", mix=0.95),
     MergeSetting("uniform", "Uniform averaging (model soup)", "linear", mix=0.5),
-    MergeSetting(
-        "task_arithmetic", "Task Arithmetic, lambda=1", "task_arithmetic", {"lambda": 1.0, "weight": 1.0}
-    ),
+    MergeSetting("task_arithmetic", "Task Arithmetic, lambda=1", "task_arithmetic", {**_UNIT}),
     MergeSetting("tsv", "Task Singular Vectors (TSV), alpha=1", "tsv", {"alpha": 1.0}),
     MergeSetting("star", "STAR, eta=40%", "star", {"eta": 40.0}),
-    MergeSetting(
-        "ties", "TIES, density 0.2, lambda=1", "ties", {"density": 0.2, "lambda": 1.0, "weight": 1.0}
-    ),
-    MergeSetting(
-        "dare", "DARE, mask rate 0.9, lambda=1", "dare_linear", {"density": 0.1, "lambda": 1.0, "weight": 1.0}
-    ),
+    MergeSetting("ties", "TIES, density 0.2, lambda=1", "ties", {"density": 0.2, **_UNIT}),
+    MergeSetting("dare", "DARE, mask rate 0.9, lambda=1", "dare_linear", {"density": 0.1, **_UNIT}),
 )
 MERGE_SETTING_NAMES = tuple(setting.name for setting in MERGE_SETTINGS)
 
 
 def merge_setting(name: str) -> MergeSetting:
-    """The merge setting called ``name``.
-
-    Raises:
-        UserError: no such setting.
-    """
+    """The merge setting called ``name`` (UserError: no such setting)."""
     for candidate in MERGE_SETTINGS:
         if candidate.name == name:
             return candidate

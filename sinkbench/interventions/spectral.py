@@ -1,31 +1,36 @@
-"""TSV and STAR, two spectral merges mergekit lacks, written as mergekit methods (its ``merge_method`` API: one
-kernel per output tensor, on the group of input tensors with the base among them). Both work on task vectors
-``d_i = theta_i - theta_base`` of the non-base inputs; matrices (2-D tensors) get the spectral treatment, every
-other tensor the plain mean of its task vectors, as both papers' code does.
+"""TSV and STAR, two spectral merges mergekit lacks, written as mergekit methods (one kernel per output tensor, on
+the group of input tensors with the base among them). Both work on the task vectors ``d_i = theta_i - theta_base``
+of the non-base inputs: matrices get the spectral treatment, other tensors the plain mean, as both papers' code does.
 
-**TSV-Merge** (Gargiulo et al., "Task Singular Vectors: Reducing Task Interference in Model Merging", CVPR 2025,
-arXiv 2412.00081; reference code AntoAndGar/task_singular_vectors, ``src/utils/TSVM_utils.py``): with T task vectors of a matrix of rank bound r, keep the top
-``k = floor(r / T)`` singular triplets of each, ``d_i ~ U_i S_i V_i^T``; concatenate ``U = [U_1 .. U_T]``,
-``S = diag(S_1 .. S_T)``, ``V = [V_1 .. V_T]``; replace U and V by their nearest orthonormal matrices (the polar
-factor ``P Q^T`` of ``U = P Sigma Q^T``: the paper's whitening that removes interference between the tasks'
-subspaces); the merged change is ``U_perp S V_perp^T``, and ``theta = theta_base + alpha * change``.
+**TSV-Merge** (Gargiulo et al., CVPR 2025, arXiv 2412.00081; code AntoAndGar/task_singular_vectors,
+``src/utils/TSVM_utils.py``): with T task vectors of a matrix of rank bound r, keep the top ``k = floor(r / T)``
+singular triplets of each, concatenate them into ``U S V^T``, replace U and V by their nearest orthonormal matrices
+(the polar factor ``P Q^T`` of ``U = P Sigma Q^T``: the whitening that removes interference between the tasks'
+subspaces), and set ``theta = theta_base + alpha * U_perp S V_perp^T``.
 
-**STAR** (Lee et al., "STAR: Spectral Truncation and Rescale for Model Merging", NAACL 2025, arXiv 2502.10339;
-reference code IBM/STAR, ``merger/STAR.py``): each task vector's matrix keeps its top singular components up to the smallest count whose singular
-values reach ``eta`` percent of their sum (the nuclear norm), the kept values are rescaled to the full nuclear
-norm (``s_j * sum(s) / sum(kept)``), and the truncated task vectors are averaged: ``theta = theta_base +
-mean_i STAR(d_i)``.
+**STAR** (Lee et al., NAACL 2025, arXiv 2502.10339; code IBM/STAR, ``merger/STAR.py``): each task vector keeps its
+top singular components up to the smallest count whose values reach ``eta`` percent of the nuclear norm, rescaled
+to the full nuclear norm (``s_j * sum(s) / sum(kept)``), and ``theta = theta_base + mean_i STAR(d_i)``.
 
-With one task vector, TSV keeps every triplet and its polar factors are U and V themselves, so TSV alpha=1 returns
-the fine-tuned model unchanged; STAR still truncates.
+With one task vector TSV keeps every triplet and its polar factors are U and V, so TSV alpha=1 returns the fine-tuned
+model unchanged; STAR still truncates.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from mergekit.merge_methods import BasePolicy, InputContract, TensorGroup, merge_method
 
-_CONTRACT = InputContract(base=BasePolicy.REQUIRED, min_non_base=1)
+
+def _method(name: str, pretty_name: str, arxiv: str) -> Callable:
+    """Register a mergekit method ``sinkbench_<name>`` that needs a base and at least one other model."""
+    contract = InputContract(base=BasePolicy.REQUIRED, min_non_base=1)
+    url = f"https://arxiv.org/abs/{arxiv}"
+    return merge_method(
+        name=f"sinkbench_{name}", pretty_name=pretty_name, reference_url=url, contract=contract
+    )
 
 
 def _task_vectors(group: TensorGroup) -> tuple[torch.Tensor, list[torch.Tensor]]:
@@ -64,12 +69,7 @@ def star_truncate(delta: torch.Tensor, eta: float) -> torch.Tensor:
     return left[:, :kept] @ torch.diag(scaled) @ right[:kept]
 
 
-@merge_method(
-    name="sinkbench_tsv",
-    pretty_name="TSV-Merge (Task Singular Vectors)",
-    reference_url="https://arxiv.org/abs/2412.00081",
-    contract=_CONTRACT,
-)
+@_method("tsv", "TSV-Merge (Task Singular Vectors)", "2412.00081")
 def tsv_merge(group: TensorGroup, alpha: float = 1.0) -> torch.Tensor:
     """TSV-Merge of one tensor: base + alpha * the merged change (mean of the task vectors for non-matrices)."""
     base, deltas = _task_vectors(group)
@@ -77,12 +77,7 @@ def tsv_merge(group: TensorGroup, alpha: float = 1.0) -> torch.Tensor:
     return (base + alpha * change).to(group.base.tensor.dtype)
 
 
-@merge_method(
-    name="sinkbench_star",
-    pretty_name="STAR (Spectral Truncation and Rescale)",
-    reference_url="https://arxiv.org/abs/2502.10339",
-    contract=_CONTRACT,
-)
+@_method("star", "STAR (Spectral Truncation and Rescale)", "2502.10339")
 def star_merge(group: TensorGroup, eta: float = 40.0) -> torch.Tensor:
     """STAR of one tensor: base + the mean of the truncated task vectors (plain mean for non-matrices)."""
     base, deltas = _task_vectors(group)

@@ -3,6 +3,7 @@ backbone entry), from its rows of the screening table and its entries."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from typing import Any
@@ -36,9 +37,7 @@ LlmKey = tuple[str, str | None]
 def backbone_slugs(llms: Iterable[LlmKey]) -> dict[LlmKey, str]:
     """A unique page name per LLM; the revision is added only when one id has several."""
     keys = sorted(set(llms), key=lambda key: (key[0], key[1] or ""))
-    revisions_of: dict[str, int] = {}
-    for model_id, _ in keys:
-        revisions_of[model_id] = revisions_of.get(model_id, 0) + 1
+    revisions_of = Counter(model_id for model_id, _ in keys)
     slugs: dict[LlmKey, str] = {}
     taken: set[str] = set()
     for model_id, revision in keys:
@@ -183,8 +182,8 @@ def rank_order(view: BackboneView) -> tuple:
 
 def ordering(backbones: Sequence[BackboneView], task: str) -> Ordering:
     """What ``task``'s fit can order among ``backbones`` (in screening order): each inside what the pairs cover
-    against the next such one by S, told apart or not, with the S gaps; and how many pairs of the backbones inside what the pairs cover have prediction
-    intervals that do not overlap."""
+    against the next such one by S, told apart or not, with the S gaps; and how many pairs of those backbones have
+    prediction intervals that do not overlap."""
     gaps: dict[bool, list[float]] = {True: [], False: []}
     covered = [b for b in backbones if (p := b.prediction(task)) is not None and not p.extrapolated]
     for higher, lower in pairwise(covered):

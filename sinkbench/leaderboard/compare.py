@@ -1,21 +1,18 @@
 """The Compare page: any two backbones or pairs side by side (S with its interval, the per-layer profile, each task's
 observed and predicted delta), chosen in the browser.
 
-Every backbone and pair becomes a :class:`CompareItem` of figures already formatted as the other pages format them,
-written once into a script the page loads (:data:`COMPARE_DATA`, a file, so the site also works opened from disk,
-where a page cannot fetch JSON); ``site/docs/assets/compare.js`` shows the two chosen (``?a=...&b=...`` in the URL).
-The page itself shows the first two, for readers without JavaScript. Each figure is also handed to the
-consistency check (:meth:`ComparePage.facts`), as it is on the page.
-
-Each figure states its :class:`Basis` (who produced it, on which prompts), and the page says so plainly where the two
-entries' figures of one quantity stand on different bases (:func:`basis_notice`; ``compare.js`` applies the same rule
-to the reader's choice).
+Every backbone and pair becomes a :class:`CompareItem` of figures formatted as the other pages format them, written
+into a script the page loads (:data:`COMPARE_DATA`: a file, so the site also works opened from disk);
+``site/docs/assets/compare.js`` shows the two chosen (``?a=...&b=...``), the page itself the first two. Each figure
+goes to the consistency check too (:meth:`ComparePage.facts`) and states its :class:`Basis`; the page says where the
+two entries' figures of one quantity stand on different bases (:func:`basis_notice`, as ``compare.js`` does).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,15 +21,14 @@ from sinkbench.leaderboard.consistency import Fact, fact_key, model_ref
 from sinkbench.leaderboard.content import (
     BackboneView,
     HeldOut,
-    OwnScore,
     PairView,
+    PlotRef,
     Prediction,
     Shown,
     SiteViews,
     TaskResult,
 )
 from sinkbench.leaderboard.formatting import format_billions, format_interval, format_number
-from sinkbench.tables.rules import interval_sign
 
 #: The generated script holding every item (site-relative path).
 COMPARE_DATA = "assets/compare-data.js"
@@ -44,11 +40,9 @@ S_GROUP = "Sink Strength S"
 
 @dataclass(frozen=True)
 class Basis:
-    """What a figure stands on: ``text`` says who produced it and on which prompts (shown under the figure);
-    ``key`` is what two figures must share to stand on the same basis (a publication's figures share its protocol,
-    whatever table printed them; a measured figure's basis is its whole recorded basis; a prediction stands on the
-    bases of the pairs its line was fitted to); ``note`` is what the notice adds to the figure's row (a reported
-    figure's prompt count, where its source gives one)."""
+    """What a figure stands on: ``text`` says who produced it and on which prompts (shown under the figure); ``key``
+    is what two figures on one basis share (a publication's protocol; a measurement's whole recorded basis; for a
+    prediction, its pairs' bases); ``note`` is what the notice adds to the row (a reported prompt count)."""
 
     text: str
     key: str
@@ -147,11 +141,8 @@ def _fit_basis(pairs: Sequence[PairView], task: str, held_out: bool) -> Basis:
         and (result := pair.result(task)) is not None
         and result.delta.value is not None
     ]
-    scope = (
-        f"the other {len(fitted) - 1} of the board's {len(fitted)} pairs"
-        if held_out
-        else f"{len(fitted)} pairs"
-    )
+    count = len(fitted)
+    scope = f"the other {count - 1} of the board's {count} pairs" if held_out else f"{count} pairs"
     parts = [f"{count} {text}" for text, count in Counter(b.text for b in fitted).items()]
     text = f"fit of Δ on S over {scope} (testbed pairs left out); their Δ: {'; '.join(parts)}"
     return Basis(text, " and ".join(dict.fromkeys(b.key for b in fitted)) or "no pair")
@@ -161,37 +152,44 @@ def _interval_text(low: float | None, high: float | None, digits: int = 1) -> st
     return "" if low is None or high is None else f" {format_interval((low, high), digits)}"
 
 
-def _prediction_text(
-    delta: float | None,
-    low: float | None,
-    high: float | None,
-    kind: str | None,
-    level: float | None,
-    informative: bool,
-) -> str:
+def _prediction_text(found: Prediction | HeldOut) -> str:
     """A predicted delta with its interval and kind, or why it is not a number to read."""
-    if delta is None:
+    low, high = found.low, found.high
+    if found.delta is None:
         return "–"
-    described = f"{kind} {100 * level:.1f}%" if kind and level else ""
-    if not informative:
-        side = {"negative": "; below 0", "positive": "; above 0"}.get(interval_sign(low, high) or "", "")
+    if not found.informative:
+        side = {"negative": "; below 0", "positive": "; above 0"}.get(found.sign or "", "")
         return f"uninformative (interval{_interval_text(low, high)} wider than the observed range of Δ{side})"
-    return f"{format_number(delta, 1, True)}{_interval_text(low, high)} {described}".rstrip()
+    described = f"{found.kind} {100 * found.level:.1f}%" if found.kind and found.level else ""
+    return f"{format_number(found.delta, 1, True)}{_interval_text(low, high)} {described}".rstrip()
 
 
-def _profile(heatmap: object) -> list[tuple[int, float]]:
+def _prediction_figure(
+    found: Prediction | HeldOut, group: str, row: str, kind: str, of: str, task: str, source: Basis
+) -> Figure:
+    """A predicted Δ of ``of`` on ``task``: the fact ``kind``, or ``kind_interval`` when uninformative."""
+    text = _prediction_text(found)
+    if isinstance(found, Prediction) and found.extrapolated and found.delta is not None:
+        text += f" · extrapolated: {'; '.join(found.reasons)}"
+    return Figure(
+        f"{group}: {row}",
+        text,
+        fact_key(kind if found.informative else f"{kind}_interval", of, task),
+        group=group,
+        source=source if found.delta is not None else None,
+    )
+
+
+def _profile(heatmap: PlotRef | None) -> list[tuple[int, float]]:
     """Per-layer median G of a sink profile (the heatmap's rows, median over heads)."""
-    chart = getattr(heatmap, "chart", None)
-    if chart is None:
+    if heatmap is None:
         return []
-    rows = []
-    for layer, row in zip(chart.layers, chart.median_g, strict=True):
-        values = sorted(value for value in row if value is not None)
-        if values:
-            middle = len(values) // 2
-            median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
-            rows.append((int(layer), round(float(median), 4)))
-    return rows
+    chart = heatmap.chart
+    return [
+        (int(layer), round(float(statistics.median(values)), 4))
+        for layer, row in zip(chart.layers, chart.median_g, strict=True)
+        if (values := [value for value in row if value is not None])
+    ]
 
 
 def _text(number: Shown, signed: bool = False) -> str:
@@ -200,23 +198,14 @@ def _text(number: Shown, signed: bool = False) -> str:
     return f"{text}†" if number.derived and number.value is not None else text
 
 
-def _s_figure(ref: str, value: Shown, interval: tuple[float, float] | None, protocol: str | None) -> Figure:
-    """S with its interval; its basis line says how it was measured."""
-    text = _text(value, signed=True) + _interval_text(*(interval or (None, None)), 2)
-    return Figure(
+def _first_figures(view: PairView | BackboneView, ref: str, *described: tuple[str, str]) -> list[Figure]:
+    """S with its interval (its basis line says how it was measured), the QK-norm class, then ``described``."""
+    text = _text(view.sink_strength, signed=True) + _interval_text(*(view.s_interval or (None, None)), 2)
+    protocol = view.s_protocol
+    strength = Figure(
         "Sink Strength S (nats)", text, fact_key("s", ref), protocol or "", S_GROUP, _s_basis(protocol)
     )
-
-
-def _own_score(ref: str, own: OwnScore) -> Figure:
-    return Figure(
-        f"{own.label}: own score",
-        _text(own.score),
-        fact_key("score", ref, own.task),
-        own.basis,
-        own.label,
-        _score_basis(own.basis, own.basis.startswith("reported by ")),
-    )
+    return [strength, Figure("QK-norm", view.qk_norm), *(Figure(label, said) for label, said in described)]
 
 
 def _observed_of_pairs(view: BackboneView, prediction: Prediction) -> Figure:
@@ -239,66 +228,25 @@ def _observed_of_pairs(view: BackboneView, prediction: Prediction) -> Figure:
 
 def _backbone(view: BackboneView, fit: Callable[..., Basis]) -> CompareItem:
     ref = model_ref(view.model.model_id, view.model.revision)
-    figures = [
-        _s_figure(ref, view.sink_strength, view.s_interval, view.s_protocol),
-        Figure("QK-norm", view.qk_norm),
-        Figure("Size", format_billions(view.model.params_b)),
-        Figure("Role", view.role),
-    ]
-    for prediction in view.predictions:
-        figures.append(_predicted_all(ref, prediction, fit(prediction.task, held_out=False)))
-        figures.append(_observed_of_pairs(view, prediction))
-    figures += [_own_score(ref, own) for own in view.scores]
-    return CompareItem(
-        f"backbone:{view.slug}",
-        "backbone",
-        view.label,
-        f"backbones/{view.slug}.html",
-        figures,
-        _profile(view.heatmap),
-    )
-
-
-def _predicted_all(ref: str, prediction: Prediction, source: Basis) -> Figure:
-    text = _prediction_text(
-        prediction.delta,
-        prediction.low,
-        prediction.high,
-        prediction.kind,
-        prediction.level,
-        prediction.informative,
-    )
-    if prediction.extrapolated and prediction.delta is not None:
-        text += f" · extrapolated: {'; '.join(prediction.reasons)}"
-    kind = "predicted_all_pairs" if prediction.informative else "predicted_all_pairs_interval"
-    return Figure(
-        f"{prediction.label}: predicted Δ (fit on all pairs)",
-        text,
-        fact_key(kind, ref, prediction.task),
-        group=prediction.label,
-        source=source if prediction.delta is not None else None,
-    )
-
-
-def _held_out(slug: str, label: str, task: str, held: HeldOut, source: Basis) -> Figure:
-    text = _prediction_text(held.delta, held.low, held.high, held.kind, held.level, held.informative)
-    return Figure(
-        f"{label}: held-out predicted Δ (leave-one-pair-out)",
-        text,
-        fact_key("predicted_held_out" if held.informative else "predicted_held_out_interval", slug, task),
-        group=label,
-        source=source if held.delta is not None else None,
-    )
+    figures = _first_figures(view, ref, ("Size", format_billions(view.model.params_b)), ("Role", view.role))
+    for p in view.predictions:
+        source = fit(p.task, held_out=False)
+        row = "predicted Δ (fit on all pairs)"
+        figures.append(_prediction_figure(p, p.label, row, "predicted_all_pairs", ref, p.task, source))
+        figures.append(_observed_of_pairs(view, p))
+    for own in view.scores:
+        reported = own.basis.startswith("reported by ")
+        key = fact_key("score", ref, own.task)
+        source = _score_basis(own.basis, reported)
+        figures.append(Figure(f"{own.label}: own score", _text(own.score), key, own.basis, own.label, source))
+    url = f"backbones/{view.slug}.html"
+    return CompareItem(f"backbone:{view.slug}", "backbone", view.label, url, figures, _profile(view.heatmap))
 
 
 def _pair(view: PairView, fit: Callable[..., Basis]) -> CompareItem:
     ref = model_ref(view.reference.model_id, view.reference.revision)
-    figures = [
-        _s_figure(ref, view.sink_strength, view.s_interval, view.s_protocol),
-        Figure("QK-norm", view.qk_norm),
-        Figure("Size (VLM)", format_billions(view.vlm.params_b)),
-        Figure("Reference LLM", view.reference.label),
-    ]
+    described = ("Size (VLM)", format_billions(view.vlm.params_b)), ("Reference LLM", view.reference.label)
+    figures = _first_figures(view, ref, *described)
     for result in view.results:
         delta = _text(result.delta, signed=True)
         ci = _interval_text(*(result.delta_interval or (None, None)))
@@ -314,12 +262,13 @@ def _pair(view: PairView, fit: Callable[..., Basis]) -> CompareItem:
             )
         )
         if not view.testbed:
+            row = "held-out predicted Δ (leave-one-pair-out)"
             source = fit(result.task, held_out=True)
-            figures.append(_held_out(view.slug, result.label, result.task, result.predicted, source))
-    profile = _profile(view.heatmap)
-    return CompareItem(
-        f"pair:{view.slug}", "pair", view.vlm.label, f"pairs/{view.slug}.html", figures, profile
-    )
+            held = result.predicted
+            kind = "predicted_held_out"
+            figures.append(_prediction_figure(held, result.label, row, kind, view.slug, result.task, source))
+    url = f"pairs/{view.slug}.html"
+    return CompareItem(f"pair:{view.slug}", "pair", view.vlm.label, url, figures, _profile(view.heatmap))
 
 
 @dataclass(frozen=True)
@@ -333,24 +282,15 @@ class ComparePage:
         """The items of one build's views."""
         # each fit's basis made once: every item quotes it
         fit = functools.cache(functools.partial(_fit_basis, views.pairs))
-        return cls(
-            [
-                *(_backbone(b, fit) for b in views.backbones),
-                *(_pair(p, fit) for p in views.pairs),
-            ]
-        )
+        return cls([*(_backbone(b, fit) for b in views.backbones), *(_pair(p, fit) for p in views.pairs)])
 
     @functools.cached_property
     def shown(self) -> list[CompareItem]:
         """The two items the page shows before a reader chooses: the first, and the first other one with a
         per-layer profile (else the second); found once (the page's template asks for it once per item)."""
-        if not self.items:
-            return []
-        first = self.items[0]
-        other = next(
-            (item for item in self.items[1:] if item.profile), self.items[1] if len(self.items) > 1 else None
-        )
-        return [first] if other is None else [first, other]
+        rest = self.items[1:]
+        other = next((item for item in rest if item.profile), rest[0] if rest else None)
+        return self.items[:1] + ([other] if other is not None else [])
 
     def rows(self) -> list[tuple[str, list[Figure | None]]]:
         """The rows of the comparison of :attr:`shown`: each label either item has, with each item's figure."""

@@ -7,12 +7,11 @@ Templates mark a figure with :func:`fact_attributes` on the element whose text i
     <td class="sb-num" data-sb-fact="score|HuggingFaceTB/SmolLM2-135M-Instruct@sha256:b179…|ifeval_strict"
         data-sb-basis="all 541 documents, up to 1,280 new tokens, float32" data-sb-value="19.963">19.96</td>
 
-The key names what the figure is of (:func:`fact_key`); the basis says how it was obtained and is also shown on
-the page beside the figure; the value, where the view knows it, is the unrounded number. The figure is the whole
-text of the element, inline markup included (``<strong>1.46</strong>``); a figure may carry its interval
-(``+1.46 [1.38, 1.52]``, read as the fact ``s_interval|…`` too), and a ``title`` inside the element that holds a
-number with decimals, other than its basis, is read as one more figure of the fact. Figures generated for a script rather than a
-page (the Compare page's data) are handed over as :class:`Fact` records.
+The key names what the figure is of (:func:`fact_key`); the basis, also shown beside the figure, says how it was
+obtained; the value, where known, is the unrounded number. The figure is the element's whole text, inline markup
+included; it may carry its interval (``+1.46 [1.38, 1.52]``, read as the fact ``s_interval|…`` too), and a
+``title`` inside it holding a number with decimals, other than its basis, is one more figure of the fact. Figures
+of a script rather than a page (the Compare page's data) are handed over as :class:`Fact` records.
 
 What agrees (:meth:`FactBook.problems`): two bases are one when they name the same subset sizes, limits, token
 caps, dtypes, weights and sources (:func:`basis_signature`; wording aside). On one basis every figure of a fact
@@ -291,11 +290,7 @@ def _one_basis(key: str, group: list[_Shown]) -> str | None:
                 for a, b in zip(shown.exact, exact_from.exact, strict=False)
             )
         ):
-            return (
-                f"{key}: {_where(exact_from)} and {_where(shown)} are two numbers on one basis. Fix: show one "
-                "measurement, or state on both pages the basis (subset, limit, token cap, dtype, source) that "
-                "makes them differ"
-            )
+            return _two_numbers(key, exact_from, shown, "measurement")
         if exact_from and not all(
             printed.matches(value) for printed, value in zip(shown.numbers, exact_from.exact, strict=False)
         ):
@@ -321,12 +316,15 @@ def _one_basis(key: str, group: list[_Shown]) -> str | None:
             not math.isclose(a.value, b.value, abs_tol=1e-12)
             for a, b in zip(shown.numbers, first.numbers, strict=True)
         ):
-            return (
-                f"{key}: {_where(first)} and {_where(shown)} are two numbers on one basis. Fix: show one "
-                "number, or state on both pages the basis (subset, limit, token cap, dtype, source) that makes "
-                "them differ"
-            )
+            return _two_numbers(key, first, shown, "number")
     return None
+
+
+def _two_numbers(key: str, first: _Shown, second: _Shown, one: str) -> str:
+    return (
+        f"{key}: {_where(first)} and {_where(second)} are two numbers on one basis. Fix: show one {one}, or "
+        "state on both pages the basis (subset, limit, token cap, dtype, source) that makes them differ"
+    )
 
 
 def _bases_named(key: str, groups: list[list[_Shown]]) -> str | None:

@@ -11,12 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
 from sinkbench.charts import Chart, spec_json
 from sinkbench.leaderboard.history import BoardHistory
 from sinkbench.tables.rules import Sign, interval_sign, told_apart
+
+if TYPE_CHECKING:
+    from sinkbench.leaderboard.reproduce import Reproduction
 
 #: Decimals of measured numbers (more than any source prints, fewer than the files hold).
 MEASURED_DIGITS = 2
@@ -150,11 +154,6 @@ class TaskResult:
         return interval_sign(*(self.delta_interval or (None, None)))
 
     @property
-    def predicted_delta(self) -> float | None:
-        """The held-out predicted delta, or None."""
-        return self.predicted.delta
-
-    @property
     def basis(self) -> str:
         """What the delta was measured on: the two sides' basis, once when they agree."""
         if self.reference_basis == self.vlm_basis:
@@ -195,14 +194,6 @@ class DataFile:
     task: str
     file: str
     sha256: str
-
-
-@dataclass(frozen=True)
-class Reproduce:
-    """The commands that reproduce one results file (see :mod:`sinkbench.leaderboard.reproduce`)."""
-
-    source: str
-    text: str
 
 
 @dataclass(frozen=True)
@@ -296,40 +287,45 @@ class OwnScore:
     elsewhere: tuple[OtherScore, ...] = ()
 
 
-@dataclass
-class PairView:
-    """Everything the leaderboard row and the page of one pair show."""
+@dataclass(kw_only=True)
+class EntryView:
+    """What the pages of a pair and of a backbone both show (keyword-only, after each kind's own fields)."""
 
     slug: str
+    qk_norm: str
+    sink_strength: Shown
+    s_interval: tuple[float, float] | None = None
+    s_protocol: str | None
+    sink_metrics: list[tuple[str, float]]
+    lm_eval_versions: list[str]
+    raw_files: list[RawFile]
+    metrics: list[MetricRow] = field(default_factory=list)
+    heatmap: PlotRef | None = None
+    data_files: list[DataFile] = field(default_factory=list)
+    reproduce: list[Reproduction] = field(default_factory=list)
+    #: When the entry joined the board (YYYY-MM-DD), from the repository's history.
+    submitted: str | None = None
+
+
+@dataclass
+class PairView(EntryView):
+    """Everything the leaderboard row and the page of one pair show."""
+
     directory: str
     vlm: ModelFacts
     reference: ModelFacts
     reference_slug: str
-    sink_strength: Shown
-    s_protocol: str | None
-    sink_metrics: list[tuple[str, float]]
-    qk_norm: str
     provenance: str
     vl_recipe: str
     submitter: str
     citation: str | None
     links: list[str]
     notes: str | None
-    lm_eval_versions: list[str]
     results: list[TaskResult]
-    raw_files: list[RawFile]
-    metrics: list[MetricRow] = field(default_factory=list)
-    heatmap: PlotRef | None = None
     regressions: Regressions | None = None
     prompt_changes: list[PromptChange] = field(default_factory=list)
-    data_files: list[DataFile] = field(default_factory=list)
-    reproduce: list[Reproduce] = field(default_factory=list)
     testbed: bool = False  # made by sinkbench's VL testbed: shown apart, left out of every fit
-    s_interval: tuple[float, float] | None = None
     s_source: str = ""  # the entry whose S the fits use, when not the pair's own (a re-measured backbone)
-    submitted: str | None = (
-        None  # when the entry joined the board (YYYY-MM-DD), from the repository's history
-    )
 
     def result(self, task: str) -> TaskResult | None:
         """The result of ``task``, or None."""
@@ -340,40 +336,22 @@ class PairView:
         found = self.result(task)
         return found.delta.value if found else None
 
-    def predicted(self, task: str) -> float | None:
-        """Held-out predicted delta of ``task`` in points, or None."""
-        found = self.result(task)
-        return found.predicted_delta if found else None
-
 
 @dataclass
-class BackboneView:
+class BackboneView(EntryView):
     """A text-only LLM (a reference LLM of pairs and/or a backbone entry): the Screening row and its page."""
 
-    slug: str
     model: ModelFacts
     revisions: list[str]
-    qk_norm: str
-    sink_strength: Shown
-    s_interval: tuple[float, float] | None
-    s_protocol: str | None
     rank: int | None
     role: str
     provenances: list[str]
-    sink_metrics: list[tuple[str, float]]
-    lm_eval_versions: list[str]
     directories: list[str]
     scores: list[OwnScore]
     notes: list[str]
-    raw_files: list[RawFile]
-    metrics: list[MetricRow] = field(default_factory=list)
     predictions: list[Prediction] = field(default_factory=list)
     pairs: list[PairView] = field(default_factory=list)
-    heatmap: PlotRef | None = None
-    data_files: list[DataFile] = field(default_factory=list)
-    reproduce: list[Reproduce] = field(default_factory=list)
     s_entry: str = ""  # the entry whose S and interval the row shows
-    submitted: str | None = None
     s_bounds: tuple[float, float] | None = None  # the interval tiers and differences read S from
     s_kind: str = "none"  # how: bootstrap over prompts, prompt-set band, none
     tier: int | None = None

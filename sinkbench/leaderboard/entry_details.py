@@ -8,8 +8,8 @@ from collections.abc import Iterable, Sequence
 
 from sinkbench.charts import HeatmapChart
 from sinkbench.conformance.support import support
-from sinkbench.leaderboard.content import DataFile, MetricRow, ModelFacts, PlotRef, RawFile, Reproduce, Shown
-from sinkbench.leaderboard.reproduce import reproduction
+from sinkbench.leaderboard.content import DataFile, MetricRow, ModelFacts, PlotRef, RawFile, Shown
+from sinkbench.leaderboard.reproduce import Reproduction, local_data_files, reproduction
 from sinkbench.numbers import finite_or_none, is_finite_number
 from sinkbench.submissions.catalogue import FOLDER_OF_KIND
 from sinkbench.submissions.entry import Entry, Side
@@ -117,15 +117,12 @@ def all_metrics(sides: Sequence[Side | None]) -> list[MetricRow]:
 
 def data_files(sides: Iterable[Side]) -> list[DataFile]:
     """The local data files the runs read, with their sha256, as the results files recorded them."""
-    found = {}
-    for side in sides:
-        for item in side.results:
-            for task, config in item.data.configs.items():
-                record = (config.metadata or {}).get("data") if config else None
-                if isinstance(record, dict) and record.get("source") == "local":
-                    for file in record.get("files") or []:
-                        if isinstance(file, dict):
-                            found[(task, str(file.get("file")))] = str(file.get("sha256"))
+    found = {
+        (task, str(file.get("file"))): str(file.get("sha256"))
+        for side in sides
+        for item in side.results
+        for task, file in local_data_files(item)
+    }
     return [DataFile(task, name, sha) for (task, name), sha in sorted(found.items())]
 
 
@@ -140,13 +137,11 @@ def _sample_stamps(entry: Entry, side: Side) -> set[str]:
     return {name.rsplit("_", 1)[-1].removesuffix(".jsonl") for name in inside if name.startswith("samples_")}
 
 
-def reproduce(entry: Entry, side: Side, model: ModelRef) -> list[Reproduce]:
+def reproduce(entry: Entry, side: Side, model: ModelRef) -> list[Reproduction]:
     """One reproduce block per results file of ``side``, naming ``model`` by its id and revision."""
     stamps = _sample_stamps(entry, side)
     blocks = []
     for item in side.results:
         match = _RESULTS_STAMP.search(item.path)
-        logged = bool(match) and match.group(1) in stamps
-        found = reproduction(item, model, logged_samples=logged)
-        blocks.append(Reproduce(found.source, found.text))
+        blocks.append(reproduction(item, model, logged_samples=bool(match) and match.group(1) in stamps))
     return blocks

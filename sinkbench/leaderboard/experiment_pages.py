@@ -1,11 +1,8 @@
-"""The experiments' pages on the site, published as they are: each experiment renders its own page into
-``<experiments>/<name>/page/`` (Markdown made with the site's templates, and the files it links to, e.g. its
-charts), and every file there goes into the site at the same relative path. The Markdown passes through the build
-like any page (raw blocks, search, the consistency check of its marked figures).
-
-sinkbench knows nothing of the experiments: they import sinkbench, never the reverse, and nothing here reads their
-results. A page the site expects from them (the plugin's ``experiment_pages``) that no folder provides says that
-this build has no experiment results, so a build outside a clone still has every page of its navigation.
+"""The experiments' pages, published as they are: every file under ``<experiments>/<name>/page/`` (Markdown made
+with the site's templates, and the files it links to) goes into the site at the same relative path, and its Markdown
+passes through the build like any page. sinkbench never imports the experiments nor reads their results. A page the
+site expects from them (``experiment_pages``) that no folder provides says so, so a build outside a clone still has
+every page of its navigation.
 """
 
 from __future__ import annotations
@@ -92,22 +89,17 @@ def quote_scores(backbones: Sequence[BackboneView], pages: dict[str, str]) -> No
 
 
 def _quotes(facts: list[Fact], pages: dict[str, str], own: OwnScore) -> tuple[OtherScore, ...]:
-    """One :class:`OtherScore` per basis among ``facts`` (the first page that shows it) that ``own`` does not name
-    yet."""
+    """One :class:`OtherScore` per basis among ``facts`` (each with a number and its value; the first page that
+    shows it) that ``own`` does not name yet."""
     named = {basis_signature(basis) for basis in [own.basis, *(other.basis for other in own.elsewhere)]}
     found: dict[frozenset[str], OtherScore] = {}
-    for fact in (fact for fact in facts if basis_signature(fact.basis) not in named):
-        value, digits = fact.number or (0.0, 0)
+    for fact in facts:
+        signature = basis_signature(fact.basis)
+        if signature in named or signature in found:
+            continue
         title = re.search(r"^title: (.+)$", pages[fact.page], re.MULTILINE)
         label = title.group(1).strip() if title else Path(fact.page).stem
-        found.setdefault(
-            basis_signature(fact.basis),
-            OtherScore(
-                "",
-                label,
-                Shown(fact.value[0] if fact.value else value, digits),
-                fact.basis,
-                page=str(Path(fact.page).with_suffix(".html").as_posix()),
-            ),
-        )
+        shown = Shown(fact.value[0], fact.number[1])
+        page = Path(fact.page).with_suffix(".html").as_posix()
+        found[signature] = OtherScore("", label, shown, fact.basis, page=page)
     return tuple(found.values())

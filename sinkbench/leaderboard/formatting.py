@@ -13,6 +13,7 @@ from sinkbench.numbers import finite_or_none
 
 #: What the dagger on a derived value says.
 DERIVED_NOTE = "derived: computed from the source's published numbers, not printed by it"
+_DAGGER = f'<sup class="sb-derived" title="{DERIVED_NOTE}">†</sup>'
 _MINUS = "\u2212"
 _DASH = "\u2013"
 
@@ -70,9 +71,7 @@ def shown_cell(number: Shown, signed: bool = False, tone: bool = False, fact: Ma
     cell = number_cell(number.value, number.digits, signed, tone, fact)
     if not number.derived or number.value is None:
         return cell
-    return Markup(
-        str(cell).replace("</td>", f'<sup class="sb-derived" title="{DERIVED_NOTE}">†</sup></td>', 1)
-    )
+    return Markup(str(cell).replace("</td>", f"{_DAGGER}</td>", 1))
 
 
 def format_shown(number: Shown, signed: bool = False, fact: Markup | None = None) -> Markup:
@@ -81,11 +80,7 @@ def format_shown(number: Shown, signed: bool = False, fact: Markup | None = None
     text = format_number(number.value, number.digits, signed)
     if fact:
         text = f"<span{_valued(fact, number.value)}>{text}</span>"
-    dagger = (
-        f'<sup class="sb-derived" title="{DERIVED_NOTE}">†</sup>'
-        if number.derived and number.value is not None
-        else ""
-    )
+    dagger = _DAGGER if number.derived and number.value is not None else ""
     return Markup(f"{text}{dagger}")
 
 

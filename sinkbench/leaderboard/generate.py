@@ -1,10 +1,6 @@
-"""The generated part of the leaderboard's MkDocs project, made in memory from a submissions folder: load and
-validate the submissions once, build the tables once, shape views from the tables, render every page and chart,
-and list the submitted files the entry pages link to.
-
-:class:`sinkbench.leaderboard.plugin.LeaderboardPlugin` hands the result to MkDocs as virtual files, so
-``mkdocs build`` and ``mkdocs serve`` at the repository's root build the leaderboard with no second step.
-"""
+"""The generated part of the leaderboard's MkDocs project, made in memory from a submissions folder (validated once,
+tables built once, views shaped, every page and chart rendered, submitted files listed), which the plugin hands to
+MkDocs as virtual files."""
 
 from __future__ import annotations
 
@@ -12,9 +8,8 @@ import contextlib
 import os
 import re
 import shutil
-import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,11 +20,11 @@ from sinkbench.leaderboard.compare import COMPARE_DATA, ComparePage
 from sinkbench.leaderboard.consistency import Fact
 from sinkbench.leaderboard.content import RawFile
 from sinkbench.leaderboard.experiment_pages import experiment_pages, quote_scores
-from sinkbench.leaderboard.history import board_history
+from sinkbench.leaderboard.history import board_history, git_output
 from sinkbench.leaderboard.pages import EntryPage, PageRenderer
 from sinkbench.leaderboard.views import build_views
 from sinkbench.submissions import Entry, load_valid_entries
-from sinkbench.tables.build import AggregateTables, build_tables
+from sinkbench.tables.build import build_tables
 from sinkbench.tables.write import render_tables
 
 
@@ -40,28 +35,17 @@ class DrawnCharts:
 
     def __init__(self, paths: Sequence[str], rendering: Rendering) -> None:
         self.paths = list(paths)
-        self._rendering = rendering
+        self.rendering = rendering
         self._texts: dict[str, str] | None = None
         self.seconds = 0.0  # waited for (and drawn here) in :meth:`texts`
-
-    def __len__(self) -> int:
-        return len(self.paths)
 
     def texts(self) -> dict[str, str]:
         """Each chart's SVG by its path (drawing here whatever the second process has not started)."""
         if self._texts is None:
             started = time.perf_counter()
-            self._texts = dict(zip(self.paths, self._rendering.result(), strict=True))
+            self._texts = dict(zip(self.paths, self.rendering.result(), strict=True))
             self.seconds = time.perf_counter() - started
         return self._texts
-
-    def script(self) -> str:
-        """The site's chart script (:meth:`sinkbench.charts.Rendering.script`)."""
-        return self._rendering.script()
-
-    def cancel(self) -> None:
-        """Stop drawing (a failed build)."""
-        self._rendering.cancel()
 
 
 @dataclass(frozen=True)
@@ -77,14 +61,8 @@ class GeneratedSite:
     raw_files: list[RawFile]
     copied: list[tuple[str, Path]] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
-    facts: list[Fact] = field(
-        default_factory=list
-    )  # figures of generated data files, for the consistency check
-
-    def texts(self) -> Iterator[tuple[str, str]]:
-        """``(path, text)`` of every generated Markdown page and download (not the entry pages nor the charts)."""
-        yield from self.pages.items()
-        yield from self.downloads.items()
+    #: Figures of generated data files, for the consistency check.
+    facts: list[Fact] = field(default_factory=list)
 
 
 def generate_site(
@@ -96,17 +74,9 @@ def generate_site(
     seed: int = 0,
     chart_cache: Path | None = None,
 ) -> GeneratedSite:
-    """Aggregate ``submissions_dir`` and render the generated pages, charts and downloads of the site.
-
-    Args:
-        submissions_dir: The submissions root (``pairs/`` and ``backbones/``).
-        renderer: Renders the site's templates.
-        experiments_dir: The experiments, whose ``*/page/`` folders are published as they are
-            (:mod:`sinkbench.leaderboard.experiment_pages`; None: none).
-        expected_pages: The pages the site expects from the experiments; one that none gives says so.
-        seed: Seed of the aggregation's bootstrap and permutation tests.
-        chart_cache: Where rendered charts are kept between builds (:class:`sinkbench.charts.ChartCache`; None:
-            every chart rendered).
+    """Aggregate ``submissions_dir`` and render the generated pages, charts and downloads of the site; the
+    experiments' ``*/page/`` folders are published as they are (``expected_pages``: those the site expects), and
+    ``chart_cache`` keeps rendered charts between builds (None: every chart rendered).
 
     Raises:
         sinkbench.submissions.SubmissionsInvalid: the submissions do not validate.
@@ -115,9 +85,8 @@ def generate_site(
     source_date()  # a bad SOURCE_DATE_EPOCH stops the build before any work (libraries read it too)
     timings: dict[str, float] = {}
     started = time.perf_counter()
-    entries = load_valid_entries(
-        submissions_dir
-    )  # invalid submissions stop the build before a process starts
+    # invalid submissions stop the build before a process starts
+    entries = load_valid_entries(submissions_dir)
     # The charts' SVGs need nothing the pages make: a second process (where a second core allows), started now so
     # that its engine is loaded by the time the charts are known, renders them while this one renders the pages and
     # MkDocs runs; the plugin asks for what is left at the end.
@@ -138,30 +107,25 @@ def generate_site(
     rendering = Rendering([plot.chart.spec() for plot in plots], cache, process)
     charts = DrawnCharts([plot.path for plot in plots], rendering)
     try:
-        with _timed(timings, "pages"):
-            updated = data_timestamp(submissions_dir, tables.entries)
-            pages = renderer.pages(views, tables, compare, updated=updated)
-            clash = sorted(pages.keys() & experiments.pages.keys())
-            if clash:
-                raise UserError(
-                    f"{experiments_dir}: an experiment's page {clash[0]} is a page of the board. Fix: rename it"
-                )
-            pages |= experiments.pages
-            entries = dict(renderer.entry_pages(views))
-            downloads = _downloads(tables, compare)
+        started = time.perf_counter()
+        updated = data_timestamp(submissions_dir, tables.entries)
+        pages = renderer.pages(views, tables, compare, updated=updated)
+        clash = sorted(pages.keys() & experiments.pages.keys())
+        if clash:
+            raise UserError(
+                f"{experiments_dir}: an experiment's page {clash[0]} is a page of the board. Fix: rename it"
+            )
+        pages |= experiments.pages
+        entries = dict(renderer.entry_pages(views))
+        downloads = {f"downloads/{name}": text for name, text in render_tables(tables).items()}
+        downloads[COMPARE_DATA] = compare.script()
+        timings["pages"] = time.perf_counter() - started
     except BaseException:
-        charts.cancel()
+        rendering.cancel()
         raise
     return GeneratedSite(
         pages, entries, charts, downloads, views.raw_files(), experiments.files, timings, compare.facts()
     )
-
-
-def _downloads(tables: AggregateTables, compare: ComparePage) -> dict[str, str]:
-    """The table downloads and the Compare page's data, by their path in the site."""
-    downloads = {f"downloads/{name}": text for name, text in render_tables(tables).items()}
-    downloads[COMPARE_DATA] = compare.script()
-    return downloads
 
 
 def copy_submitted_file(source: Path, target: Path) -> None:
@@ -198,15 +162,13 @@ def source_date() -> str | None:
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     if not epoch:
         return None
-    try:
-        if not re.fullmatch("[0-9]+", epoch):
-            raise ValueError(epoch)
-        return _utc(int(epoch))
-    except (ValueError, OverflowError, OSError):
-        raise UserError(
-            f"SOURCE_DATE_EPOCH is {epoch[:40]!r}; set it to a whole number of seconds since "
-            "1970-01-01 UTC (e.g. $(git log -1 --format=%ct)), or unset it"
-        ) from None
+    if re.fullmatch("[0-9]+", epoch):
+        with contextlib.suppress(ValueError, OverflowError, OSError):
+            return _utc(int(epoch))
+    raise UserError(
+        f"SOURCE_DATE_EPOCH is {epoch[:40]!r}; set it to a whole number of seconds since "
+        "1970-01-01 UTC (e.g. $(git log -1 --format=%ct)), or unset it"
+    )
 
 
 def _utc(seconds: float) -> str:
@@ -215,23 +177,5 @@ def _utc(seconds: float) -> str:
 
 def _last_commit(folder: Path) -> int | None:
     """The commit time of the last change to ``folder`` in its git repository, or None outside one."""
-    try:
-        done = subprocess.run(
-            ["git", "log", "-1", "--format=%ct", "--", "."],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            timeout=20,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    text = done.stdout.strip()
-    return int(text) if done.returncode == 0 and text.isdigit() else None
-
-
-@contextlib.contextmanager
-def _timed(timings: dict[str, float], stage: str) -> Iterator[None]:
-    """Record the wall time of the ``with`` body as ``timings[stage]``."""
-    started = time.perf_counter()
-    yield
-    timings[stage] = time.perf_counter() - started
+    text = (git_output(folder, "log", "-1", "--format=%ct", "--", ".", timeout=20) or "").strip()
+    return int(text) if text.isdigit() else None

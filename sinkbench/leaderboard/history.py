@@ -18,6 +18,8 @@ _KIND_FOLDERS = frozenset(FOLDER_OF_KIND.values())
 #: Longest commit subject the changelog shows.
 SUBJECT_LIMIT = 160
 _STATUS = {"A": "added", "M": "changed", "D": "removed", "T": "changed"}
+#: The ``git log`` that :func:`parse_log` reads, run in the submissions folder.
+LOG_COMMAND = ("log", "--format=%x00%h%x09%cs%x09%s", "--name-status", "--no-renames", "--relative")
 
 
 @dataclass(frozen=True)
@@ -52,10 +54,11 @@ class BoardHistory:
         return f"{last.date} ({last.commit}){', with uncommitted changes' if self.uncommitted else ''}"
 
 
-def _git(folder: Path, *arguments: str) -> str | None:
+def git_output(folder: Path, *arguments: str, timeout: float = 60) -> str | None:
+    """What ``git *arguments`` run in ``folder`` prints, or None when it fails (not a checkout, no git)."""
     try:
         done = subprocess.run(
-            ["git", *arguments], cwd=folder, capture_output=True, text=True, timeout=60, check=False
+            ["git", *arguments], cwd=folder, capture_output=True, text=True, timeout=timeout, check=False
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -63,8 +66,7 @@ def _git(folder: Path, *arguments: str) -> str | None:
 
 
 def parse_log(text: str) -> tuple[Change, ...]:
-    """The changes of ``git log --format=%x00%h%x09%cs%x09%s --name-status --no-renames --relative`` run in the
-    submissions folder, newest first; commits that touch no entry are left out."""
+    """The changes in the output of :data:`LOG_COMMAND`, newest first; commits that touch no entry are left out."""
     changes = []
     for block in text.split("\x00")[1:]:
         header, *lines = block.strip("\n").split("\n")
@@ -90,16 +92,7 @@ def parse_log(text: str) -> tuple[Change, ...]:
 
 def board_history(submissions_dir: Path) -> BoardHistory:
     """The history of ``submissions_dir`` (see :class:`BoardHistory`)."""
-    text = _git(
-        submissions_dir,
-        "log",
-        "--format=%x00%h%x09%cs%x09%s",
-        "--name-status",
-        "--no-renames",
-        "--relative",
-        "--",
-        ".",
-    )
+    text = git_output(submissions_dir, *LOG_COMMAND, "--", ".")
     if text is None:
         return BoardHistory(available=False)
     changes = parse_log(text)
@@ -107,5 +100,5 @@ def board_history(submissions_dir: Path) -> BoardHistory:
     for change in reversed(changes):  # oldest first: the first date wins
         for path in (*change.added, *change.changed):
             submitted.setdefault(path.split("/", 1)[1], change.date)
-    status = _git(submissions_dir, "status", "--porcelain", "--", ".")
+    status = git_output(submissions_dir, "status", "--porcelain", "--", ".")
     return BoardHistory(True, changes, submitted, uncommitted=bool(status and status.strip()))

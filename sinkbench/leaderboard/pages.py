@@ -1,11 +1,9 @@
-"""Render the generated pages of the leaderboard's MkDocs project: Markdown from the Jinja2 templates of
-``site/templates/``, one page per table view and one per pair and per backbone.
+"""Render the generated pages of the leaderboard (Markdown from the Jinja2 templates of ``site/templates/``): one
+per table view and one per pair and per backbone; nothing here writes a file.
 
-Templates render with autoescaping on, so every user-supplied string lands in the page as text. Pages put user
-strings only inside HTML blocks, which the ``sinkbench`` MkDocs plugin (:mod:`sinkbench.leaderboard.plugin`) keeps away from
-Markdown; the entry pages are such a block whole, under a title that is escaped too. Trusted project prose
-(``site/docs/home.md``, ``site/docs/methodology/*.md``) is inserted as Markdown. Nothing here writes a file:
-:mod:`sinkbench.leaderboard.generate` hands the pages to MkDocs as virtual files.
+Templates autoescape, so every user-supplied string lands in the page as text, and put user strings only inside
+HTML blocks, which the plugin keeps away from Markdown (entry pages are such a block whole, under an escaped title).
+Trusted project prose (``site/docs/home.md``, ``site/docs/methodology/*.md``) is inserted as Markdown.
 """
 
 from __future__ import annotations
@@ -15,11 +13,13 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jinja2
 from markupsafe import Markup, escape
 
-from sinkbench.leaderboard.architectures import architectures_context
+from sinkbench.conformance.table import SECTIONS, encoder_note, load, summary
+from sinkbench.conformance.verdicts import EQUAL, EQUAL_LOGITS_ONLY, FAILED, REFUSED, UNTESTED
 from sinkbench.leaderboard.backbone_views import ordering
 from sinkbench.leaderboard.compare import ComparePage
 from sinkbench.leaderboard.consistency import fact_attributes, fact_key, model_ref
@@ -171,77 +171,67 @@ class PageRenderer:
         return self.environment.get_template(template).render(**context)
 
     def pages(
-        self,
-        views: SiteViews,
-        tables: AggregateTables,
-        compare: ComparePage,
-        *,
-        updated: str,
+        self, views: SiteViews, tables: AggregateTables, compare: ComparePage, *, updated: str
     ) -> dict[str, str]:
         """The Markdown of every page but the entry pages, by its path in the site's docs."""
-        pages = {
-            target: self.render(template, **_common(views), **context)
-            for target, (template, context) in self._contexts(views, updated, compare).items()
-        }
-        pages["downloads.md"] = self.render("downloads.md.j2", tables=_downloads(tables))
-        pages["architectures.md"] = self.render("architectures.md.j2", **architectures_context())
-        pages["changelog.md"] = self.render(
-            "changelog.md.j2", history=views.history, repo_url=self.repo_url, links=_entry_links(views)
-        )
-        return pages
 
-    def _contexts(
-        self, views: SiteViews, updated: str, compare: ComparePage
-    ) -> dict[str, tuple[str, dict[str, object]]]:
-        """Each page rendered from the views: its file, its template and what the template is given."""
-        headline = next((p for p in views.scatters if p.chart.task_label == views.headline.label), None)
-        outside = [b for b in views.backbones if b.extrapolated(views.headline.task)]
-        home = {
-            "intro": _trusted_markdown(self.prose_dir / "home.md"),
-            "counts": views.counts,
-            "updated": updated,
-            "headline_plot": headline,
-            "headline_row": views.correlation(views.headline.task),
-            "flagged": views.flagged_controls,
-            "history": views.history,
-            "repo_url": self.repo_url,
-        }
-        screening = {
-            "inside": [b for b in views.backbones if b not in outside],
-            "outside": outside,
-            "filters": _filters(views, "screening"),
-            "intervals": views.correlations,
-            "ordering": ordering(views.backbones, views.headline.task),
-            "ordered": [b for b in views.backbones if b.position is not None],
-            "s_band": REPORTED_S_BAND,
-        }
-        correlations = {
-            "format_rows": [row for row in views.correlations if row.family != "control"],
-            "control_rows": [row for row in views.correlations if row.family == "control"],
-            "scatters": views.scatters,
-            "flagged": views.flagged_controls,
-        }
+        def page(template: str, **context: object) -> str:
+            return self.render(template, **_common(views), **context)
+
         headline_row = views.correlation(views.headline.task)
         carried = headline_row.interval(headline_row.prediction_interval) if headline_row else None
+        outside = [b for b in views.backbones if b.extrapolated(views.headline.task)]
         testbed_tasks = {result.task for pair in views.pairs if pair.testbed for result in pair.results}
-        leaderboard = {
-            "pairs": views.pairs,
-            "filters": _filters(views, "leaderboard"),
-            "held_level": carried.level if carried else None,
-            "testbed_columns": [column for column in views.task_columns if column.task in testbed_tasks],
-        }
-        methodology = {
-            "sink_strength": _trusted_markdown(self.prose_dir / SINK_STRENGTH_DOC),
-            "protocol": _trusted_markdown(self.prose_dir / PROTOCOL_DOC),
-        }
         return {
-            "index.md": ("home.md.j2", home),
-            "leaderboard.md": ("leaderboard.md.j2", leaderboard),
-            "screening.md": ("screening.md.j2", screening),
-            "correlations.md": ("correlations.md.j2", correlations),
-            "methodology.md": ("methodology.md.j2", methodology),
-            "submit.md": ("submit.md.j2", {"repo_url": self.repo_url}),
-            "compare.md": ("compare.md.j2", {"compare": compare}),
+            "index.md": page(
+                "home.md.j2",
+                intro=_trusted_markdown(self.prose_dir / "home.md"),
+                counts=views.counts,
+                updated=updated,
+                headline_plot=next(
+                    (p for p in views.scatters if p.chart.task_label == views.headline.label), None
+                ),
+                headline_row=headline_row,
+                flagged=views.flagged_controls,
+                history=views.history,
+                repo_url=self.repo_url,
+            ),
+            "leaderboard.md": page(
+                "leaderboard.md.j2",
+                pairs=views.pairs,
+                filters=_filters(views, "leaderboard"),
+                held_level=carried.level if carried else None,
+                testbed_columns=[column for column in views.task_columns if column.task in testbed_tasks],
+            ),
+            "screening.md": page(
+                "screening.md.j2",
+                inside=[b for b in views.backbones if b not in outside],
+                outside=outside,
+                filters=_filters(views, "screening"),
+                intervals=views.correlations,
+                ordering=ordering(views.backbones, views.headline.task),
+                ordered=[b for b in views.backbones if b.position is not None],
+                s_band=REPORTED_S_BAND,
+            ),
+            "correlations.md": page(
+                "correlations.md.j2",
+                format_rows=[row for row in views.correlations if row.family != "control"],
+                control_rows=[row for row in views.correlations if row.family == "control"],
+                scatters=views.scatters,
+                flagged=views.flagged_controls,
+            ),
+            "methodology.md": page(
+                "methodology.md.j2",
+                sink_strength=_trusted_markdown(self.prose_dir / SINK_STRENGTH_DOC),
+                protocol=_trusted_markdown(self.prose_dir / PROTOCOL_DOC),
+            ),
+            "submit.md": page("submit.md.j2", repo_url=self.repo_url),
+            "compare.md": page("compare.md.j2", compare=compare),
+            "downloads.md": self.render("downloads.md.j2", tables=_downloads(tables)),
+            "architectures.md": self.render("architectures.md.j2", **_architectures()),
+            "changelog.md": self.render(
+                "changelog.md.j2", history=views.history, repo_url=self.repo_url, links=_entry_links(views)
+            ),
         }
 
     def entry_pages(self, views: SiteViews) -> Iterator[tuple[str, EntryPage]]:
@@ -255,11 +245,6 @@ class PageRenderer:
             content = backbone.render(backbone=view, **_common(views))
             found_by = f"{view.label} {view.model.model_id} {view.role}"
             yield f"backbones/{view.slug}.md", EntryPage(view.label, found_by, content)
-
-
-def search_view(html: str) -> str:
-    """``html`` as search should index it: without its :data:`UNINDEXED` blocks."""
-    return UNINDEXED.sub("", html)
 
 
 def _entry_links(views: SiteViews) -> dict[str, str]:
@@ -280,6 +265,50 @@ def _downloads(tables: AggregateTables) -> list[dict[str, object]]:
     ]
 
 
+#: The verdicts of the conformance sweeps, in the order the Architectures page groups them, with what each means.
+VERDICTS = {
+    EQUAL: "measured, and equal to the independent reference",
+    EQUAL_LOGITS_ONLY: "measured; only the logits can be compared (a learned sink applied after normalising)",
+    REFUSED: "refused in one line, with the reason",
+    UNTESTED: "no tiny model can be built from the type's defaults",
+    FAILED: "the sweep failed on it",
+}
+
+
+@dataclass(frozen=True)
+class VerdictGroup:
+    """The model types of one verdict in one section of the Architectures page, as (model type, row)."""
+
+    verdict: str
+    meaning: str
+    rows: list[tuple[str, dict[str, Any]]]
+
+
+def _architectures() -> dict[str, object]:
+    """What ``architectures.md.j2`` is given: the committed verdicts of the conformance sweeps
+    (``sinkbench/conformance/architectures.json``), per section its summary line and its groups by verdict, and the
+    note on encoder types that run as causal decoders (the page stands in for ``site/docs/architectures.md``)."""
+    document = load()
+    encoders = document.get("encoder_types") or {}
+    sections = []
+    for key in ("probe", "extract"):
+        rows = document[key]
+        groups = [
+            VerdictGroup(
+                verdict, meaning, [(name, row) for name, row in rows.items() if row["verdict"] == verdict]
+            )
+            for verdict, meaning in VERDICTS.items()
+        ]
+        groups = [group for group in groups if group.rows]
+        sections.append({"key": key, "commands": SECTIONS[key], "summary": summary(rows), "groups": groups})
+    return {
+        "transformers": document["transformers"],
+        "sections": sections,
+        "encoder_note": encoder_note(encoders),
+        "not_decoders": set(encoders.get("encoder") or []) | set(encoders.get("encoder_decoder") or []),
+    }
+
+
 def _common(views: SiteViews) -> dict[str, object]:
     """Context every page template gets."""
     return {"task_columns": views.task_columns, "headline": views.headline}
@@ -291,16 +320,14 @@ _SIZE_ORDER = ("<1B", "1-4B", "4-10B", "10-40B", ">40B", "unknown")
 def _filters(views: SiteViews, page: str) -> list[tuple[str, str, list[str]]]:
     """Drop-down filters of the leaderboard's or the screening page's tables, from every row those tables hold
     (on the leaderboard, the testbed pairs too): (row attribute, label, options)."""
-    if page == "leaderboard":
-        rows: Sequence[PairView | BackboneView] = views.pairs
-        second = ("provenance", "Provenance", sorted({p.provenance for p in views.pairs}))
-        sizes = {p.vlm.size_bucket for p in views.pairs}
-        families = {p.reference.family or "not recorded" for p in views.pairs}
-    else:
-        rows = views.backbones
-        second = ("role", "Role", sorted({b.role for b in views.backbones}))
-        sizes = {b.model.size_bucket for b in views.backbones}
-        families = {b.model.family or "not recorded" for b in views.backbones}
-    size = ("size", "Size", [bucket for bucket in _SIZE_ORDER if bucket in sizes])
-    family = ("family", "LLM family", sorted(families))
-    return [("qk", "QK-norm", sorted({row.qk_norm for row in rows})), size, family, second]
+    pairs = page == "leaderboard"
+    rows: Sequence[PairView | BackboneView] = views.pairs if pairs else views.backbones
+    sizes = {(row.vlm if pairs else row.model).size_bucket for row in rows}
+    families = {(row.reference if pairs else row.model).family or "not recorded" for row in rows}
+    column, label = ("provenance", "Provenance") if pairs else ("role", "Role")
+    return [
+        ("qk", "QK-norm", sorted({row.qk_norm for row in rows})),
+        ("size", "Size", [bucket for bucket in _SIZE_ORDER if bucket in sizes]),
+        ("family", "LLM family", sorted(families)),
+        (column, label, sorted({getattr(row, column) for row in rows})),
+    ]

@@ -85,11 +85,7 @@ class ScatterChart(Chart):
         domain = [f"QK-norm: {qk}" for qk in classes]
         frame = self.frame
         x = quantitative("S", "Sink Strength S of the reference LLM (nats)", scale=frame.scale("x"))
-        y = quantitative(
-            "delta",
-            f"{self.task_label} Δ, VLM-LM − reference (points)",
-            scale=frame.scale("y"),
-        )
+        y = quantitative("delta", f"{self.task_label} Δ, VLM-LM − reference (points)", scale=frame.scale("y"))
         toggle = {"name": "shown", "select": {"type": "point", "fields": ["qk"]}, "bind": "legend"}
         points = {
             "mark": {"type": "point", "filled": True, "size": 80, "stroke": "white", "strokeWidth": 1},

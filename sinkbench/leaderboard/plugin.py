@@ -1,7 +1,6 @@
-"""The MkDocs plugin that makes the leaderboard: ``mkdocs build`` and ``mkdocs serve`` at the repository's root
-aggregate ``submissions/`` and add every generated page, chart and download to the site as a virtual file (as
-``mkdocs-gen-files`` does), so the project needs no second step. ``sinkbench site build`` runs the same project
-with its own ``--submissions`` and ``--out`` (:mod:`sinkbench.leaderboard.project`).
+"""The MkDocs plugin that makes the leaderboard: ``mkdocs build`` and ``mkdocs serve`` aggregate ``submissions/``
+and add every generated page, chart and download to the site as a virtual file, so the project needs no second
+step. ``sinkbench site build`` runs the same project with its own ``--submissions`` and ``--out``.
 
 Its options in ``mkdocs.yml`` (paths relative to that file)::
 
@@ -13,25 +12,13 @@ Its options in ``mkdocs.yml`` (paths relative to that file)::
           experiment_pages: [training.md]  # pages the experiments give; a build without them says so
           seed: 0                        # of the bootstrap and permutation tests
 
-Besides generating, it does for every page what a theme hook would otherwise do, with all state on the plugin
-instance (MkDocs makes one per build, and ``mkdocs serve`` one per rebuild):
-
-* HTML blocks of the templates bypass Markdown (:mod:`sinkbench.leaderboard.raw_blocks`), and an entry page, which
-  is HTML whole, skips it altogether (:class:`EntryHtmlPage`);
-* search indexes an entry page by its names and model ids (its ``sinkbench_search_text``), not by its tables,
-  and the table pages without the rows that list the entries (found by their own pages), which keeps the index
-  small and the build of a large board fast;
-* an entry page lights the navigation tab of the table that lists it (pairs: Leaderboard, backbones: Screening);
-* the 404 page links relatively, like every other page, so it works offline and under a sub-path;
-* the theme's parts that many pages share (navigation, tabs, search box, footer, style sheets, scripts) are rendered
-  once per folder and reused (:mod:`sinkbench.leaderboard.shared_partials`);
-* a page holding an interactive chart loads the vendored Vega-Embed script (:mod:`sinkbench.charts`);
-* every figure a page marks as a fact is collected, and the build fails when two pages show one fact as two
-  numbers without saying why (:mod:`sinkbench.leaderboard.consistency`).
-
-Under ``mkdocs serve`` it also watches the submissions and the experiments folder, so the preview rebuilds when
-the data changes (``mkdocs.yml``'s ``watch:`` covers the templates). Invalid submissions end the build with
-MkDocs' own error, listing every problem; nothing is written.
+It also does for every page what a theme hook would, with all state on the plugin instance (one per build):
+HTML blocks bypass Markdown (:mod:`.raw_blocks`; entry pages skip it whole, :class:`EntryHtmlPage`); search indexes
+an entry page by its names and model ids and the table pages without the rows listing entries; an entry page lights
+its table's navigation tab; the 404 page links relatively; the theme's shared parts render once per folder
+(:mod:`.shared_partials`); a page with an interactive chart loads the Vega-Embed script; and the build fails when two
+pages show one fact as two numbers without saying why (:mod:`.consistency`). ``mkdocs serve`` also watches the
+submissions and experiments folders. Invalid submissions end the build with MkDocs' own error, listing every problem.
 """
 
 from __future__ import annotations
@@ -58,7 +45,7 @@ from sinkbench.errors import ProblemsFound, UserError
 from sinkbench.leaderboard import background, raw_blocks, shared_partials
 from sinkbench.leaderboard.consistency import FactBook, InconsistentFigures
 from sinkbench.leaderboard.generate import GeneratedSite, copy_submitted_file, generate_site
-from sinkbench.leaderboard.pages import SEARCH_TEXT, EntryPage, PageRenderer, make_environment, search_view
+from sinkbench.leaderboard.pages import SEARCH_TEXT, UNINDEXED, EntryPage, PageRenderer, make_environment
 from sinkbench.submissions import SubmissionsInvalid
 
 #: The plugin's name in ``mkdocs.yml`` (its ``mkdocs.plugins`` entry point).
@@ -80,17 +67,14 @@ class LeaderboardOptions(Config):
 
 
 class SiteFile(File):
-    """A generated file (a chart, a download), which MkDocs' copying step hands to the build's writer threads when
-    it has them (:class:`background.FileWriter`)."""
+    """A generated file (a page, a download), which MkDocs' copying step hands to the build's writer threads
+    (:class:`background.FileWriter`)."""
 
-    writer: background.FileWriter | None = None
+    writer: background.FileWriter
 
     def copy_file(self, dirty: bool = False) -> None:
-        """Write the file into the site, in the writer threads when there are some."""
-        if self.writer is None:
-            self.write(dirty)
-        else:
-            self.writer.submit(lambda: self.write(dirty))
+        """Write the file into the site, in the writer threads."""
+        self.writer.submit(lambda: self.write(dirty))
 
     def write(self, dirty: bool = False) -> None:
         """Write the file into the site now."""
@@ -114,10 +98,8 @@ class SubmittedFile(SiteFile):
 
 
 class EntryHtmlPage(Page):
-    """An entry page, whose content is HTML already (:class:`EntryPage`): MkDocs reads its metadata and content as
-    they are instead of parsing front matter and running Markdown, which would pass the one raw block through
-    unchanged at about a millisecond per page. Every plugin event still runs on it. Its file's source is the same
-    page as Markdown (:meth:`EntryPage.markdown`)."""
+    """An entry page, whose content is HTML already (:class:`EntryPage`): MkDocs takes its metadata and content as
+    they are instead of running Markdown (about a millisecond per page); every plugin event still runs on it."""
 
     def __init__(self, file: File, config: MkDocsConfig, entry: EntryPage) -> None:
         super().__init__(None, file, config)
@@ -187,37 +169,31 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
                 raise
             raise PluginError(_message(error)) from error
         self.writer = background.FileWriter()
-        entries = {path: entry.markdown() for path, entry in generated.entries.items()}
-        for path, text in [
-            *generated.texts(),
-            *entries.items(),
-            (charts.LICENCE, licence),
-        ]:
+        entries = [(path, entry.markdown()) for path, entry in generated.entries.items()]
+        texts = [*generated.pages.items(), *generated.downloads.items(), *entries, (charts.LICENCE, licence)]
+        for path, text in texts:
+            # a file that replaces an excluded one is not excluded in turn
             replaced = _refuse_clash(files, path, config)
-            inclusion = (
-                InclusionLevel.INCLUDED if replaced else InclusionLevel.UNDEFINED
-            )  # not excluded in turn
-            file = SiteFile.generated(config, path, content=text, inclusion=inclusion)
+            inclusion = InclusionLevel.INCLUDED if replaced else InclusionLevel.UNDEFINED
+            file = self._add(files, SiteFile.generated(config, path, content=text, inclusion=inclusion))
             if path in generated.entries:  # its page, which MkDocs builds instead of making one
                 EntryHtmlPage(file, config, generated.entries[path])
-            file.writer = self.writer
-            files.append(file)
         self._charts = []
         for path in [*generated.charts.paths, charts.SCRIPT]:
             _refuse_clash(files, path, config)
-            file = ChartFile.generated(config, path, content="")
-            file.writer = self.writer
-            self._charts.append(file)
-            files.append(file)
-        raw_files = [(raw.path, raw.source) for raw in generated.raw_files]
-        for path, source in [*raw_files, *generated.copied]:
+            self._charts.append(self._add(files, ChartFile.generated(config, path, content="")))
+        for path, source in [*((raw.path, raw.source) for raw in generated.raw_files), *generated.copied]:
             _refuse_clash(files, path, config)
-            file = SubmittedFile.generated(config, path, abs_src_path=str(source))
-            file.writer = self.writer
-            files.append(file)
+            self._add(files, SubmittedFile.generated(config, path, abs_src_path=str(source)))
         self.facts = FactBook(generated.facts)
         self.finished_generating = time.perf_counter()
         return files
+
+    def _add(self, files: Files, file: SiteFile) -> SiteFile:
+        """Add a generated file, written by the build's writer threads."""
+        file.writer = self.writer
+        files.append(file)
+        return file
 
     def on_env(self, env: Any, config: MkDocsConfig, files: Files) -> Any:
         """Render the theme's shared partials once per page kind (:func:`shared_partials.share_partials`)."""
@@ -239,9 +215,9 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
     @event_priority(100)  # before the search plugin indexes the page
     def _show_search_text(self, context: dict, page: Any, config: MkDocsConfig, nav: Any) -> dict:
         """Give search an entry page's search text in place of its content and any other page without its unindexed
-        rows (:func:`search_view`), and light the page's tab."""
+        rows (:data:`UNINDEXED`), and light the page's tab."""
         text = page.meta.get(SEARCH_TEXT)
-        indexed = f"<p>{text}</p>" if text is not None else search_view(page.content or "")
+        indexed = f"<p>{text}</p>" if text is not None else UNINDEXED.sub("", page.content or "")
         if indexed != page.content:
             self._contents[page.file.src_uri] = page.content
             page.content = indexed
@@ -287,14 +263,12 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
         """Write the charts (drawing those still left), wait for the files still being written, then fail the build
         when two pages show one fact as two numbers and neither says why (:meth:`FactBook.problems`)."""
         _release_api_memos()
-        if self.generated is not None and self._charts:
-            texts = {**self.generated.charts.texts(), charts.SCRIPT: self.generated.charts.script()}
+        if self._charts:  # generated
+            drawn = self.generated.charts
+            texts = {**drawn.texts(), charts.SCRIPT: drawn.rendering.script()}
             for file in self._charts:
                 file.content_string = texts[file.src_uri]
-                if self.writer is None:
-                    file.write()
-                else:
-                    self.writer.submit(file.write)
+                self.writer.submit(file.write)
         if self.writer is not None:
             self.writer.wait()
         problems = self.facts.problems()
@@ -309,7 +283,7 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
         build)."""
         _release_api_memos()
         if self.generated is not None:
-            self.generated.charts.cancel()
+            self.generated.charts.rendering.cancel()
         if self.writer is not None:
             with contextlib.suppress(Exception):
                 self.writer.wait()
@@ -323,11 +297,9 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
 
 
 def _release_api_memos() -> None:
-    """Empty two memos of the API page's libraries that kept every finished build alive in the process, the whole
-    site included (about 165 MiB per build of a 1,000-entry board), so ``mkdocs serve`` grew at each rebuild:
-    mkdocstrings-python's record of which templates each Jinja environment has (keyed by the environment, which
-    reaches the build's configuration) and griffe's dataclass parameters (keyed by the loaded classes). A version
-    without either memo, or a build that never loaded them, needs nothing."""
+    """Empty two memos of the API page's libraries (mkdocstrings-python's templates per Jinja environment, griffe's
+    dataclass parameters) that kept every finished build alive (about 165 MiB per 1,000-entry build), so ``mkdocs
+    serve`` grew at each rebuild. A version without them, or a build that never loaded them, needs nothing."""
     for module, name in (
         ("mkdocstrings_handlers.python._internal.rendering", "_test_existing_template"),
         ("griffe._internal.extensions.dataclasses", "_dataclass_parameters"),

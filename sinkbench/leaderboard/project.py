@@ -1,11 +1,7 @@
-"""The leaderboard's MkDocs project, run with a chosen submissions folder: ``sinkbench site build`` (published
-atomically into ``--out``) and ``sinkbench site serve`` (MkDocs' live-reloading preview).
-
-Both load the project's one ``mkdocs.yml`` (:class:`sinkbench.leaderboard.sources.SiteSources`: the repository's
-in a checkout, the copy the wheel installs beside ``sinkbench.site`` otherwise) and set the options of its
-``sinkbench`` plugin (:mod:`sinkbench.leaderboard.plugin`), which generates the pages, so ``mkdocs build`` at the
-repository's root and ``sinkbench site build`` give the same site.
-"""
+"""The leaderboard's MkDocs project run on a chosen submissions folder: ``sinkbench site build`` (published
+atomically into ``--out``) and ``sinkbench site serve`` (live-reloading preview). Both load the project's one
+``mkdocs.yml`` (:class:`~sinkbench.leaderboard.sources.SiteSources`) and set its ``sinkbench`` plugin's options, so
+``mkdocs build`` at the repository's root and ``sinkbench site build`` give the same site."""
 
 from __future__ import annotations
 
@@ -68,23 +64,24 @@ def build_site(
 
     Raises:
         sinkbench.submissions.SubmissionsInvalid: the submissions do not validate; nothing is written.
-        sinkbench.errors.UserError: an experiment's page folder holds a link or a page of the board; nothing is
-            written.
+        sinkbench.errors.UserError: an experiment's page folder holds a link or a page of the board, or
+            ``out_dir`` and ``submissions_dir`` overlap; nothing is written.
         SiteBuildFailed: MkDocs reported a warning or an error (strict mode); nothing is written.
         FileNotFoundError: a source is missing.
-        sinkbench.errors.UserError: ``out_dir`` and ``submissions_dir`` overlap; nothing is written.
         sinkbench.publish.PublishError: ``out_dir`` is locked by another run, not a site, or not writable.
     """
     from mkdocs.commands.build import build
+    from mkdocs.config import load_config
     from mkdocs.exceptions import Abort
 
     sources = sources or SiteSources()
     sources.check()
     refuse_overlap(out_dir, submissions_dir, "--submissions")
     with publishing(Path(out_dir)) as site_dir:
-        config = load_project(
-            sources, submissions_dir, experiments_dir, seed, chart_cache, site_dir=str(site_dir), strict=True
-        )
+        plugins = _plugins(sources, submissions_dir, experiments_dir, seed)
+        if chart_cache is not None:
+            plugins[PLUGIN_NAME]["chart_cache"] = str(Path(chart_cache).absolute())
+        config = load_config(str(sources.config), plugins=plugins, site_dir=str(site_dir), strict=True)
         plugin: LeaderboardPlugin = config.plugins[PLUGIN_NAME]
         plugin.raise_user_errors = True
         started = time.perf_counter()
@@ -104,23 +101,16 @@ def build_site(
         page for page in Path(out_dir).rglob("*.html") if page.name != "404.html"
     ]  # generated and static
     return BuildReport(
-        Path(out_dir).absolute(),
-        len(pages),
-        len(generated.charts),
-        len(generated.raw_files),
-        timings,
+        Path(out_dir).absolute(), len(pages), len(generated.charts.paths), len(generated.raw_files), timings
     )
 
 
 @contextlib.contextmanager
 def fewer_collections(threshold: int = BUILD_GC_THRESHOLD) -> Iterator[None]:
-    """Run the ``with`` body with Python's cyclic garbage collector started ``threshold`` allocations apart instead
-    of 700, restoring the thresholds after.
+    """Run the ``with`` body with the cyclic garbage collector started ``threshold`` allocations apart (not 700).
 
-    A build allocates millions of small objects (parsed submissions, table rows, template contexts) that mostly
-    live until it ends, so at the default threshold the collector scans them again and again: on the 1,000-entry
-    benchmark that was several seconds of the build. Memory is unchanged (the same peak), since the build makes
-    little cyclic garbage.
+    A build's millions of small objects mostly live until it ends, so at the default the collector rescans them
+    (seconds of a 1,000-entry build); the build makes little cyclic garbage, so the peak memory is unchanged.
     """
     previous = gc.get_threshold()
     gc.set_threshold(threshold, *previous[1:])
@@ -169,24 +159,6 @@ def mkdocs_log(level: int) -> Iterator[None]:
     finally:
         logger.removeHandler(handler)
         logger.setLevel(previous)
-
-
-def load_project(
-    sources: SiteSources,
-    submissions_dir: Path,
-    experiments_dir: Path | None,
-    seed: int,
-    chart_cache: Path | None = None,
-    **overrides: Any,
-) -> Any:
-    """The project's MkDocs configuration with the plugin's options set (``chart_cache`` where given) and any other
-    ``overrides``."""
-    from mkdocs.config import load_config
-
-    plugins = _plugins(sources, submissions_dir, experiments_dir, seed)
-    if chart_cache is not None:
-        plugins[PLUGIN_NAME]["chart_cache"] = str(Path(chart_cache).absolute())
-    return load_config(str(sources.config), plugins=plugins, **overrides)
 
 
 def _plugins(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -41,16 +42,11 @@ def _one_line(value: object) -> str:
 
 @dataclass(frozen=True)
 class Reproduction:
-    """One results file's reproduction: comment lines (environment, data files, notes) and the command."""
+    """One results file's reproduction, as the page shows it: comment lines (environment, data files), then the
+    command."""
 
     source: str
-    comments: tuple[str, ...]
-    command: str
-
-    @property
-    def text(self) -> str:
-        """The block as shown on the page: comments, then the command."""
-        return "\n".join([*self.comments, self.command])
+    text: str
 
 
 def _model_args(item: ResultsFile, model: ModelRef) -> str:
@@ -112,15 +108,19 @@ def _flags(item: ResultsFile, logged_samples: bool) -> list[str]:
     return flags
 
 
-def _data_comments(item: ResultsFile) -> list[str]:
-    lines = []
+def local_data_files(item: ResultsFile) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(task, record)`` of each local data file (``SINKBENCH_DATA_DIR``) a results file's run read."""
     for task, config in item.data.configs.items():
         record = (config.metadata or {}).get("data") if config else None
         if isinstance(record, dict) and record.get("source") == "local":
-            for file in record.get("files") or []:
-                lines.append(
-                    f"#   {task}: {_one_line(file.get('file'))} (sha256 {_one_line(file.get('sha256'))})"
-                )
+            yield from ((task, file) for file in record.get("files") or [] if isinstance(file, dict))
+
+
+def _data_comments(item: ResultsFile) -> list[str]:
+    lines = [
+        f"#   {task}: {_one_line(file.get('file'))} (sha256 {_one_line(file.get('sha256'))})"
+        for task, file in local_data_files(item)
+    ]
     if lines:
         return ["# Offline data: SINKBENCH_DATA_DIR must hold the original release files", *lines]
     return []
@@ -133,7 +133,7 @@ def _sinkbench_version(item: ResultsFile) -> str | None:
         if c and c.metadata
     }
     recorded.discard("None")
-    return sorted(recorded)[-1] if recorded else None
+    return max(recorded, default=None)
 
 
 def _environment(item: ResultsFile, model: ModelRef) -> list[str]:
@@ -145,7 +145,7 @@ def _environment(item: ResultsFile, model: ModelRef) -> list[str]:
     versions.append(
         f"sinkbench=={_one_line(sinkbench)}" if sinkbench else "sinkbench  # version not recorded by this run"
     )
-    lines = [f"# pip install {' '.join(versions)}"] if versions else []
+    lines = [f"# pip install {' '.join(versions)}"]
     if model.revision and model.revision.startswith("sha256:"):
         lines.append(
             f"# weights: a local file with {_one_line(model.revision)}; give its folder as pretrained="
@@ -175,4 +175,4 @@ def reproduction(item: ResultsFile, model: ModelRef, *, logged_samples: bool = F
         parts += ["--metadata", json.dumps(metadata, separators=(",", ":"))]
     parts += [*_flags(item, logged_samples), "--output_path", "OUT"]
     comments = [*_environment(item, model), *_data_comments(item)]
-    return Reproduction(item.path, tuple(comments), shlex.join(parts))
+    return Reproduction(item.path, "\n".join([*comments, shlex.join(parts)]))

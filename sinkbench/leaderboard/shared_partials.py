@@ -1,19 +1,15 @@
-"""Render once the parts of Material's page that many pages share: on a board of 1,000 entries MkDocs renders the
-theme's navigation, tabs, search box, footer, style sheets and scripts for every entry page, and they come out the
-same on every entry page of one folder. Each such part is rendered on the first page of a kind and its text reused.
+"""Render once the parts of Material's page that many pages share (navigation, tabs, search box, footer, style
+sheets, scripts), which come out the same on every entry page of one folder: each is rendered on the first page of
+a kind and its text reused, keyed by exactly what it reads of the page:
 
-A partial's text depends on the page only through what it reads, so each is keyed by exactly that:
+* :data:`FOLDER_PARTIALS` and :data:`FOLDER_BLOCKS` read only the page's folder (their links are relative to it);
+* :data:`NAVIGATION_PARTIALS` also read the navigation: the lit tab, and whether an item is the page itself or its
+  neighbour. A page outside the navigation is neither, so its key is its folder and the lit items; a page in the
+  navigation is rendered as usual.
 
-* :data:`FOLDER_PARTIALS` and :data:`FOLDER_BLOCKS` read nothing of the page; their links are relative to its
-  folder, which is the key;
-* :data:`NAVIGATION_PARTIALS` also read the navigation: which tab is lit, and whether an item is the page itself
-  (then they show its table of contents) or its neighbour (the footer's previous and next links). A page outside the
-  navigation is none of these, so for such a page the key is its folder and the lit items; a page in the navigation
-  is rendered as usual.
-
-The texts live on the one Jinja environment of a build (MkDocs makes a new one for every build and every
-``mkdocs serve`` rebuild). ``tests/leaderboard/test_site_project.py`` builds a board with and without this and compares every
-file byte for byte, so a theme version whose partial starts reading something else of the page fails there.
+The texts live on the build's one Jinja environment (new for every build and rebuild).
+``tests/leaderboard/test_site_project.py`` compares a build with and without this byte for byte, so a theme whose
+partial starts reading something else of the page fails there.
 """
 
 from __future__ import annotations

@@ -1,17 +1,15 @@
-"""Views: what each page of the leaderboard shows, shaped from the aggregate tables for the templates.
-
-Numbers come from the aggregated tables (:mod:`sinkbench.tables`); the descriptive fields (revisions, recipe,
-links, lm-eval version, raw files, sink profile) from the entries the tables were built from (the shared entry
-model of :mod:`sinkbench.submissions`, which already lists each entry's files). Pair and backbone views are
-built in :mod:`.pair_views` and :mod:`.backbone_views`; this module joins them with the correlations and the
-scatter charts. Nothing here reads a file or computes a statistic.
+"""Views: what each page of the leaderboard shows, shaped for the templates from the aggregate tables (numbers) and
+the entries they were built from (descriptive fields). Pair and backbone views are built in :mod:`.pair_views` and
+:mod:`.backbone_views`; this module joins them with the correlations and the scatter charts. Nothing here reads a
+file or computes a statistic.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import replace
-from typing import Any
+from operator import itemgetter
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -32,7 +30,6 @@ from sinkbench.leaderboard.precision import SourcePrecision
 from sinkbench.numbers import finite_or_none
 from sinkbench.stats.prediction import METHODS
 from sinkbench.submissions.catalogue import IFEVAL_TASK, TASKS
-from sinkbench.submissions.entry import Entry
 from sinkbench.tables.build import AggregateTables
 from sinkbench.tables.pairs import llm_keys
 
@@ -40,13 +37,14 @@ from sinkbench.tables.pairs import llm_keys
 HEADLINE_TASK = IFEVAL_TASK
 #: One row of an aggregated table, as ``DataFrame.to_dict("records")`` gives it.
 Row = dict[str, Any]
+T = TypeVar("T")
 
 
-def _group_rows(table: pd.DataFrame, key: str) -> dict[str, list[Row]]:
-    """The rows of ``table`` grouped by the value of column ``key``, in table order."""
-    groups: dict[str, list[Row]] = {}
-    for row in table.to_dict("records"):
-        groups.setdefault(row[key], []).append(row)
+def _grouped(items: Iterable[T], key: Callable[[T], Hashable]) -> dict[Any, list[T]]:
+    """``items`` grouped by ``key``, in their order."""
+    groups: dict[Any, list[T]] = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(item)
     return groups
 
 
@@ -146,13 +144,13 @@ def _pair_views(
     precision: SourcePrecision,
     submitted: dict[str, str],
 ) -> list[PairView]:
-    pair_rows = _group_rows(tables.pairs, "entry")
-    regression_rows = _group_rows(tables.regressions, "entry")
+    pair_rows = _grouped(tables.pairs.to_dict("records"), itemgetter("entry"))
+    regressions = {row["entry"]: row for row in tables.regressions.to_dict("records")}  # one row per pair
     pairs = [
         pair_view(
             entry,
             pair_rows.get(entry.name, []),
-            next(iter(regression_rows.get(entry.name, [])), None),
+            regressions.get(entry.name),
             slugs[keys[entry.name]],
             precision,
             submitted.get(entry.name),
@@ -172,16 +170,12 @@ def _backbone_views(
     submitted: dict[str, str],
 ) -> list[BackboneView]:
     """Every LLM of the entries, in screening order (rank by S; unranked last)."""
-    by_llm: dict[LlmKey, list[Entry]] = {}
-    for entry in tables.entries:
-        by_llm.setdefault(keys[entry.name], []).append(entry)
-    screening: dict[LlmKey, list[Row]] = {}
-    for row in tables.screening.to_dict("records"):
-        key = (row["model_id"], None if pd.isna(row["model_revision"]) else row["model_revision"])
-        screening.setdefault(key, []).append(row)
-    pairs_of: dict[str, list[PairView]] = {}
-    for pair in pairs:
-        pairs_of.setdefault(pair.reference_slug, []).append(pair)
+    by_llm = _grouped(tables.entries, lambda entry: keys[entry.name])
+    screening = _grouped(
+        tables.screening.to_dict("records"),
+        lambda row: (row["model_id"], None if pd.isna(row["model_revision"]) else row["model_revision"]),
+    )
+    pairs_of = _grouped(pairs, lambda pair: pair.reference_slug)
     backbones = sorted(
         (
             backbone_view(

@@ -1,27 +1,18 @@
 """The attention function that records what Sink Strength needs, and nothing more.
 
-``sinkbench_probe`` is registered with transformers' ``AttentionInterface``. Every softmax-attention layer of a
-model calls it with queries and keys *after* RoPE and any QK-norm, so the probe follows the model's own
-attention wherever it goes through that interface. It reproduces each variant the model passes along
-(:class:`LayerScores`): the scaling, logit soft-capping, the mask (causal, sliding-window, chunked, padding),
-an additive position bias, a learned sink logit per head or per query (``s_aux`` / ``sinks``), and a value
-head size other than the query's.
+``sinkbench_probe`` is registered with transformers' ``AttentionInterface``, so every softmax-attention layer calls
+it with queries and keys after RoPE and any QK-norm. It reproduces each variant the model passes along
+(:class:`LayerScores`: scaling, soft-capping, any mask, a position bias, a learned sink logit, a value head size
+other than the query's) and computes the output with the per-query log-sum-exp (:mod:`sinkbench.sink.kernels`).
+From that it records, in every layer, the attention on the first real token ``exp(l_first - lse)``, and in probed
+layers the sink position ``p`` and ``G = l_p - log(sum_{k != p} exp(l_k) + exp(s))`` (``s`` a learned sink logit,
+whose share counts against the sink token; none otherwise).
 
-Inside a probe call, in every layer, it computes the attention output together with the per-query log-sum-exp
-of the logits (:mod:`sinkbench.sink.kernels`). From that:
-
-* all layers: the attention on the first real token, ``exp(l_first - lse)``, for Gu et al.'s Sink_1^eps and
-  the paper's position-0 probe;
-* probed layers only: the sink position ``p`` and ``G = l_p - log(sum_{k != p} exp(l_k) + exp(s))``, where
-  ``s`` is the learned sink logit of models that have one (zero mass otherwise): G is the log-odds of the
-  attention on the sink *token*, and a learned sink's share counts against it.
-
-When the logits are bilinear (no soft-capping), two fused-kernel calls give the rest exactly, with no ``L x L``
-tensor: the per-head sink (argmax of the attention mass a key receives, summed over queries) is the
-log-sum-exp of a *reversed* attention problem (keys as queries, queries as keys, ``-lse`` folded in as an
-extra coordinate), and the "others" log-sum-exp is a call in which the sink key is pushed to ``-1e5`` through
-one extra coordinate. With soft-capping, or the per-query argmax variant, the logits are materialised in query
-chunks instead.
+With bilinear logits (no soft-capping) two more fused-kernel calls give these exactly, with no ``L x L`` tensor:
+the per-head sink (argmax of the attention a key receives over queries) is the log-sum-exp of a *reversed*
+attention problem (keys as queries, ``-lse`` folded in as an extra coordinate), and the "others" log-sum-exp a call
+where one extra coordinate pushes the sink key to ``-1e5``. Otherwise (and per query) logits are materialised in
+query chunks.
 """
 
 from __future__ import annotations
@@ -40,6 +31,7 @@ from sinkbench.conformance.table import warn_if_not_swept_version
 from sinkbench.sink.kernels import (
     QUERY_CHUNK,
     Kernel,
+    attend_chunks,
     causal_logits,
     choose_kernel,
     chunked_with_lse,
@@ -48,15 +40,13 @@ from sinkbench.sink.kernels import (
 
 ATTENTION_NAME = "sinkbench_probe"
 _EXCLUDED = 1.0e5  # logit penalty (after scaling) that removes the sink key from a fused call
-#: Keyword arguments the probe reproduces (the rest of what transformers passes changes no probability), and
-#: what each means for S.
+#: Keyword arguments the probe reproduces (the rest change no probability), and what each means for S.
 VARIANTS = {
     "softcap": "logit soft-capping",
     "s_aux": "a learned sink logit per head, whose share counts against the sink token in G",
     "sinks": "a learned sink logit per query, whose share counts against the sink token in G",
     "position_bias": "an additive position bias",
 }
-VARIANT_KWARGS = tuple(VARIANTS)
 #: The variants that are a learned sink logit (per head, or per query).
 LEARNED_SINKS = ("s_aux", "sinks")
 #: Keyword arguments that change nothing in a full-sequence forward without dropout.
@@ -71,12 +61,8 @@ NEUTRAL_KWARGS = frozenset(
 
 @dataclass
 class LayerObservations:
-    """What one probed layer yields for one batch (kept on the CPU, float32).
-
-    Attributes:
-        g: ``(B, H, T)`` log-odds of attention on the sink; NaN where not an observation.
-        sink_position: ``(B, H)`` sink key per head, or ``(B, H, T)`` per query.
-    """
+    """What one probed layer yields for one batch (on the CPU): ``g``, ``(B, H, T)`` float32 log-odds of
+    attention on the sink (NaN where not an observation), and ``sink_position``, ``(B, H)`` or ``(B, H, T)``."""
 
     g: torch.Tensor
     sink_position: torch.Tensor
@@ -86,15 +72,9 @@ class LayerObservations:
 class SinkRecorder:
     """Per-forward state handed to the attention function through :func:`recording`.
 
-    Attributes:
-        probed_layers: labels of the layers whose sink statistics are computed.
-        sink_mode: ``"head"``, ``"query"`` or ``"first"`` (see ``sinkbench.sink.options.ProbeOptions``).
-        query_valid: ``(B, T)`` bool, False at padding.
-        labels: the label of each attention call, in call order (see ``sinkbench.sink.layers``).
-        keep_degenerate: keep queries whose only visible key is the sink, as ``G = +inf``.
-        forced_sinks: layer label -> ``(B, H)`` sink positions to use instead of detecting them.
-        use_flash_kernel: use a fused kernel where one applies (else the chunked reference).
-        kernels: the kernels used, by name (for the report).
+    ``sink_mode`` and ``keep_degenerate`` are ``ProbeOptions``'; ``query_valid`` is ``(B, T)``, False at padding;
+    ``labels`` label the attention calls in order (``sinkbench.sink.layers``); ``forced_sinks`` maps a layer to
+    ``(B, H)`` sink positions to use instead of detecting them; ``kernels`` collects the kernels' names.
     """
 
     probed_layers: frozenset[int]
@@ -118,11 +98,11 @@ class SinkRecorder:
 
     @property
     def length(self) -> int:
-        """Tokens per sequence: attention calls over another axis (e.g. across layers) are not token attention."""
+        """Tokens per sequence (calls over another axis are not token attention)."""
         return int(self.query_valid.shape[1])
 
     def valid_on(self, device: torch.device) -> torch.Tensor:
-        """``query_valid`` on ``device`` (layers of a ``device_map`` model live on several)."""
+        """``query_valid`` on ``device`` (a ``device_map`` model's layers live on several)."""
         return self.query_valid.to(device, non_blocking=True)
 
     def first_position_on(self, device: torch.device) -> torch.Tensor:
@@ -145,12 +125,8 @@ class AttentionCall:
 
 @dataclass
 class AttentionCensus:
-    """Handed to the attention function instead of a :class:`SinkRecorder`: it only notes each call.
-
-    Attributes:
-        length: tokens in the census forward (calls over another axis are not token attention).
-        calls: one entry per token-attention call, in order.
-    """
+    """Handed to the attention function instead of a :class:`SinkRecorder`: it notes each token-attention call
+    of a census forward of ``length`` tokens, in order."""
 
     length: int
     calls: list[AttentionCall] = field(default_factory=list)
@@ -160,13 +136,9 @@ class AttentionCensus:
 class LayerScores:
     """How one layer turns queries and keys into attention probabilities (float32, GQA-expanded).
 
-    Attributes:
-        q, k: ``(B, H, T, D)`` and ``(B, H, S, D)``.
-        scale: the logit scaling.
-        bias: additive bias (``-inf`` where masked, plus any position bias); None means plain causal.
-        softcap: ``softcap * tanh(logit / softcap)`` before the bias, when set.
-        learned_sink: a learned sink logit per head or per query, broadcastable to ``(B, H, T)``: one more
-            entry in every softmax, with no value.
+    ``q`` and ``k`` are ``(B, H, T, D)`` and ``(B, H, S, D)``; ``bias`` is additive (``-inf`` where masked, plus any
+    position bias; None: plain causal); ``softcap`` applies ``softcap * tanh(logit / softcap)`` before the bias;
+    ``learned_sink``, broadcastable to ``(B, H, T)``, is one more softmax entry, with no value.
     """
 
     q: torch.Tensor
@@ -208,8 +180,7 @@ class LayerScores:
             yield start, self.logits(start, start + QUERY_CHUNK)
 
     def with_learned_sink(self, lse: torch.Tensor, start: int = 0) -> torch.Tensor:
-        """A token log-sum-exp of queries ``start:`` with the learned sink's logit added to the sum (unchanged
-        without one)."""
+        """A token log-sum-exp of queries ``start:`` with the learned sink's logit added (if there is one)."""
         sink = self.learned_sink
         if sink is None:
             return lse
@@ -221,11 +192,8 @@ _ACTIVE: ContextVar[SinkRecorder | AttentionCensus | None] = ContextVar("sinkben
 
 @contextmanager
 def recording(recorder: SinkRecorder | AttentionCensus) -> Iterator[None]:
-    """Hand ``recorder`` to every probe-attention call made in the block (in this thread or task).
-
-    A context variable rather than a keyword argument: some models do not pass their forward's extra keyword
-    arguments down to their attention layers.
-    """
+    """Hand ``recorder`` to every probe-attention call made in the block (in this thread or task); a context
+    variable, as some models do not pass extra keyword arguments down to their attention layers."""
     token = _ACTIVE.set(recorder)
     try:
         yield
@@ -269,7 +237,7 @@ def probe_attention(
     """Attention forward that also feeds the active recorder (see :func:`recording`); without one it is the
     model's own attention."""
     sink_recorder = _ACTIVE.get()
-    variants = tuple(name for name in VARIANT_KWARGS if kwargs.get(name) is not None)
+    variants = tuple(name for name in VARIANTS if kwargs.get(name) is not None)
     if sink_recorder is not None and not _token_attention(module, query, key, sink_recorder.length):
         sink_recorder = None
     if sink_recorder is None and not variants:
@@ -291,9 +259,8 @@ def probe_attention(
 
 
 def _token_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, length: int) -> bool:
-    """Whether a call is a layer's attention over the input tokens. Other uses of the attention function are
-    computed as the model asks and not measured: attention over another axis (across layers, say), and
-    auxiliary attention over other keys by a module without a layer index (Inkling2's attention residuals)."""
+    """Whether a call is a layer's attention over the input tokens; not attention over another axis (across
+    layers), nor auxiliary attention over other keys by a module without a layer index (Inkling2's residuals)."""
     if query.shape[-2] != length:
         return False
     return key.shape[-2] == length or isinstance(getattr(module, "layer_idx", None), int)
@@ -307,10 +274,8 @@ def _scores(
     allowed = _allowed(mask)
     position_bias = kwargs.get("position_bias")
     if position_bias is not None and allowed is None:
-        length = q.shape[-2]
-        allowed = torch.ones(length, k.shape[-2], dtype=torch.bool, device=q.device).tril(
-            k.shape[-2] - length
-        )
+        length, keys = q.shape[-2], k.shape[-2]
+        allowed = torch.ones(length, keys, dtype=torch.bool, device=q.device).tril(keys - length)
     bias = None
     if allowed is not None:
         bias = torch.zeros(allowed.shape, device=q.device).masked_fill_(~allowed, float("-inf"))
@@ -342,7 +307,7 @@ def _attend(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The layer's output (in the model's dtype) and the float32 log-sum-exp, learned sink included."""
     if not scores.bilinear:
-        return _chunked_attention(scores, value)
+        return attend_chunks(scores.chunks(), value, scores.with_learned_sink)
     if kernel is chunked_with_lse:  # float32 logits in any dtype: its log-sum-exp is already the exact one
         output, lse = kernel(query, key, value, scores.bias, scores.scale)
     else:
@@ -356,17 +321,6 @@ def _attend(
     return output, total
 
 
-def _chunked_attention(scores: LayerScores, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Exact attention from materialised logits in query chunks (soft-capping and other non-bilinear logits)."""
-    outputs, lses = [], []
-    for start, logits in scores.chunks():
-        lse = scores.with_learned_sink(torch.logsumexp(logits, dim=-1), start)
-        probs = torch.exp(logits - lse.unsqueeze(-1)).nan_to_num_(0.0)
-        outputs.append(torch.matmul(probs.to(value.dtype), value))
-        lses.append(lse)
-    return torch.cat(outputs, dim=-2), torch.cat(lses, dim=-1)
-
-
 def _census_entry(
     module: torch.nn.Module, scores: LayerScores, variants: tuple, kwargs: dict
 ) -> AttentionCall:
@@ -378,18 +332,12 @@ def _census_entry(
     else:  # else the call's is_causal, or the module's, as sdpa_attention_forward reads them
         flag = kwargs.get("is_causal")
         causal = bool(getattr(module, "is_causal", True) if flag is None else flag)
-    known = NEUTRAL_KWARGS.union(VARIANT_KWARGS)
+    known = NEUTRAL_KWARGS.union(VARIANTS)
     unknown = tuple(sorted(name for name, value in kwargs.items() if value is not None and name not in known))
     layer_idx = getattr(module, "layer_idx", None)
-    return AttentionCall(
-        id(module),
-        layer_idx if isinstance(layer_idx, int) else None,
-        scores.q.shape[1],
-        causal,
-        variants,
-        unknown,
-        extra_keys=scores.k.shape[-2] != scores.q.shape[-2],
-    )
+    layer_idx = layer_idx if isinstance(layer_idx, int) else None
+    extra_keys = scores.k.shape[-2] != scores.q.shape[-2]
+    return AttentionCall(id(module), layer_idx, scores.q.shape[1], causal, variants, unknown, extra_keys)
 
 
 def _record_layer(
@@ -410,10 +358,8 @@ def _record_layer(
         sink = _head_sinks(recorder, layer, scores, lse, kernel)
         g, visible = _logodds_at(scores, sink, lse, kernel)
     g = g if recorder.keep_degenerate else g.masked_fill(torch.isposinf(g), float("nan"))
-    observed = visible & valid[:, None, :]
-    recorder.layers[layer] = LayerObservations(
-        g=g.masked_fill(~observed, float("nan")).cpu(), sink_position=sink.cpu()
-    )
+    g = g.masked_fill(~(visible & valid[:, None, :]), float("nan"))
+    recorder.layers[layer] = LayerObservations(g=g.cpu(), sink_position=sink.cpu())
 
 
 def _head_sinks(
@@ -433,12 +379,9 @@ def _head_sinks(
 def _log_received_attention(
     scores: LayerScores, lse: torch.Tensor, query_valid: torch.Tensor, kernel: Kernel
 ) -> torch.Tensor:
-    """``(B, H, S)`` log of the attention each key receives, summed over valid queries.
-
-    Bilinear logits: ``log sum_q exp(scale * q.k + bias - lse_q)`` is the log-sum-exp of an attention problem
-    with keys as queries and queries as keys (plus a coordinate carrying ``-lse_q / scale``); reversing the
-    sequence turns its anti-causal mask back into a causal one. Otherwise the sum runs over query chunks.
-    """
+    """``(B, H, S)`` log of the attention each key receives, summed over valid queries: with bilinear logits the
+    log-sum-exp of keys attending to queries (an extra coordinate carries ``-lse_q / scale``; the sequence reversed
+    to make the mask causal again), else a sum over query chunks."""
     if not scores.bilinear:
         lse = lse.masked_fill(~query_valid[:, None, :], float("inf"))
         received = torch.full(scores.k.shape[:-1], float("-inf"), device=lse.device)
@@ -449,19 +392,15 @@ def _log_received_attention(
     query_term = (-lse / scores.scale).masked_fill(~query_valid[:, None, :], -_EXCLUDED / scores.scale)
     new_queries = _with_extra_coordinate(scores.k, torch.ones((), device=lse.device)).flip(-2)
     new_keys = torch.cat([scores.q, query_term.unsqueeze(-1)], dim=-1).flip(-2)
-    bias = scores.bias
-    reversed_bias = None if bias is None else bias.transpose(-1, -2).flip(-1, -2).contiguous()
+    reversed_bias = None if scores.bias is None else scores.bias.transpose(-1, -2).flip(-1, -2).contiguous()
     return kernel(new_queries, new_keys, new_keys, reversed_bias, scores.scale)[1].flip(-1)
 
 
 def _logodds_at(
     scores: LayerScores, sink: torch.Tensor, lse: torch.Tensor, kernel: Kernel
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``G = l_sink - log(sum_{k != sink} exp(l_k) + exp(s))`` per query, and whether the query sees the sink.
-
-    A query that sees the sink and no other token has ``G = +inf`` (no other mass), unless a learned sink
-    takes the rest: then ``G = l_sink - s``.
-    """
+    """``G = l_sink - log(sum_{k != sink} exp(l_k) + exp(s))`` per query, and whether the query sees the sink; a
+    query that sees only the sink has ``G = +inf``, or ``l_sink - s`` with a learned sink."""
     sink_logit = scores.logit_at(sink)
     is_sink = torch.arange(scores.k.shape[-2], device=sink.device)[None, None, :] == sink[:, :, None]
     if scores.bilinear:
@@ -470,14 +409,8 @@ def _logodds_at(
         keys = torch.cat([scores.k, penalty], dim=-1)
         others = kernel(queries, keys, keys, scores.bias, scores.scale)[1]
     else:
-        without_sink = is_sink[:, :, None]
-        others = torch.cat(
-            [
-                torch.logsumexp(logits.masked_fill(without_sink, float("-inf")), dim=-1)
-                for _, logits in scores.chunks()
-            ],
-            dim=-1,
-        )
+        masked = (logits.masked_fill(is_sink[:, :, None], float("-inf")) for _, logits in scores.chunks())
+        others = torch.cat([torch.logsumexp(chunk, dim=-1) for chunk in masked], dim=-1)
     visible = torch.isfinite(sink_logit)
     alone = visible & (_visible_keys(scores) == 1)
     others = scores.with_learned_sink(others.masked_fill(alone, float("-inf")))
@@ -502,9 +435,7 @@ def _per_query_sink(scores: LayerScores) -> tuple[torch.Tensor, torch.Tensor]:
     gs, sinks = [], []
     for start, logits in scores.chunks():
         top, position = logits.max(dim=-1, keepdim=True)
-        rest = scores.with_learned_sink(
-            torch.logsumexp(logits.scatter(-1, position, float("-inf")), dim=-1), start
-        )
-        gs.append(top.squeeze(-1) - rest)
+        others = torch.logsumexp(logits.scatter(-1, position, float("-inf")), dim=-1)
+        gs.append(top.squeeze(-1) - scores.with_learned_sink(others, start))
         sinks.append(position.squeeze(-1))
     return torch.cat(gs, dim=-1), torch.cat(sinks, dim=-1)

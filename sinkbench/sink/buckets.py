@@ -1,19 +1,13 @@
 """The outcome-bucketed probe (arXiv 2609.00746, Appendix C.3): S and the position-0 mass on the prompts a model
 passed against those it failed, each with a percentile bootstrap interval over prompts.
 
-The buckets come from an lm-eval ``--log_samples`` file: a prompt passes when its per-prompt metric (default
-IFEval's ``prompt_level_strict_acc``, a boolean) is at least the threshold (default 0.5, the paper's rule), and
-fails otherwise. Each prompt (the document's ``prompt`` field by default) is encoded exactly as S encodes its
-calibration prompts (one user turn with the chat template when the tokenizer has one, which is what lm-eval sends
-under ``--apply_chat_template``), and probed with the Sink Strength probe. Per bucket:
-
-* S, the pooled median G over the bucket's prompts, with the bootstrap interval of :mod:`.uncertainty`;
-* the position-0 mass, the paper's C.3 quantity: per prompt the first-token attention over the probed layers x
-  heads x the last 8 queries, averaged over the bucket's prompts, with a percentile bootstrap of that mean.
-
-The pass - fail differences come with intervals from resampling the two buckets independently. ``per_bucket``
-draws that many prompts per bucket without replacement (seeded; the paper used 100), so that both buckets weigh
-alike.
+The buckets come from an lm-eval ``--log_samples`` file: a prompt (the document's ``prompt`` field by default)
+passes when its per-prompt metric (default IFEval's ``prompt_level_strict_acc``) is at least the threshold (default
+0.5, the paper's rule). Prompts are encoded as S encodes its calibration prompts (a user turn with the chat template,
+as lm-eval's ``--apply_chat_template`` sends them). Per bucket: S with the bootstrap of :mod:`.uncertainty`, and the
+position-0 mass (per prompt the first-token attention over probed layers x heads x the last 8 queries, averaged over
+prompts) with a percentile bootstrap of that mean. The pass - fail differences resample the two buckets
+independently. ``per_bucket`` draws that many prompts per bucket without replacement (seeded; the paper used 100).
 """
 
 from __future__ import annotations
@@ -46,12 +40,8 @@ MASS = POSITION0_MASS.name
 
 
 def read_buckets(samples: Path, rule: BucketRule | None = None) -> dict[str, list[str]]:
-    """The prompts of each bucket (``pass``, ``fail``), in file order.
-
-    Raises:
-        UserError: the file is unreadable or not lm-eval samples, a sample lacks the metric or the prompt, or it
-            holds several filters and none was chosen; the message names the file, line and field.
-    """
+    """The prompts of each bucket (``pass``, ``fail``), in file order; UserError, naming file, line and field,
+    when the file is not readable lm-eval samples, a sample lacks the metric or prompt, or no filter was chosen."""
     rule = rule or BucketRule()
     try:
         lines = list(read_jsonl(samples, SAMPLES_LIMIT))
@@ -157,21 +147,13 @@ def bucket_strength(
     progress: bool = True,
     **load_options: Any,
 ) -> dict[str, Any]:
-    """Probe ``model`` on the pass and fail prompts of an lm-eval samples file (module docstring).
+    """Probe ``model`` (a spec or a loaded model) on the pass and fail prompts of the lm-eval ``samples`` file
+    (module docstring) and return the report: per bucket its statistics, the pass - fail differences, the rule and
+    provenance.
 
-    Args:
-        model: a model spec (as for ``sinkbench screen``) or a loaded model.
-        samples: the lm-eval ``--log_samples`` file whose outcomes define the buckets.
-        rule: how samples become buckets.
-        options: probe options.
-        interval: the bootstraps (the second bucket's resampling uses ``seed + 1``).
-        per_bucket: prompts drawn per bucket (seeded by ``interval.seed``); None: all of them.
-        output: also write the report here as JSON (atomically).
-        progress: show progress bars.
-        load_options: how a spec is loaded (:func:`sinkbench.models.load_model`).
-
-    Returns:
-        The report: per bucket its statistics, the pass - fail differences, the rule and provenance.
+    ``interval`` sets the bootstraps (the fail bucket's uses ``seed + 1``); ``per_bucket`` prompts are drawn per
+    bucket (seeded by ``interval.seed``; None: all); ``output`` also gets the report as JSON (atomically);
+    ``load_options`` say how a spec is loaded (:func:`sinkbench.models.load_model`).
     """
     rule, options, interval = rule or BucketRule(), options or ProbeOptions(), interval or IntervalOptions()
     buckets = read_buckets(samples, rule)
@@ -234,21 +216,19 @@ def _json(values: dict[str, Any]) -> dict[str, Any]:
 
 def format_buckets(report: dict[str, Any]) -> str:
     """The report as a few lines: per bucket its prompts, S and position-0 mass with intervals, then pass - fail."""
-    lines = [
-        f"{report['model']['id']}: buckets by {report['rule']['metric']} >= {report['rule']['threshold']:g}"
-    ]
+    rule = report["rule"]
+    lines = [f"{report['model']['id']}: buckets by {rule['metric']} >= {rule['threshold']:g}"]
     for name in BUCKETS:
         bucket = report["buckets"][name]
-        lines.append(
-            f"  {name:<4} {bucket['prompts']:>4} prompts  S = {_value(bucket['sink_strength'], bucket['sink_strength_ci'])}"
-            f"  position-0 mass = {_value(bucket[MASS], bucket[f'{MASS}_ci'])}"
-        )
-    difference = report["pass_minus_fail"]
-    lines.append(
-        f"  pass - fail       S = {_value(difference['sink_strength'], difference['sink_strength_ci'])}"
-        f"  position-0 mass = {_value(difference[MASS], difference[f'{MASS}_ci'])}"
-    )
+        lines.append(f"  {name:<4} {bucket['prompts']:>4} prompts  {_values(bucket)}")
+    lines.append(f"  pass - fail       {_values(report['pass_minus_fail'])}")
     return "\n".join(lines)
+
+
+def _values(entry: dict[str, Any]) -> str:
+    """``S = ...  position-0 mass = ...`` of a bucket or of the differences, with their intervals."""
+    strength = _value(entry["sink_strength"], entry["sink_strength_ci"])
+    return f"S = {strength}  position-0 mass = {_value(entry[MASS], entry[f'{MASS}_ci'])}"
 
 
 def _value(value: float | None, ci: list[float] | None) -> str:

@@ -1,16 +1,10 @@
 """The sink-head map: per (layer, head) sink statistics over every layer, and the selected sink heads.
 
-For each (layer, head), pooled over the calibration prompts and their queries:
-
-* the median G (same convention as S: NaN where the head has no observation);
-* the dominant sink position: the key position (counted from each prompt's first token) that is most
-  often the sink, and the share of that head's sink choices it takes;
-* the share of observations with G above :data:`~sinkbench.sink.metrics.G_THRESHOLD`.
-
-Sink heads are selected by one of two rules: the top fraction of heads by median G (``top_frac``), or
-every head whose median G reaches a floor (``min_g``). Heads without observations are never selected.
-
-Torch loads on first use (in :func:`head_map` and :func:`map_heads`), so that ``sinkbench --help`` stays instant.
+For each (layer, head), pooled over the calibration prompts and their queries: the median G (NaN where the head has
+no observation), the dominant sink position (counted from each prompt's first token) with its share of the head's
+sink choices, and the share of observations with G above :data:`~sinkbench.sink.metrics.G_THRESHOLD`. Sink heads
+are the top fraction by median G (``top_frac``) or every head whose median G reaches ``min_g``; heads without
+observations are never selected. Torch loads on first use, so that ``sinkbench --help`` stays instant.
 """
 
 from __future__ import annotations
@@ -66,8 +60,7 @@ def head_map(observations: Sequence[PromptObservations], g_threshold: float = G_
     from sinkbench.sink.strength import layer_head_medians
 
     pooled = torch.cat([obs.g.double() for obs in observations], dim=-1).numpy()  # (K, H, sum T)
-    observed = ~np.isnan(pooled)
-    counts = observed.sum(-1)
+    counts = (~np.isnan(pooled)).sum(-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(counts > 0, (pooled > g_threshold).sum(-1) / counts, np.nan)
     position, position_share = _dominant_positions(observations)
@@ -82,8 +75,7 @@ def head_map(observations: Sequence[PromptObservations], g_threshold: float = G_
 
 def _dominant_positions(observations: Sequence[PromptObservations]) -> tuple[np.ndarray, np.ndarray]:
     """``(K, H)`` most frequent sink position and its share, over prompts (or observed queries)."""
-    chosen = [_sink_choices(obs) for obs in observations]  # each (K, H, n)
-    pooled = np.concatenate(chosen, axis=-1)
+    pooled = np.concatenate([_sink_choices(obs) for obs in observations], axis=-1)  # (K, H, n)
     position = np.full(pooled.shape[:2], -1, dtype=np.int64)
     share = np.full(pooled.shape[:2], np.nan)
     for index in np.ndindex(*pooled.shape[:2]):
@@ -108,11 +100,9 @@ def _sink_choices(obs: PromptObservations) -> np.ndarray:
 def selection_rule(top_frac: float | None = None, min_g: float | None = None) -> dict[str, Any]:
     """The selection rule as recorded in the report: ``{"rule": "top_frac" | "min_g", "value": ...}``.
 
-    ``top_frac`` keeps the ``ceil(top_frac * heads)`` heads with the highest median G; ``min_g`` keeps every
-    head whose median G is at least ``min_g``. With neither, ``top_frac`` is :data:`DEFAULT_TOP_FRAC`.
-
-    Raises:
-        UserError: both rules given, or ``top_frac`` outside (0, 1].
+    ``top_frac`` keeps the ``ceil(top_frac * heads)`` heads of highest median G, ``min_g`` every head whose median G
+    reaches it; with neither, ``top_frac`` is :data:`DEFAULT_TOP_FRAC`. UserError: both given, or ``top_frac``
+    outside (0, 1].
     """
     if top_frac is not None and min_g is not None:
         raise UserError("Choose one sink-head selection rule: top_frac or min_g, not both.")
@@ -125,11 +115,8 @@ def selection_rule(top_frac: float | None = None, min_g: float | None = None) ->
 
 
 def select_heads(heads: HeadMap, rule: dict[str, Any]) -> list[list[int]]:
-    """The heads that ``rule`` (see :func:`selection_rule`) selects, as ``[layer, head]`` pairs, strongest first.
-
-    Heads are ranked by median G; ties go to the higher share of G above the threshold, then to the lower
-    layer and head. Heads without observations are never selected.
-    """
+    """The heads that ``rule`` (:func:`selection_rule`) selects, as ``[layer, head]`` pairs, strongest first: by
+    median G, then the higher share of G above the threshold, then the lower layer and head."""
     cells = sorted(
         zip(*np.nonzero(~np.isnan(heads.median_g)), strict=True),
         key=lambda kh: (-heads.median_g[kh], -np.nan_to_num(heads.share_g_above[kh]), kh),
@@ -207,8 +194,7 @@ def map_heads(
         prompts: a packaged calibration set or a prompts file; the default set when None.
         top_frac, min_g: the selection rule (:func:`selection_rule`).
         dtype, device, device_map, revision: how the model is loaded (:func:`sinkbench.models.load_model`).
-        output: write the report here as JSON (atomically).
-        plot: write a layer x head SVG heatmap of the median G here.
+        output, plot: write the JSON report (atomically) and a layer x head SVG heatmap of the median G here.
         progress: show a progress bar.
     """
     from sinkbench.models import load_model

@@ -1,21 +1,15 @@
 """Attention that also returns the per-query log-sum-exp of its logits: fused kernels and the chunked reference.
 
-Every function here takes ``(q, k, v, bias, scale)`` with ``q`` and ``k`` of one head size, ``v`` of any, and an
-additive ``bias`` (``-inf`` where a key is masked; None means plain causal), and returns ``(output, lse)``:
-
-* ``cpu-flash``: PyTorch's fused CPU flash kernel, which returns the log-sum-exp for free;
-* ``cuda-efficient``: the memory-efficient CUDA kernel asked for its log-sum-exp (it takes an additive bias and
-  float32, unlike the flash kernel); head sizes are padded to a multiple of 8 and the bias's rows to a multiple
-  of 16 bytes, which that kernel requires, with zeros that change no logit;
-* ``chunked``: exact float32 attention in query chunks, on any device; the reference the fused paths are tested
-  against, and what runs where no fused kernel applies.
-
-:func:`choose_kernel` picks one for a device and dtype; the probe records the name in its report.
+Each kernel takes ``(q, k, v, bias, scale)`` (``q``, ``k`` of one head size, ``v`` of any; ``bias`` additive,
+``-inf`` where masked, None for plain causal) and returns ``(output, lse)``: ``cpu-flash`` (PyTorch's fused CPU
+flash kernel), ``cuda-efficient`` (the memory-efficient CUDA kernel, which takes a bias and float32; head sizes
+padded to a multiple of 8 and bias rows to 16 bytes, with zeros that change no logit), or ``chunked`` (exact
+float32 attention in query chunks, any device: the reference the fused paths are tested against).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import torch
 import torch.nn.functional as F
@@ -44,18 +38,32 @@ def with_bias(logits: torch.Tensor, bias: torch.Tensor | None, start: int) -> to
     return logits.masked_fill_(keys > rows, float("-inf"))
 
 
-def chunked_with_lse(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None, scale: float
+def attend_chunks(
+    chunks: Iterable[tuple[int, torch.Tensor]],
+    v: torch.Tensor,
+    total: Callable[[torch.Tensor, int], torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Exact attention and log-sum-exp in query chunks (any device, float32 logits)."""
+    """Exact attention and log-sum-exp from float32 ``(start, logits)`` query chunks; ``total(lse, start)``, when
+    given, adds mass outside the keys (a learned sink) to each log-sum-exp."""
     outputs, lses = [], []
-    for start in range(0, q.shape[-2], QUERY_CHUNK):
-        logits = causal_logits(q[..., start : start + QUERY_CHUNK, :], k, bias, scale, start)
+    for start, logits in chunks:
         lse = torch.logsumexp(logits, dim=-1)
+        lse = lse if total is None else total(lse, start)
         probs = torch.exp(logits - lse.unsqueeze(-1)).nan_to_num_(0.0)
         outputs.append(torch.matmul(probs.to(v.dtype), v))
         lses.append(lse)
     return torch.cat(outputs, dim=-2), torch.cat(lses, dim=-1)
+
+
+def chunked_with_lse(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None, scale: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Exact attention and log-sum-exp in query chunks (any device, float32 logits)."""
+    chunks = (
+        (start, causal_logits(q[..., start : start + QUERY_CHUNK, :], k, bias, scale, start))
+        for start in range(0, q.shape[-2], QUERY_CHUNK)
+    )
+    return attend_chunks(chunks, v)
 
 
 def cpu_flash_with_lse(
@@ -93,10 +101,8 @@ def choose_kernel(device: torch.device, dtype: torch.dtype, fused: bool) -> tupl
 def _same_head_size(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, multiple: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-    """Zero-pad q, k and v to one head size (a multiple of ``multiple``); returns them and v's own size.
-
-    Zeros appended to queries and keys add nothing to a dot product, and zero value columns are cut off again.
-    """
+    """Zero-pad q, k and v to one head size (a multiple of ``multiple``), which changes no dot product; returns
+    them and v's own size (its extra columns are cut off again)."""
     width = v.shape[-1]
     size = -(-max(q.shape[-1], width) // multiple) * multiple
     return _pad_last(q, size), _pad_last(k, size), _pad_last(v, size), width

@@ -1,21 +1,13 @@
 """Which layers of a model the probe can measure, found by the model itself: a census forward.
 
-Before probing, one forward of a few tokens runs with the probe's attention function in *census* mode: every
-layer that calls transformers' ``AttentionInterface`` is a softmax-attention layer the probe reproduces, in
-call order. That covers hybrid stacks (only some layers are attention: Jamba, Qwen3-Next, Nemotron-H, ...)
-and per-layer head counts without any per-architecture list. A model is refused, in one line that names its
-model type and the reason, when
-
-* none of its layers call the interface: either it has no softmax attention at all (a recurrent or
-  state-space model: its eager forward reports no attention probabilities either), or its attention is its
-  own code, which the probe cannot see;
-* its attention is bidirectional (an encoder, or a decoder run without a causal mask);
-* its attention passes the attention function an argument the probe does not reproduce, attends to keys that
-  are not the input tokens (compressed or memory keys), or combines several softmax calls per layer;
-* its text-only forward fails.
-
-Layers are labelled by the decoder-layer index their attention module carries (``layer_idx``); when that is
-missing or repeated (shared attention blocks), by the attention call's position instead.
+One forward of a few tokens runs with the probe's attention function in *census* mode: every layer that calls
+transformers' ``AttentionInterface`` is a softmax-attention layer the probe reproduces, in call order, which covers
+hybrid stacks (Jamba, Qwen3-Next, Nemotron-H, ...) and per-layer head counts without a per-architecture list. A
+model is refused, in one line naming its model type and the reason, when no layer calls the interface (no softmax
+attention, or attention code of its own), its attention is bidirectional, passes an argument the probe does not
+reproduce, attends to keys other than the input tokens or combines several softmax calls per layer, or its
+text-only forward fails. Layers are labelled by their attention module's ``layer_idx``; when that is missing or
+repeated (shared blocks), by call position.
 """
 
 from __future__ import annotations
@@ -36,16 +28,9 @@ CENSUS_TOKENS = 4
 
 @dataclass(frozen=True)
 class AttentionLayout:
-    """The softmax-attention layers of a model, in call order.
-
-    Attributes:
-        labels: each attention layer's label (decoder-layer index, or call position).
-        heads: query heads per attention layer.
-        variants: attention variants the probe reproduces in this model (``softcap``, ``s_aux``, ...).
-        num_hidden_layers: the decoder's layer count.
-        by_call: labels are call positions, not layer indices (layers without an index, or layers that run
-            more than once, as in looped models).
-    """
+    """The softmax-attention layers of a model, in call order: each one's label (decoder-layer index, or call
+    position when ``by_call``: layers without an index, or run more than once) and query heads, the variants the
+    probe reproduces (``softcap``, ``s_aux``, ...), and the decoder's layer count."""
 
     labels: list[int]
     heads: list[int]
@@ -54,12 +39,8 @@ class AttentionLayout:
     by_call: bool = False
 
     def probed(self, num_layers: int, band: str | None = None) -> list[int]:
-        """Labels of the last ``num_layers`` attention layers (all of them when there are fewer), or, with a
-        layer ``band`` (:func:`~sinkbench.sink.options.band_layers`), of the attention layers inside it.
-
-        Raises:
-            UserError: the band is malformed, reaches past the decoder, or holds no attention layer.
-        """
+        """Labels of the last ``num_layers`` attention layers (all when there are fewer), or of those inside a layer
+        ``band`` (:func:`~sinkbench.sink.options.band_layers`; UserError if it is malformed, too deep or empty)."""
         if band is None:
             return self.labels[max(0, len(self.labels) - num_layers) :]
         if self.by_call:
@@ -122,12 +103,8 @@ def model_type(model: torch.nn.Module) -> str:
 
 
 def attention_layout(model: torch.nn.Module, token_ids: Sequence[int]) -> AttentionLayout:
-    """Run the census forward on (the first few of) ``token_ids`` and describe the attention layers.
-
-    Raises:
-        ModelNotSupported: the model cannot be measured (see the module docstring); the message is one line.
-    """
-
+    """Run the census forward on (the first few of) ``token_ids`` and describe the attention layers
+    (ModelNotSupported, in one line, when the model cannot be measured: module docstring)."""
     kind = model_type(model)
     ids = torch.tensor([list(token_ids)[:CENSUS_TOKENS]], device=input_device(model))
     census = AttentionCensus(length=ids.shape[1])

@@ -1,27 +1,19 @@
 """The pair margin analysis: G_base, B_gap and median(G_base) - median(B_gap) (arXiv 2609.00746 sections 3-4, Table 5).
 
-The paper's wording: B_gap = sup_{p != p_sink} |delta_p - delta_{p_sink}|, "the gap perturbation
-anchored at the sink", where delta_p is the change of attention logit p between the reference
-LLM and the VLM-LM; on the 15 calibration prompts over the last ~10 layers it is "rebuilt from
-the change in attention-probability ratios between the reference LLM and the VLM-LM, at the
-reference's p_sink", is "the realised change and therefore includes hidden-state and other
-parameter drift", and "the margin proxy is G-B := median(G_base) - median(B_gap)".
+The paper's B_gap = sup_{p != p_sink} |delta_p - delta_{p_sink}| (delta_p: the change of attention logit p between
+the reference LLM and the VLM-LM) is "rebuilt from the change in attention-probability ratios ... at the reference's
+p_sink" and "includes hidden-state and other parameter drift"; its margin proxy is median(G_base) - median(B_gap).
+Here, per observation o = (prompt, layer, head, query), both models run on the same token ids (the reference
+tokenizer's) with p = the reference's per-head p_sink:
 
-Definition used here, per observation o = (prompt, layer, head, query), both models run on the
-*same token ids* (the reference tokenizer's encoding, so positions line up) and p = the
-reference's per-head p_sink (the Sink Strength probe, ``sink_position="head"``):
+* ``G_base(o) = l_p - log sum_{k != p} exp(l_k)`` with the reference's logits l, ``G_vlm(o)`` the same in the VLM-LM;
+* ``B_gap(o) = |G_vlm(o) - G_base(o)|``, the realised change of the sink's log-odds. Since ``G_vlm - G_base =
+  delta_p - log sum_{k != p} w_k exp(delta_k)`` (w: the reference's non-sink attention), ``B_gap(o) <=
+  sup_{k != p} |delta_k - delta_p|``: the part of the paper's worst case the sink felt, from the probe's two
+  log-sum-exps alone.
 
-* ``G_base(o) = l_p - log sum_{k != p} exp(l_k)`` with the reference's attention logits l;
-* ``G_vlm(o)``: the same log-odds in the VLM-LM at the same p (logits l' = l + delta);
-* ``B_gap(o) = |G_vlm(o) - G_base(o)|``, the realised change of the sink's attention log-odds.
-
-Since ``G_vlm - G_base = delta_p - log sum_{k != p} w_k exp(delta_k)`` with w the reference's
-non-sink attention distribution, the subtracted term lies between min_k delta_k and
-max_k delta_k, so ``B_gap(o) <= sup_{k != p} |delta_k - delta_p|``: this is the part of the
-paper's worst-case gap perturbation that the sink actually felt, and it needs only the two
-log-sum-exps the probe already computes (no attention tensors). Observations are those of
-the probe (queries that see p_sink, degenerate ones dropped) that are finite in both models.
-Medians are numpy's (mean of the two middle values when even), per layer and pooled.
+Observations are the probe's (degenerate ones dropped) that are finite in both models; medians are numpy's, per
+layer and pooled.
 """
 
 from __future__ import annotations
@@ -47,15 +39,8 @@ from sinkbench.sink.strength import PromptObservations
 
 @dataclass(frozen=True)
 class MarginRow:
-    """Medians over one layer's paired observations (or all of them).
-
-    Attributes:
-        paired_observations: number of paired (prompt, head, query) observations.
-        g_base: median G_base (reference, at its p_sink).
-        b_gap: median B_gap.
-        margin: ``g_base - b_gap``, the paper's margin proxy G-B.
-        g_vlm: median G in the VLM-LM at the reference's p_sink.
-    """
+    """Medians over one layer's paired (prompt, head, query) observations, or all of them: G_base (the reference
+    at its p_sink), B_gap, ``margin = g_base - b_gap`` (the paper's proxy G-B), and G of the VLM-LM at that p_sink."""
 
     paired_observations: int
     g_base: float
@@ -83,11 +68,8 @@ class MarginSummary:
 def paired_g(
     reference: Sequence[PromptObservations], vlm: Sequence[PromptObservations]
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(K, N)`` G_base and G_vlm, observations pooled over prompts; NaN where either is not finite.
-
-    Raises:
-        ValueError: the two runs do not cover the same prompts, layers and tokens.
-    """
+    """``(K, N)`` G_base and G_vlm, observations pooled over prompts; NaN where either is not finite. ValueError
+    when the two runs do not cover the same prompts, layers and tokens."""
     if not reference or len(reference) != len(vlm):
         raise ValueError(f"need one VLM-LM run per reference prompt; got {len(reference)} and {len(vlm)}")
     for number, (ref, other) in enumerate(zip(reference, vlm, strict=True)):
@@ -112,11 +94,7 @@ def margin_summary(
 
 
 def _row(g_base: torch.Tensor, g_vlm: torch.Tensor) -> MarginRow:
-    """Medians of one set of paired observations (NaN entries are not observations).
-
-    Raises:
-        ValueError: there is no observation.
-    """
+    """Medians of one set of paired observations (NaN entries are not observations); UserError without one."""
     kept = ~torch.isnan(g_base)
     base, other = g_base[kept].numpy(), g_vlm[kept].numpy()
     if base.size == 0:
@@ -140,22 +118,17 @@ def pair_margin(
     output: Path | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Measure the margin quantities of a (reference LLM, VLM-LM) pair and build the report.
+    """Measure the margin quantities of a (reference LLM, VLM-LM) pair and build the report; UserError for
+    unsupported options or a pair whose vocabularies or shapes do not match.
 
     Args:
         reference: reference LLM (hub id, dir, GGUF file or embedded name).
         vlm_lm: the extracted VLM-LM (``sinkbench extract-lm``): hub id or dir.
         prompts: a packaged calibration set (``v1``, ``v2``) or a prompts file; the default set when None.
         options: probe options; ``sink_position`` must be ``head`` or ``first``.
-        dtype: model dtype.
-        device: e.g. ``cpu`` or ``cuda:0``; ignored with ``device_map``.
-        device_map: e.g. ``auto`` to shard each model over GPUs through accelerate.
-        revisions: Hub revisions of the reference and of the VLM-LM.
+        dtype, device, device_map, revisions: how the reference and the VLM-LM load (:func:`~sinkbench.models.load_model`).
         output: write the report here as JSON (atomically).
         progress: show progress bars.
-
-    Raises:
-        ValueError: unsupported options, or a pair whose vocabularies or shapes do not match.
     """
     options = options or ProbeOptions()
     if options.sink_position not in PER_HEAD_SINK_MODES:
@@ -190,10 +163,8 @@ def _probe_pair(
     load: dict[str, Any],
     progress: bool,
 ) -> tuple[tuple[ModelInfo, ModelInfo], list[PromptObservations], list[PromptObservations]]:
-    """Probe the reference, free it, then probe the VLM-LM on the same token ids at the reference's p_sink.
-
-    ``reference`` and ``vlm_lm`` are (model, revision); ``load`` the keyword arguments of ``load_model``.
-    """
+    """Probe the reference (model, revision), free it, then the VLM-LM on the same token ids at the reference's
+    p_sink; ``load`` holds ``load_model``'s keyword arguments."""
     loaded = load_model(reference[0], revision=reference[1], **load)
     reference_obs = observe(loaded.model, loaded.tokenizer, prompts, options, progress=progress)
     reference_info, tokenizer = loaded.info, loaded.tokenizer

@@ -23,15 +23,9 @@ SINK_RATE_THRESHOLD = 0.3
 
 @dataclass(frozen=True)
 class SinkMetric:
-    """One metric of the ``sink_strength`` task.
-
-    Attributes:
-        name: metric name in lm-eval's results (``<name>,none`` in the results file).
-        description: one line for tables and help.
-        higher_is_better: lm-eval's direction; None for a count, which is not a score.
-        low: smallest possible value.
-        high: largest possible value.
-    """
+    """One metric of the ``sink_strength`` task: its ``name`` in lm-eval's results, a one-line ``description``,
+    lm-eval's direction ``higher_is_better`` (None for a count, not a score), and its possible range ``low`` to
+    ``high``."""
 
     name: str
     description: str

@@ -1,8 +1,6 @@
-"""The naive route: S from eager attention probabilities (``output_attentions=True``).
-
-It materialises every layer's full ``(H, T, T)`` attention, one prompt at a time, and reads
-G straight off the probabilities. It is the independent reference the probe is tested
-against and the baseline ``benchmarks/bench_sink.py`` times. Not for production use.
+"""The naive route: S from eager attention probabilities (``output_attentions=True``), every layer's full
+``(H, T, T)`` attention materialised one prompt at a time: the independent reference the probe is tested against
+and the baseline ``benchmarks/bench_sink.py`` times. Not for production use.
 """
 
 from __future__ import annotations
@@ -20,8 +18,8 @@ from sinkbench.sink.strength import PromptObservations, stack_heads
 
 
 class EagerHidesLearnedSink(ValueError):
-    """The model has a learned sink, but its eager attention returns probabilities normalised without it (it
-    applies the sink's share afterwards), so they cannot give G with the sink in the normaliser."""
+    """The model has a learned sink, but its eager attention returns probabilities normalised without it, so
+    they cannot give G with the sink in the normaliser."""
 
 
 def naive_observations(
@@ -41,12 +39,8 @@ def naive_observations_tokens(
     *,
     sink_positions: Sequence[torch.Tensor] | None = None,
 ) -> list[PromptObservations]:
-    """``naive_observations`` on already tokenized prompts.
-
-    Args:
-        sink_positions: optional per-prompt ``(K, H)`` sink positions to measure G at (as the probe's
-            ``observe_tokens`` takes them) instead of each head's argmax.
-    """
+    """``naive_observations`` on already tokenized prompts; ``sink_positions``: optional per-prompt ``(K, H)``
+    sink positions to measure G at (as ``observe_tokens`` takes them) instead of each head's argmax."""
     layout = attention_layout(model, token_ids[0])
     learned_sink = any(name in layout.variants for name in LEARNED_SINKS)
     config = model.config.get_text_config()
@@ -73,9 +67,7 @@ def _one_prompt(
 ) -> PromptObservations:
     ids_tensor = torch.tensor([ids], device=input_device(model))
     out = decoder_of(model)(input_ids=ids_tensor, output_attentions=True, use_cache=False)
-    attentions = [
-        a[0].cpu().double() for a in out.attentions if a is not None
-    ]  # (H, T, T) per attention layer
+    attentions = [a[0].cpu().double() for a in out.attentions if a is not None]  # (H, T, T) per layer
     if learned_sink and all(
         bool(torch.allclose(a.sum(-1), torch.ones(()).double(), atol=1e-6)) for a in attentions
     ):
@@ -84,15 +76,10 @@ def _one_prompt(
         )
     by_label = {label: attentions[_row(layout, label, len(attentions))] for label in layout.labels}
     probed = layout.probed(options.num_layers, options.layer_band)
-    per_layer = [
-        _layer_logodds(
-            by_label[label],
-            options,
-            learned_sink,
-            None if forced is None else forced[k][: by_label[label].shape[0]],
-        )
-        for k, label in enumerate(probed)
-    ]
+    per_layer = []
+    for k, label in enumerate(probed):
+        sinks = None if forced is None else forced[k][: by_label[label].shape[0]]
+        per_layer.append(_layer_logodds(by_label[label], options, learned_sink, sinks))
     return PromptObservations(
         layers=probed,
         g=stack_heads([g for g, _ in per_layer], float("nan")).float(),
@@ -115,25 +102,18 @@ def _row(layout: AttentionLayout, label: int, returned: int) -> int:
 def _layer_logodds(
     attention: torch.Tensor, options: ProbeOptions, learned_sink: bool, forced: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """G per (head, query) from probabilities, with the same exclusions as the probe.
-
-    With a learned sink, eager attention drops the sink's column, so a row sums to less than one and the
-    missing mass (the learned sink's share) counts against the token sink.
-    """
+    """G per (head, query) from probabilities, with the same exclusions as the probe; with a learned sink a row
+    sums to less than one, and the missing mass (the sink's share) counts against the token sink."""
     heads, length, _ = attention.shape
     if forced is not None:
         sink = forced.long()
-        index = sink[:, None, None].expand(heads, length, 1)
     elif options.sink_position == "query":
         sink = attention.argmax(dim=-1)  # (H, T)
-        index = sink.unsqueeze(-1)
+    elif options.sink_position == "head":
+        sink = attention.sum(dim=1).argmax(dim=-1)
     else:
-        sink = (
-            attention.sum(dim=1).argmax(dim=-1)
-            if options.sink_position == "head"
-            else torch.zeros(heads).long()
-        )
-        index = sink[:, None, None].expand(heads, length, 1)
+        sink = torch.zeros(heads).long()
+    index = sink.unsqueeze(-1) if sink.dim() == 2 else sink[:, None, None].expand(heads, length, 1)
     on_sink = attention.gather(-1, index).squeeze(-1)
     off_sink = attention.scatter(-1, index, 0.0).sum(-1)
     if learned_sink:

@@ -41,13 +41,8 @@ def observe(
     sink_positions: Sequence[torch.Tensor] | None = None,
     progress: bool = False,
 ) -> list[PromptObservations]:
-    """Probe every prompt; one ``PromptObservations`` per prompt, in order.
-
-    Args:
-        sink_positions: optional per-prompt ``(K, H)`` sink positions (e.g. another model's
-            ``obs.sink_position``) to measure G at instead of detecting p_sink.
-        progress: show a tqdm progress bar.
-    """
+    """Probe every prompt; one ``PromptObservations`` per prompt, in order. ``sink_positions``: optional
+    per-prompt ``(K, H)`` sink positions (e.g. another model's) to measure G at instead of detecting p_sink."""
     options = options or ProbeOptions()
     encoded = encode_prompts(tokenizer, prompts, options.chat_template)
     return observe_tokens(model, encoded, options, sink_positions=sink_positions, progress=progress)
@@ -62,15 +57,9 @@ def observe_tokens(
     progress: bool = False,
     layout: AttentionLayout | None = None,
 ) -> list[PromptObservations]:
-    """``observe`` on already tokenized prompts.
-
-    Args:
-        layout: the model's :func:`~sinkbench.sink.layers.attention_layout`, when the caller already took it
-            (a monitor measuring the same model again); else a census forward of the first prompt takes it.
-
-    Raises:
-        ModelNotSupported: the model cannot be measured; the message names its model type and the reason.
-    """
+    """``observe`` on already tokenized prompts; ``layout``: the model's
+    :func:`~sinkbench.sink.layers.attention_layout` if the caller has it (else a census of the first prompt).
+    ModelNotSupported, naming the model type and the reason, when the model cannot be measured."""
     if not token_ids:
         raise ValueError("No prompts to observe.")
     too_long = [i for i, ids in enumerate(token_ids) if len(ids) > options.max_tokens]
@@ -122,9 +111,8 @@ def _observe_batch(
 
 
 def _positions(valid: torch.Tensor, options: ProbeOptions) -> dict[str, torch.Tensor]:
-    """Explicit position ids for left padding (each real token keeps its unpadded position); right padding
-    leaves them to the model, which numbers positions its own way (RoBERTa-style models start after the pad
-    id)."""
+    """Explicit position ids for left padding (each real token keeps its unpadded position); right padding leaves
+    them to the model (RoBERTa-style models number positions after the pad id)."""
     if options.padding_side == "right":
         return {}
     return {"position_ids": (valid.long().cumsum(-1) - 1).clamp(min=0)}
@@ -149,9 +137,8 @@ def _forced_by_layer(
 ) -> dict[int, torch.Tensor] | None:
     if forced is None:
         return None
-    stacked = torch.stack([f.long() + offset for f, offset in zip(forced, offsets, strict=True)]).to(
-        device
-    )  # (B, K, H)
+    shifted = [f.long() + offset for f, offset in zip(forced, offsets, strict=True)]
+    stacked = torch.stack(shifted).to(device)  # (B, K, H)
     if stacked.shape[1] != len(layers):
         raise ValueError(f"sink_positions cover {stacked.shape[1]} layers; this probe covers {len(layers)}.")
     return {layer: stacked[:, i] for i, layer in enumerate(layers)}

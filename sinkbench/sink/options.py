@@ -3,24 +3,19 @@
 
 Choices where the paper is silent (each an option of :class:`ProbeOptions`, recorded in every output):
 
-* ``sink_position="head"``: p_sink is one key per (prompt, layer, head): the key that receives
-  the most attention summed over the prompt's queries ("per-head argmax key position").
-  ``"query"`` takes the argmax of each query's own attention row instead; ``"first"`` fixes
-  p_sink at the first token (the paper's C.3 probe uses position 0).
-* Queries that cannot see p_sink are not observations. A query whose only visible key is
-  p_sink (the first query when p_sink is the first token) has ``a = 1`` and ``G = +inf``:
-  dropped by default (the paper counts "non-degenerate" observations); ``keep_degenerate``
-  keeps them as ``+inf``, which the median tolerates.
-* ``chat_template="auto"``: prompts are wrapped as one user turn with the generation prompt
-  when the tokenizer has a chat template (the paper's instruct protocol), raw otherwise.
-* Batches are right-padded by default, so every real token keeps its unbatched position;
-  left padding passes explicit position ids. Padded keys are masked and padded queries are
-  not observations, so neither batching nor padding changes S.
+* ``sink_position="head"``: p_sink is the key that receives the most attention summed over the prompt's queries,
+  per (prompt, layer, head); ``"query"`` takes each query's own argmax, ``"first"`` the first token (the paper's
+  C.3 probe uses position 0).
+* Queries that cannot see p_sink are not observations. A query whose only visible key is p_sink has ``a = 1`` and
+  ``G = +inf``: dropped by default (the paper counts "non-degenerate" observations), kept by ``keep_degenerate``.
+* ``chat_template="auto"``: prompts are one user turn with the generation prompt when the tokenizer has a chat
+  template (the paper's instruct protocol), raw otherwise.
+* Batches are right-padded by default (left padding passes explicit position ids); padded keys are masked and
+  padded queries not observations, so neither batching nor padding changes S.
 * ``num_layers=10``: the last 10 decoder layers (all of them for shallower models).
-* ``layer_band``: instead of the last K, a band of decoder layers: a third of the decoder (the paper's E.4 depth
-  ablation, Table 13) or any inclusive range of decoder-layer indices. The thirds split the decoder's layer
-  indices ``0 .. D-1`` at ``round(D/3)`` and ``round(2D/3)`` (30 layers: 0-9, 10-19, 20-29; 32 layers: 0-10, 11-20,
-  21-31); the attention layers whose index falls in the band are probed (a hybrid stack's other layers have none).
+* ``layer_band``: instead, a third of the decoder (the paper's E.4 depth ablation, Table 13) or an inclusive range
+  of decoder-layer indices. Thirds split ``0 .. D-1`` at ``round(D/3)`` and ``round(2D/3)`` (30 layers: 0-9, 10-19,
+  20-29; 32: 0-10, 11-20, 21-31); the attention layers whose index falls in the band are probed.
 """
 
 from __future__ import annotations
@@ -52,19 +47,16 @@ DEFAULT_TOP_FRAC = 0.1
 
 
 def option(default: Any, help: str, **cli: Any) -> Any:
-    """A field of an options model with its command-line option: ``help`` (what the option does; the CLI adds its
-    default), and the argparse keywords ``cli`` (``metavar``, ``choices``: a mapping gives each choice's meaning,
-    ``flag`` and ``dest`` where they differ from the field's name, ``shown``: how the default reads). The CLI's
-    one source of the option (:func:`sinkbench.cli.options.model_options`)."""
+    """A field of an options model with its command-line option (:func:`sinkbench.cli.options.model_options`):
+    ``help`` (the CLI adds the default) and argparse keywords ``cli`` (``metavar``; ``choices``, a mapping giving
+    each choice's meaning; ``flag`` and ``dest`` where not the field's name; ``shown``: how the default reads)."""
     return field(default=default, metadata={"help": help, **cli})
 
 
 @dataclass(frozen=True)
 class ProbeOptions:
-    """How S is measured; the module docstring gives the reasoning behind each default.
-
-    This dataclass is the one home of the defaults: the CLI, the lm-eval task and the monitor read them here.
-    """
+    """How S is measured; the module docstring gives the reasoning behind each default. The one home of the
+    defaults: the CLI, the lm-eval task and the monitor read them here."""
 
     num_layers: int = option(
         10, "probe the last K decoder layers, all of them if the model has fewer", metavar="K"
@@ -147,11 +139,8 @@ def _band_error(band: object) -> str:
 
 
 def band_layers(band: str, depth: int) -> range:
-    """The decoder-layer indices of a layer band (module docstring) in a decoder of ``depth`` layers.
-
-    Raises:
-        UserError: the band is not a third or a ``START-END`` range, or the range reaches past the decoder.
-    """
+    """The decoder-layer indices of a layer band (module docstring) in a decoder of ``depth`` layers; UserError
+    unless the band is a third or a ``START-END`` range inside the decoder."""
     if not _valid_band(band):
         raise UserError(_band_error(band))
     if band in LAYER_THIRDS:

@@ -29,7 +29,7 @@ def probe_model(
     output: Path | None = None,
     progress: bool = True,
 ) -> tuple[dict[str, Any], str]:
-    """Measure S of ``model_spec`` (None: the embedded default) and build its report.
+    """Measure S of ``model_spec`` (None: the embedded default); return its report and a printable profile.
 
     Args:
         model_spec: hub id, local dir, ``.gguf`` file or embedded name.
@@ -39,9 +39,6 @@ def probe_model(
         dtype, device, device_map, revision: how the model is loaded (:func:`sinkbench.models.load_model`).
         output: also write the report here as JSON (atomically).
         progress: show a progress bar.
-
-    Returns:
-        The report dictionary and a printable profile.
     """
     options = options or ProbeOptions()
     interval = interval or IntervalOptions()
@@ -52,22 +49,12 @@ def probe_model(
         loaded.model, loaded.tokenizer, calibration.prompts, options, progress=progress
     )
     ci = sink_strength_interval(observations, interval)
+    seconds = time.perf_counter() - started
     report = build_report(
-        loaded.info,
-        options,
-        calibration,
-        summary,
-        seconds=time.perf_counter() - started,
-        interval=(interval, ci),
+        loaded.info, options, calibration, summary, seconds=seconds, interval=(interval, ci)
     )
     if output is not None:
         write_json_atomic(report, output)
-    heading = (
-        f"{loaded.info.id} ({loaded.info.architecture}, {loaded.info.dtype}, {loaded.info.num_layers} layers)"
-    )
-    return report, heading + "\n" + format_profile(
-        summary,
-        ci,
-        confidence=interval.confidence,
-        requested_layers=options.num_layers if options.layer_band is None else None,
-    )
+    info, requested = loaded.info, options.num_layers if options.layer_band is None else None
+    profile = format_profile(summary, ci, confidence=interval.confidence, requested_layers=requested)
+    return report, f"{info.id} ({info.architecture}, {info.dtype}, {info.num_layers} layers)\n{profile}"

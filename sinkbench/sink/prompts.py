@@ -1,9 +1,6 @@
-"""Calibration prompts: the packaged sets (``v1``, ``v2``), or a user file (JSON Lines with ``prompt``, or
-plain text with one prompt per line), with a content hash that says exactly which prompts S was measured on.
-
-``v1`` is the set every measured S on the leaderboard uses unless its record says otherwise; ``v2`` is a second,
-independently written set of 15 prompts in the same style (the methodology page reports how far S moves between
-them). Neither holds an IFEval item.
+"""Calibration prompts: the packaged sets (``v1``, the leaderboard's unless a record says otherwise; ``v2``, a
+second independently written set of 15 in the same style), or a user file (JSON Lines with ``prompt``, or one
+prompt per line), with a content hash of exactly which prompts S was measured on. Neither set holds an IFEval item.
 """
 
 from __future__ import annotations
@@ -25,13 +22,8 @@ DEFAULT_SET = "v1"
 
 @dataclass(frozen=True)
 class CalibrationSet:
-    """Prompts and where they came from.
-
-    Attributes:
-        name: the packaged set's name (``v1``) or the file as given.
-        prompts: the prompts, in order.
-        sha256: hash of the prompts themselves (JSON list, UTF-8), independent of the file's formatting.
-    """
+    """The ``prompts`` and where they came from: ``name``, the packaged set's (``v1``) or the file as given, and
+    ``sha256`` of the prompts themselves (JSON list, UTF-8), independent of the file's formatting."""
 
     name: str
     prompts: tuple[str, ...]
@@ -43,12 +35,8 @@ class CalibrationSet:
 
 
 def load_calibration(spec: str | Path | None = None) -> CalibrationSet:
-    """A packaged set by name (default :data:`DEFAULT_SET`) or a user file.
-
-    Raises:
-        FileNotFoundError: ``spec`` is neither a packaged set nor an existing file.
-        UserError: naming the file and line of any malformed entry.
-    """
+    """A packaged set by name (default :data:`DEFAULT_SET`) or a user file; FileNotFoundError when ``spec`` is
+    neither, UserError naming the file and line of a malformed entry."""
     name = str(spec) if spec is not None else DEFAULT_SET
     if name in PACKAGED_SETS:
         text = resources.files("sinkbench.calibration").joinpath(f"{name}.jsonl").read_text("utf-8")

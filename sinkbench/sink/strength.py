@@ -1,20 +1,13 @@
 """Sink Strength S and its secondary metrics from recorded observations: pure functions.
 
-Definitions (arXiv 2609.00746 sections 3 and C.3; Gu et al. 2025 for Sink_1^eps; names and thresholds in
-:mod:`sinkbench.sink.metrics`):
-
-* ``G = log(a / (1 - a))`` with ``a`` the attention on the sink key, one value per
-  (prompt, probed layer, head, query) observation.
-* ``S`` is the median of ``G`` pooled over every observation of every prompt.
-* the share of observations with ``G`` above :data:`~sinkbench.sink.metrics.G_THRESHOLD`.
-* the position-0 mass, the paper's C.3 probe: attention on the first token averaged over
-  probed layers x heads x the last :data:`~sinkbench.sink.metrics.LAST_QUERIES` queries of each
-  prompt, then over prompts.
-* the sink rate is Gu et al.'s Sink_1^eps as their code computes it (sail-sg/Attention-Sink,
-  ``eval_sink_open_source.py``): for each (prompt, layer, head), over *all* layers, the mean attention on the
-  first token over that prompt's queries (the first query, whose only key is the first token, included) is
-  compared with :data:`~sinkbench.sink.metrics.SINK_RATE_THRESHOLD`; Sink_1^eps is the share of
-  (prompt, layer, head) above it. Each prompt is thresholded on its own, then the indicators are averaged.
+Definitions (arXiv 2609.00746 sections 3 and C.3; Gu et al. 2025 for Sink_1^eps; thresholds in
+:mod:`sinkbench.sink.metrics`): ``G = log(a / (1 - a))`` with ``a`` the attention on the sink key, one value per
+(prompt, probed layer, head, query) observation; ``S`` is the median of ``G`` pooled over every observation of
+every prompt; the share of observations with ``G`` above the threshold; the position-0 mass (the paper's C.3 probe:
+first-token attention averaged over probed layers x heads x each prompt's last queries, then over prompts); and
+the sink rate, Sink_1^eps as Gu et al.'s code computes it (sail-sg/Attention-Sink, ``eval_sink_open_source.py``):
+the share of (prompt, layer, head), over all layers, whose mean first-token attention over the prompt's queries
+(the first query included) exceeds epsilon.
 """
 
 from __future__ import annotations
@@ -45,19 +38,11 @@ def stack_heads(tensors: Sequence[torch.Tensor], fill: float) -> torch.Tensor:
 
 @dataclass
 class PromptObservations:
-    """Everything the probe recorded for one calibration prompt.
-
-    Attributes:
-        layers: probed layer labels (K of them), in the model's order.
-        g: ``(K, H, T)`` float32 log-odds of attention on the sink; NaN where a (layer, head,
-            query) is not an observation (query cannot see the sink, or degenerate, or a head that a layer
-            with fewer heads than ``H`` does not have).
-        sink_position: ``(K, H)`` sink key per head, or ``(K, H, T)`` in per-query mode (-1: no such head).
-        first_token_attention: ``(L, H, T)`` attention on the first token in every attention layer (NaN for
-            heads a layer does not have).
-        attention_layers: the labels of those L layers; None means ``0 .. L-1``.
-        context: how the probe ran (attention variants reproduced, kernel); empty for the naive route.
-    """
+    """Everything the probe recorded for one calibration prompt, over its K probed ``layers``: ``g``, ``(K, H, T)``
+    float32 log-odds of attention on the sink (NaN where not an observation: the query cannot see the sink, is
+    degenerate, or the layer lacks that head); ``sink_position``, ``(K, H)`` or per query ``(K, H, T)`` (-1: no
+    such head); ``first_token_attention``, ``(L, H, T)`` in every attention layer (labels ``attention_layers``, None
+    for ``0 .. L-1``); ``context``: how the probe ran (variants, kernel; empty for the naive route)."""
 
     layers: list[int]
     g: torch.Tensor
@@ -68,12 +53,8 @@ class PromptObservations:
 
     def rows_of(self, labels: Sequence[int]) -> list[int]:
         """Row indices of ``first_token_attention`` for layer ``labels``."""
-        order = (
-            self.attention_layers
-            if self.attention_layers is not None
-            else range(len(self.first_token_attention))
-        )
-        position = {label: row for row, label in enumerate(order)}
+        order = self.attention_layers
+        position = {label: row for row, label in enumerate(order or range(len(self.first_token_attention)))}
         return [position[label] for label in labels]
 
     def __str__(self) -> str:
@@ -128,11 +109,8 @@ def pooled_g(observations: Sequence[PromptObservations]) -> np.ndarray:
 
 
 def sink_strength(g_values: np.ndarray) -> float:
-    """Median of the pooled G values (numpy's median: mean of the two middle values when even).
-
-    Raises:
-        ValueError: when there is no observation.
-    """
+    """Median of the pooled G values (numpy's: the mean of the two middle values when even); ValueError when
+    there is no observation."""
     if g_values.size == 0:
         raise ValueError("No Sink Strength observation: every query was excluded (prompts too short?).")
     return float(np.median(g_values))
@@ -163,14 +141,8 @@ def position0_per_prompt(
     """Paper C.3 probe, one value per prompt: first-token attention averaged over the probed layers x heads x
     the prompt's last ``last_queries`` queries."""
     _require(observations)
-    return np.array(
-        [
-            float(
-                torch.nanmean(obs.first_token_attention[obs.rows_of(obs.layers), :, -last_queries:].double())
-            )
-            for obs in observations
-        ]
-    )
+    last = [obs.first_token_attention[obs.rows_of(obs.layers), :, -last_queries:] for obs in observations]
+    return np.array([float(torch.nanmean(attention.double())) for attention in last])
 
 
 def position0_mass(
@@ -183,8 +155,8 @@ def position0_mass(
 def sink_rate(
     observations: Sequence[PromptObservations], threshold: float = metrics.SINK_RATE_THRESHOLD
 ) -> float:
-    """Gu et al.'s Sink_1^eps (module docstring): per (prompt, layer, head) over all layers, the mean first-token
-    attention over the prompt's queries is thresholded at eps; the share above it, over (prompt, layer, head)."""
+    """Gu et al.'s Sink_1^eps (module docstring): the share of (prompt, layer, head) whose mean first-token
+    attention over the prompt's queries exceeds ``threshold``."""
     _require(observations)
     indicators = []
     for obs in observations:

@@ -1,11 +1,7 @@
-"""S's sampling uncertainty over calibration prompts: a bootstrap that resamples whole prompts.
-
-Each resample draws as many prompts as were measured, with replacement, and recomputes S exactly as it is
-defined, the median of G pooled over every observation of the drawn prompts (a prompt drawn twice counts
-twice; :func:`sinkbench.stats.bootstrap_pooled_median`). Prompts are the unit because observations within a
-prompt share its tokens and are not independent. The percentile interval and the standard error of these
-replicates describe how much S would move under another draw of prompts of the same kind; they say nothing
-about a different kind of prompt set (see the methodology page for that effect, measured).
+"""S's sampling uncertainty over calibration prompts: a bootstrap of whole prompts (observations within a prompt
+share its tokens and are not independent), each resample recomputing S as defined, the median of the pooled G of
+the drawn prompts (:func:`sinkbench.stats.bootstrap_pooled_median`). It says how much S would move under another
+draw of prompts of the same kind, nothing about another kind of prompt set (see the methodology page).
 """
 
 from __future__ import annotations
@@ -23,10 +19,8 @@ from sinkbench.stats import bootstrap_pooled_median, percentile_interval
 def bootstrap_sink_strength(
     observations: Sequence[PromptObservations], *, resamples: int, seed: int
 ) -> np.ndarray:
-    """``resamples`` bootstrap replicates of S, each over a draw of whole prompts with replacement (seeded).
-
-    A resample whose drawn prompts hold no observation gives NaN.
-    """
+    """``resamples`` bootstrap replicates of S, each over a seeded draw of whole prompts with replacement (NaN
+    where the drawn prompts hold no observation)."""
     if not observations:
         raise ValueError("No observations: pass at least one calibration prompt.")
     groups = [obs.g[~torch.isnan(obs.g)].double().numpy() for obs in observations]

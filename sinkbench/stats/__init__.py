@@ -1,19 +1,9 @@
-"""The project's statistics, in one place: pure functions on arrays, built on numpy and scipy.stats, imported by
-the probe (S's interval, :mod:`sinkbench.sink.uncertainty`), the tables and the experiments. One module a job:
-
-- :mod:`.resampling`: the bootstrap over units and the cluster bootstrap of a pooled median (S over prompts), with
-  the percentile intervals of their replicates.
-- :mod:`.deltas`: intervals of a delta of two pass rates, paired over prompts (from outcomes or their four counts)
-  or Newcombe's unpaired interval from Wilson's.
-- :mod:`.sign_flip`: the exact sign-flip test of paired differences and its power.
-- :mod:`.correlation`: Spearman and Kendall of S against delta, Spearman's bootstrap interval, the permutation test.
-- :mod:`.regression`: the least-squares line of delta on S, its leave-one-pair-out fits and their error against a
-  constant-mean baseline, the bootstrap of differences in expected delta.
-- :mod:`.prediction`: prediction intervals of a new pair's delta (t, jackknife+) and their leave-one-pair-out
-  coverage.
-
-Undefined values (too few pairs, constant S) are returned as NaN, never raised. ``scipy.stats`` is imported inside
-the functions that use it: the probe's path (S's interval) needs none of it. The names below are the ones its callers use.
+"""The project's statistics: pure functions on arrays (numpy, scipy.stats), for the probe (S's interval), the
+tables and the experiments. :mod:`.resampling` (bootstraps and percentile intervals), :mod:`.deltas` (intervals of
+a delta of two pass rates), :mod:`.sign_flip` (the exact sign-flip test and its power), :mod:`.correlation`
+(Spearman, Kendall, their bootstrap and permutation test), :mod:`.regression` (the line of delta on S, its
+leave-one-out fits and errors), :mod:`.prediction` (prediction intervals and their coverage). Undefined values are
+NaN, never raised; ``scipy.stats`` is imported inside the functions that use it (S's interval needs none of it).
 """
 
 from __future__ import annotations
@@ -27,11 +17,7 @@ from sinkbench.stats.correlation import (
     spearman,
     spearman_bootstrap_ci,
 )
-from sinkbench.stats.deltas import (
-    paired_bootstrap_delta,
-    paired_counts_delta,
-    unpaired_delta_interval,
-)
+from sinkbench.stats.deltas import paired_bootstrap_delta, paired_counts_delta, unpaired_delta_interval
 from sinkbench.stats.regression import (
     LinearFit,
     baseline_mae,

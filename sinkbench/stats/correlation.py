@@ -1,8 +1,7 @@
-"""Rank correlations of S against the observed deltas, a handful of (S, delta) pairs (one per VLM), so each
-estimator is chosen for small n: Spearman's rho (:func:`spearman`) with a percentile bootstrap interval over pairs
-(:func:`spearman_bootstrap_ci`), Kendall's tau-b (:func:`kendall`) and the permutation test of rho
-(:func:`permutation_p_value`, exact up to :data:`EXACT_PERMUTATION_MAX_N` pairs). Undefined values (too few pairs, a
-constant input) are NaN, never raised."""
+"""Rank correlations of S against the observed deltas, one (S, delta) pair per VLM, with estimators chosen for
+small n: Spearman's rho with a percentile bootstrap interval over pairs, Kendall's tau-b, and the permutation test
+of rho (exact up to :data:`EXACT_PERMUTATION_MAX_N` pairs). Undefined values (too few pairs, a constant input) are
+NaN, never raised."""
 
 from __future__ import annotations
 
@@ -21,12 +20,8 @@ MIN_PAIRS = 3
 
 
 def _pearson_rows(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Pearson r of rank arrays along ``axis`` (broadcasting), NaN where a row is constant.
-
-    Vectorised over thousands of resamples; ``scipy.stats.pearsonr`` would also compute a p-value per
-    row, which costs more than the statistic. Ranks are exact in floating point, so a constant row
-    gives exactly 0/0.
-    """
+    """Pearson r of rank arrays along ``axis`` (broadcasting), NaN where a row is constant (ranks are exact, so
+    that is exactly 0/0); vectorised, without the p-value per row that ``scipy.stats.pearsonr`` would compute."""
     a = a - a.mean(axis=axis, keepdims=True)
     b = b - b.mean(axis=axis, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -34,9 +29,8 @@ def _pearson_rows(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 def resample_ranks(codes: np.ndarray, distinct: int) -> np.ndarray:
-    """Mid-ranks along the last axis of rows of value codes (each value's index among the ``distinct`` sorted
-    distinct values it was drawn from), as ``stats.rankdata`` ranks the values themselves, without sorting a row: a
-    value's rank is the count of the row's values below it plus half its ties (O(rows x n), not O(rows x n log n))."""
+    """Mid-ranks along the last axis of rows of value codes (indices among ``distinct`` sorted values), as
+    ``stats.rankdata`` ranks the values, by counting instead of sorting: O(rows x n), not O(rows x n log n)."""
     rows = np.asarray(codes).reshape(-1, np.shape(codes)[-1]).astype(np.intp)
     flat = rows + distinct * np.arange(rows.shape[0])[:, None]
     counts = np.bincount(flat.ravel(), minlength=rows.shape[0] * distinct).reshape(rows.shape[0], distinct)
@@ -67,13 +61,9 @@ def kendall(x: ArrayLike, y: ArrayLike) -> float:
 def spearman_bootstrap_ci(
     x: ArrayLike, y: ArrayLike, *, seed: int, confidence: float = 0.95, n_resamples: int | None = None
 ) -> tuple[float, float]:
-    """Percentile bootstrap confidence interval of Spearman's rho, resampling whole pairs.
-
-    Assumes the pairs are exchangeable draws; with n this small the interval is wide and its coverage
-    only approximate. Resamples in which S or delta is constant (rho undefined) are dropped before the
-    percentiles are taken. Draws :func:`default_resamples` resamples unless told. Seeded, so the same
-    data give the same interval.
-    """
+    """Percentile bootstrap interval of Spearman's rho, resampling whole (exchangeable) pairs, seeded, with
+    :func:`default_resamples` resamples unless told; resamples where rho is undefined are dropped. With n this
+    small the interval is wide and its coverage approximate."""
     x, y = paired_arrays(x, y)
     if len(x) < MIN_PAIRS:
         return math.nan, math.nan
@@ -91,14 +81,10 @@ def spearman_bootstrap_ci(
 
 
 def permutation_p_value(x: ArrayLike, y: ArrayLike, *, seed: int, n_resamples: int | None = None) -> float:
-    """Two-sided permutation p-value of Spearman's rho under H0: S and delta are unrelated.
-
-    Permutes the pairing of S with delta. Exact (all n! pairings enumerated by
-    ``scipy.stats.permutation_test``) for n <= :data:`EXACT_PERMUTATION_MAX_N`; above that a seeded
-    Monte-Carlo test with ``n_resamples`` (default :func:`default_resamples`) random pairings, whose
-    p-value counts the observed pairing too (so it is never below 1/(resamples + 1)).
-    Two-sided means twice the smaller one-sided p-value, capped at 1.
-    """
+    """Two-sided permutation p-value (twice the smaller one-sided, capped at 1) of Spearman's rho under H0: S and
+    delta are unrelated. ``scipy.stats.permutation_test`` of the pairings: exact for n <=
+    :data:`EXACT_PERMUTATION_MAX_N`, else seeded Monte-Carlo with ``n_resamples`` (default
+    :func:`default_resamples`) pairings, counting the observed one too."""
     from scipy import stats
 
     x, y = paired_arrays(x, y)

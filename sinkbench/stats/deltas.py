@@ -28,12 +28,9 @@ def paired_bootstrap_delta(
     confidence: float = 0.95,
     n_resamples: int = N_RESAMPLES,
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of ``mean(vlm) - mean(reference)`` in points, resampling prompts in pairs.
-
-    ``reference`` and ``vlm`` hold one outcome per prompt (pass 1, fail 0), aligned by prompt: each resample
-    draws prompts with replacement and keeps both sides of every drawn prompt, so the interval reflects the
-    prompt-to-prompt correlation of the two models. Assumes prompts are exchangeable; seeded.
-    """
+    """Percentile bootstrap interval of ``mean(vlm) - mean(reference)`` in points, resampling (exchangeable)
+    prompts in pairs: ``reference`` and ``vlm`` hold one outcome per prompt (pass 1, fail 0), aligned by prompt, so
+    the interval reflects the two models' prompt-to-prompt correlation. Seeded."""
     x, y = paired_arrays(reference, vlm)
     if len(x) < 2:
         return math.nan, math.nan
@@ -54,18 +51,12 @@ def paired_counts_delta(
     confidence: float = 0.95,
     n_resamples: int = N_RESAMPLES,
 ) -> tuple[float, float]:
-    """:func:`paired_bootstrap_delta` over the prompts that per-prompt outcome counts describe: ``both_pass``
-    prompts passed by both models, ``lost`` by the reference only, ``gained`` by the VLM only, ``both_fail`` by
-    neither. The four counts are all the paired bootstrap of a pass/fail delta needs: its replicates have the same
-    distribution as over the prompts themselves (a seeded draw of them in another order may differ in the last
-    digit). NaN for fewer than 2 prompts.
+    """:func:`paired_bootstrap_delta`, to the last bit, over the prompts that outcome counts describe, ordered
+    ``both_pass`` (passed by both models), ``lost`` (the reference only), ``gained`` (the VLM only), ``both_fail``.
+    NaN for fewer than 2 prompts.
 
-    Computed from the counts, not the prompts: over the prompts ordered both pass, lost, gained, both fail (the
-    order :func:`paired_bootstrap_delta` would be given them in), a resample's pass counts are differences of its
-    cumulative histogram (:func:`~.resampling.drawn_below`, one per prompt count and seed), so each interval costs
-    O(resamples) and the draw is shared by every pair of the same prompt count. The replicates are those of
-    :func:`paired_bootstrap_delta` on those prompts to the last bit (sums of 0/1 are exact), and so is their
-    interval (:func:`~.resampling.scipy_percentile_interval`)."""
+    A resample's pass counts are differences of its cumulative histogram (:func:`~.resampling.drawn_below`, shared
+    by every pair of the same prompt count and seed), so each interval costs O(resamples)."""
     n = both_pass + lost + gained + both_fail
     if n < 2:
         return math.nan, math.nan
@@ -95,19 +86,15 @@ def wilson_interval(share: float, n: int, confidence: float = 0.95) -> tuple[flo
 def unpaired_delta_interval(
     reference: float, n_reference: int, vlm: float, n_vlm: int, confidence: float = 0.95
 ) -> tuple[float, float]:
-    """Interval of ``vlm - reference`` in points for two shares of prompts passed (scores in points, 0-100) on
-    ``n_reference`` and ``n_vlm`` prompts, taken as independent: Newcombe's hybrid score interval (Newcombe 1998,
-    *Statistics in Medicine* 17:873, method 10), from the two :func:`wilson_interval`.
-
-    Ignoring that the two models answered the same prompts, it is wider than the paired interval whenever their
-    outcomes agree more often than chance. NaN when a count is below 1 or a score outside 0-100."""
+    """Interval of ``vlm - reference`` in points for two scores (0-100) on ``n_reference`` and ``n_vlm`` prompts
+    taken as independent: Newcombe's hybrid score interval (*Statistics in Medicine* 17:873, 1998, method 10) from
+    the two :func:`wilson_interval`, wider than the paired one when outcomes agree more often than chance. NaN when a
+    count is below 1 or a score outside 0-100."""
     p1, p2 = reference / 100.0, vlm / 100.0
     if n_reference < 1 or n_vlm < 1 or not (0 <= p1 <= 1 and 0 <= p2 <= 1):
         return math.nan, math.nan
-    (low1, high1), (low2, high2) = (
-        wilson_interval(p1, n_reference, confidence),
-        wilson_interval(p2, n_vlm, confidence),
-    )
+    low1, high1 = wilson_interval(p1, n_reference, confidence)
+    low2, high2 = wilson_interval(p2, n_vlm, confidence)
     delta = p2 - p1
     low = delta - math.sqrt((p2 - low2) ** 2 + (high1 - p1) ** 2)
     high = delta + math.sqrt((high2 - p2) ** 2 + (p1 - low1) ** 2)

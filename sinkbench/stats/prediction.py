@@ -1,24 +1,19 @@
 """Prediction intervals for the delta of a new pair from the straight-line fit of delta on S, and how often they
-have held on the pairs themselves (leave-one-pair-out coverage).
-
-Two methods, in :data:`METHODS`:
+have held on the pairs themselves (leave-one-pair-out coverage). Two methods, in :data:`METHODS`:
 
 - ``t``: the classical interval for a new observation of an ordinary least-squares line,
-  prediction ± t(n-2) · s · sqrt(1 + 1/n + (x - mean)² / Sxx). Its level is exact only for independent, normal,
-  equal-variance errors; it promises nothing otherwise, and heavy tails make it too short.
-- ``jackknife+`` (Barber, Candès, Ramdas & Tibshirani, *Predictive inference with the jackknife+*, Annals of
-  Statistics 49(1), 2021): from the n leave-one-out lines and their held-out residuals R_i, the interval at x
-  runs from the (n+1-k)-th smallest of line_-i(x) - R_i to the k-th smallest of line_-i(x) + R_i. For
-  exchangeable pairs and ANY error distribution its coverage is at least 1 - 2α, where 1 - α = k/(n+1) is its
-  nominal level; in practice it covers close to 1 - α. Its levels are quantiles of n+1 points, so only
-  k/(n+1), k <= n, are attainable with a finite interval: with 17 pairs 94.4% (17/18) is the highest, with 6
-  pairs 85.7% (6/7). :func:`jackknife_plus_rank` picks the smallest k whose level reaches the one asked for,
-  and k = n when none does (the level is then stated as what it is, below the one asked for).
+  prediction ± t(n-2) · s · sqrt(1 + 1/n + (x - mean)² / Sxx); exact only for independent, normal, equal-variance
+  errors (heavy tails make it too short).
+- ``jackknife+`` (Barber, Candès, Ramdas & Tibshirani, Annals of Statistics 49(1), 2021): from the n leave-one-out
+  lines and their held-out residuals R_i, the interval at x runs from the (n+1-k)-th smallest of line_-i(x) - R_i
+  to the k-th smallest of line_-i(x) + R_i. For exchangeable pairs and ANY error distribution it covers at least
+  1 - 2α, with 1 - α = k/(n+1) its nominal level (in practice close to 1 - α). Only k/(n+1), k <= n, are attainable
+  (17 pairs: at most 94.4%; 6 pairs: 85.7%): :func:`jackknife_plus_rank` picks the smallest k reaching the level
+  asked for, else k = n (the level is then stated as what it is).
 
-Predictions use :data:`PREDICTION_METHOD` (jackknife+): the board's deltas have heavy tails, and when it was
-chosen (2026-12-01, issue 25) the t interval held 14 of the 17 IFEval pairs left out at a nominal 95%, jackknife+
-16 of 17 at 16/17. Split-conformal would set pairs aside for calibration, which 6 to 17 pairs cannot spare.
-Both methods stay in the tables.
+Predictions use :data:`PREDICTION_METHOD` (jackknife+): the board's deltas have heavy tails, and when it was chosen
+(2026-12-01, issue 25) the t interval held 14 of the 17 IFEval pairs left out at a nominal 95%, jackknife+ 16 of 17
+at 16/17. Split-conformal would set aside pairs that 6 to 17 pairs cannot spare.
 """
 
 from __future__ import annotations
@@ -46,8 +41,8 @@ Bounds = tuple[np.ndarray, np.ndarray]
 
 
 def t_interval(x: ArrayLike, y: ArrayLike, x_new: ArrayLike, confidence: float = CONFIDENCE) -> Bounds:
-    """The t prediction interval of :meth:`~.regression.LinearFit.prediction_interval` at ``x_new`` (normal, independent,
-    equal-variance errors assumed); NaN without a line or with fewer than 3 pairs."""
+    """The t prediction interval of :meth:`~.regression.LinearFit.prediction_interval` at ``x_new``; NaN without a
+    line or with fewer than 3 pairs."""
     fit = fit_line(x, y)
     if fit is None:
         nan = np.full(np.shape(np.asarray(x_new, dtype=float)), np.nan)
@@ -56,13 +51,9 @@ def t_interval(x: ArrayLike, y: ArrayLike, x_new: ArrayLike, confidence: float =
 
 
 def t_held_out(x: ArrayLike, y: ArrayLike, confidence: float = CONFIDENCE) -> Bounds:
-    """For each pair i, the t interval at x_i of the line through all other pairs (:func:`t_interval` refitted
-    without pair i), vectorised.
-
-    The left-out line is :func:`~.regression.loo_lines`; its residual sum of squares is SSE - e_i² / (1 - h_i) (e_i the
-    full fit's residual, h_i = 1/n + (x_i - mean)² / Sxx its leverage), its mean and Sxx those of the other
-    pairs. NaN below 4 pairs or where the other pairs share one S.
-    """
+    """For each pair i, the t interval at x_i of the line through all other pairs, vectorised: the line of
+    :func:`~.regression.loo_lines`, residual sum of squares SSE - e_i² / (1 - h_i) (e_i the full fit's residual, h_i
+    its leverage). NaN below 4 pairs or where the other pairs share one S."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     n = len(x)
     if n <= MIN_PAIRS or np.ptp(x) == 0:
@@ -100,13 +91,9 @@ def jackknife_plus_level(n: int, confidence: float = CONFIDENCE) -> float:
 
 
 def jackknife_plus_held_out(x: ArrayLike, y: ArrayLike, confidence: float = CONFIDENCE) -> Bounds:
-    """For each pair i, the jackknife+ interval at x_i from all other pairs: :func:`jackknife_plus_interval` on the
-    n - 1 others, so nested leave-one-out lines, each through all pairs but i and j.
-
-    All of them at once, a block of held-out pairs at a time: each line from the totals of the data (centred first,
-    for accuracy) minus the two pairs' terms, as :func:`~.regression.loo_lines` does for one left out. NaN for a pair
-    whose others are fewer than 3, or among whose others some line does not exist.
-    """
+    """For each pair i, :func:`jackknife_plus_interval` at x_i from the n - 1 other pairs (nested leave-one-out
+    lines through all pairs but i and j), a block of held-out pairs at a time, each line from the centred totals
+    minus the two pairs' terms. NaN where the others are fewer than 3 or some line among them does not exist."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     n = len(x)
     lows, highs = np.full(n, np.nan), np.full(n, np.nan)
@@ -163,14 +150,9 @@ def jackknife_plus_guarantee(level: float) -> float:
 def jackknife_plus_interval(
     x: ArrayLike, y: ArrayLike, x_new: ArrayLike, confidence: float = CONFIDENCE
 ) -> Bounds:
-    """The jackknife+ prediction interval of the least-squares line of y on x at ``x_new``.
-
-    Estimator: the leave-one-out lines line_-i (:func:`~.regression.loo_lines`) and residuals R_i = |y_i - line_-i(x_i)|;
-    the interval is [(n+1-k)-th smallest of line_-i(x_new) - R_i, k-th smallest of line_-i(x_new) + R_i], k from
-    :func:`jackknife_plus_rank`. Assumes only that the pairs and the new point are exchangeable (no normality, no
-    equal variances); then it covers with probability at least 1 - 2(1 - k/(n+1)). NaN with fewer than 3 pairs
-    or when some leave-one-out line does not exist (the other pairs share one S).
-    """
+    """The jackknife+ prediction interval (module docstring) of the least-squares line of y on x at ``x_new``,
+    from the lines of :func:`~.regression.loo_lines`, k from :func:`jackknife_plus_rank`. NaN with fewer than 3
+    pairs or when some leave-one-out line does not exist (the other pairs share one S)."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     x_new = np.asarray(x_new, dtype=float)
     slope, intercept = loo_lines(x, y)
@@ -196,11 +178,9 @@ def order_statistic_of_lines(
     """At each of ``x_new`` (1-D), the ``rank``-th smallest (0-based) over lines i of
     ``(intercept[i] + slope[i] * x) + shift[i]``, bit for bit the value sorting all of them gives (NaN at a NaN x).
 
-    Without evaluating every line at every x: the x are taken in sorted blocks, and the value of line i, computed
-    in floating point, is monotone in x (every rounding is), so over a block it lies between its values at the
-    block's ends, [L_i, U_i]. The order statistic then lies between the ``rank``-th smallest L and U; the lines
-    entirely below that range are counted, those entirely above dropped, and the rest evaluated at every x of the
-    block. The leave-one-out lines of jackknife+ are nearly parallel, so few remain: O(lines x blocks) in all.
+    The x are taken in sorted blocks; a line's floating-point value is monotone in x, so over a block it lies
+    between its values at the ends, [L_i, U_i]. Lines entirely below the ``rank``-th smallest L..U range are
+    counted, those above dropped, and only the rest evaluated (jackknife+'s lines are nearly parallel: few remain).
     """
     found = np.full(x_new.shape, np.nan)
     finite = np.flatnonzero(~np.isnan(x_new))
@@ -258,13 +238,9 @@ METHODS: dict[str, IntervalMethod] = {
 @dataclass(frozen=True)
 class Coverage:
     """Leave-one-pair-out check of one method on one task: each pair's delta against the interval the other pairs
-    give at its S.
-
-    ``level`` and ``guarantee`` are those of the held-out intervals (made from n - 1 pairs); ``outside`` holds the
-    positions, in the input order, of the pairs that fell outside; ``checked`` counts pairs whose interval exists.
-    ``lows`` and ``highs`` are the held-out intervals themselves, in the input order (NaN where none exists): the
-    interval each pair's held-out prediction carries.
-    """
+    give at its S. ``level`` and ``guarantee`` are the held-out intervals' (from n - 1 pairs); ``checked`` counts the
+    pairs whose interval exists; ``outside`` holds the input positions of those that fell outside; ``lows`` and
+    ``highs`` are the held-out intervals, in input order (NaN where none exists)."""
 
     method: str
     level: float
@@ -278,11 +254,8 @@ class Coverage:
 
 
 def loo_coverage(x: ArrayLike, y: ArrayLike, method: str, confidence: float = CONFIDENCE) -> Coverage:
-    """How often ``method``'s interval from all other pairs contained each pair's delta (closed interval).
-
-    The checks share their data, so they are not independent: read covered/checked as a description of the
-    pairs at hand, not as a binomial sample. Needs 4 pairs (3 left to make each interval); else nothing is checked.
-    """
+    """How often ``method``'s interval from all other pairs contained each pair's delta (closed interval). The
+    checks share their data: covered/checked describes these pairs, not a binomial sample. Needs 4 pairs."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     spec = METHODS[method]
     n = len(x)
@@ -291,14 +264,8 @@ def loo_coverage(x: ArrayLike, y: ArrayLike, method: str, confidence: float = CO
     checked = np.isfinite(lows) & np.isfinite(highs)
     inside = checked & (lows <= y) & (y <= highs)
     widths = (highs - lows)[checked]
-    return Coverage(
-        method,
-        level,
-        spec.guarantee(level),
-        int(inside.sum()),
-        int(checked.sum()),
-        float(np.median(widths)) if widths.size else math.nan,
-        tuple(int(i) for i in np.flatnonzero(checked & ~inside)),
-        tuple(float(value) for value in lows),
-        tuple(float(value) for value in highs),
-    )
+    counts = int(inside.sum()), int(checked.sum())
+    width = float(np.median(widths)) if widths.size else math.nan
+    outside = tuple(int(i) for i in np.flatnonzero(checked & ~inside))
+    bounds = tuple(float(value) for value in lows), tuple(float(value) for value in highs)
+    return Coverage(method, level, spec.guarantee(level), *counts, width, outside, *bounds)

@@ -48,11 +48,8 @@ class LinearFit:
         return self.intercept + self.slope * np.asarray(x, dtype=float)
 
     def prediction_interval(self, x: ArrayLike, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-        """Interval for a NEW observation at ``x``: prediction +- t(n-2) * s * sqrt(1 + 1/n + (x-mean)^2/Sxx).
-
-        Assumes a linear relation with independent, normal, equal-variance residuals; with a handful of
-        pairs treat it as a rough band. NaN for n < 3.
-        """
+        """Interval for a NEW observation at ``x`` (:func:`t_half_width`), assuming independent, normal,
+        equal-variance residuals (with a handful of pairs, a rough band). NaN for n < 3."""
         x = np.asarray(x, dtype=float)
         if self.n < MIN_PAIRS:
             nan = np.full_like(x, np.nan)
@@ -73,23 +70,16 @@ def fit_line(x: ArrayLike, y: ArrayLike) -> LinearFit | None:
     residuals = y - (fit.intercept + fit.slope * x)
     dof = len(x) - 2
     residual_sd = math.sqrt(float(residuals @ residuals) / dof) if dof > 0 else math.nan
+    sum_squares = float(((x - x.mean()) ** 2).sum())
     return LinearFit(
-        float(fit.slope),
-        float(fit.intercept),
-        len(x),
-        residual_sd,
-        float(x.mean()),
-        float(((x - x.mean()) ** 2).sum()),
+        float(fit.slope), float(fit.intercept), len(x), residual_sd, float(x.mean()), sum_squares
     )
 
 
 def loo_lines(x: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    """Slope and intercept of the least-squares line through all pairs but pair i, for every i.
-
-    Exact leave-one-out ordinary least squares, vectorised: the sums of the other pairs are the totals minus pair
-    i's terms (on data centred first, for accuracy). Equals refitting ``scipy.stats.linregress`` n times. NaN
-    where the other pairs share one S value (no line) or fewer than two remain.
-    """
+    """Slope and intercept of the least-squares line through all pairs but pair i, for every i (refitting
+    ``scipy.stats.linregress`` n times, vectorised: the totals of centred data minus pair i's terms). NaN where the
+    other pairs share one S value (no line) or fewer than two remain."""
     x, y = paired_arrays(x, y)
     others = len(x) - 1
     if others < 2:
@@ -168,15 +158,14 @@ def line_differences(
     confidence: float = 0.95,
     resamples: int | None = None,
 ) -> LineDifferences:
-    """The difference in expected y of the least-squares line of y on x between points ``at`` (in the order
-    given), each against the next (``at[i]`` minus ``at[i + 1]``) and the first against each (``at[0]`` minus
-    ``at[i]``), as ``slope * (difference of at)``, with percentile bootstrap intervals.
+    """The difference in expected y of the least-squares line of y on x between points ``at``, each against the
+    next (``at[i] - at[i + 1]``) and the first against each (``at[0] - at[i]``), as ``slope * (difference of at)``,
+    with percentile bootstrap intervals and the share of draws above 0.
 
-    Each draw takes a slope from the bootstrap over the (x, y) pairs (:func:`bootstrap`, :func:`default_resamples`
-    draws unless told; resamples of one x dropped) and every point from a normal distribution centred on ``at``
-    with standard deviation ``at_sd``, independently, so the points' own uncertainty enters the difference.
-    Assumes exchangeable pairs and x measured without error. Seeded; vectorised over draws, and O(points) in time
-    and memory (points are drawn in blocks, in order). ``share``: the share of draws whose difference is above 0.
+    Each draw takes a slope from :func:`bootstrap` over the (x, y) pairs (:func:`default_resamples` draws unless
+    told; resamples of one x dropped) and each point from a normal of mean ``at`` and standard deviation ``at_sd``,
+    so the points' own uncertainty enters. Assumes exchangeable pairs and x without error. Seeded; points are drawn
+    in blocks, in order, so time and memory are O(points).
     """
     x, y = paired_arrays(x, y)
     at, at_sd = np.asarray(at, dtype=float), np.asarray(at_sd, dtype=float)

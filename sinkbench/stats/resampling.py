@@ -1,11 +1,9 @@
-"""The nonparametric bootstrap and its percentile intervals.
-
-The bootstrap over units (:func:`bootstrap`, the draw ``scipy.stats.bootstrap`` makes, to the last bit; the same draw
-as cumulative counts, :func:`drawn_below`), the cluster bootstrap of a pooled median (:func:`bootstrap_pooled_median`,
-S over prompts), and the percentile interval of replicates: numpy's percentiles with undefined replicates left out
-(:func:`percentile_interval`) or scipy's quantiles (:func:`scipy_percentile_interval`, :func:`bootstrap_interval`,
-:func:`mean_interval`). Each published interval keeps the quantile rule it was first published with: the two differ
-in the last digit.
+"""The nonparametric bootstrap and its percentile intervals: the bootstrap over units (:func:`bootstrap`, the draw
+``scipy.stats.bootstrap`` makes, to the last bit; as cumulative counts, :func:`drawn_below`), the cluster bootstrap
+of a pooled median (:func:`bootstrap_pooled_median`, S over prompts), and the percentile interval of replicates, by
+numpy's percentiles without undefined replicates (:func:`percentile_interval`) or scipy's quantiles
+(:func:`scipy_percentile_interval`, :func:`bootstrap_interval`, :func:`mean_interval`). Each published interval
+keeps the rule it was first published with: the two differ in the last digit.
 """
 
 from __future__ import annotations
@@ -41,12 +39,11 @@ def paired_arrays(x: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
 def bootstrap(
     statistic: Callable[..., np.ndarray], *samples: ArrayLike, resamples: int, seed: int
 ) -> np.ndarray:
-    """Replicates of ``statistic`` under the nonparametric bootstrap over units.
+    """Replicates of ``statistic`` under the nonparametric bootstrap over (exchangeable) units.
 
     Each resample draws n units with replacement, ``numpy.random.default_rng(seed).integers(0, n, (resamples, n))``
-    (the draw of ``scipy.stats.bootstrap``, so its distribution to the last bit), and keeps every sample's value of
-    each drawn unit: samples (1-D, aligned by unit) given together stay paired. ``statistic(*resampled, axis=-1)``
-    reduces the last axis. Assumes the units are exchangeable.
+    (``scipy.stats.bootstrap``'s draw), keeping the samples (1-D, aligned by unit) paired;
+    ``statistic(*resampled, axis=-1)`` reduces the last axis.
     """
     arrays = [np.asarray(sample) for sample in samples]
     n = len(arrays[0])
@@ -55,9 +52,8 @@ def bootstrap(
 
 
 def percentile_interval(replicates: ArrayLike, confidence: float) -> tuple[float, float]:
-    """The percentile bootstrap interval: the 50(1 - confidence) and 100 - 50(1 - confidence) percentiles of the
-    replicates (numpy's), NaN replicates (the statistic undefined on that resample) left out; NaN when none is
-    left. Its coverage is only approximate, the poorer the fewer the units and the more skewed the statistic."""
+    """The percentile bootstrap interval: numpy's 50(1 - confidence) and 100 - 50(1 - confidence) percentiles of the
+    replicates, NaN replicates (statistic undefined) left out; NaN when none is left. Coverage is approximate."""
     replicates = np.asarray(replicates, dtype=float)
     replicates = replicates[~np.isnan(replicates)]
     if replicates.size == 0:
@@ -70,20 +66,18 @@ def percentile_interval(replicates: ArrayLike, confidence: float) -> tuple[float
 def bootstrap_interval(
     statistic: Callable[..., np.ndarray], *samples: ArrayLike, resamples: int, seed: int, confidence: float
 ) -> tuple[float, float]:
-    """The percentile interval of ``statistic`` under :func:`bootstrap` (samples paired by unit) with
-    :func:`scipy_percentile_interval`'s quantiles: ``scipy.stats.bootstrap(..., paired=True, method="percentile")``
-    to the last bit, for a statistic defined on every resample. The results files of the experiments and the board's
-    paired deltas carry these."""
+    """The percentile interval of ``statistic`` under :func:`bootstrap` with :func:`scipy_percentile_interval`'s
+    quantiles: ``scipy.stats.bootstrap(..., paired=True, method="percentile")`` to the last bit, for a statistic
+    defined on every resample (the experiments' results and the board's paired deltas)."""
     return scipy_percentile_interval(
         bootstrap(statistic, *samples, resamples=resamples, seed=seed), confidence
     )
 
 
 def scipy_percentile_interval(replicates: np.ndarray, confidence: float) -> tuple[float, float]:
-    """The percentile interval ``scipy.stats.bootstrap`` takes of its replicates: ``scipy.stats.quantile``'s default
-    (Hyndman and Fan's method 7) at (1 - confidence)/2 and its complement, to the last bit, from the four order
-    statistics it reads (a partition, not a sort). The same quantiles as :func:`percentile_interval`'s numpy ones up
-    to the last digit; replicates must all be defined (no NaN)."""
+    """The percentile interval ``scipy.stats.bootstrap`` takes of its (defined) replicates, to the last bit:
+    ``scipy.stats.quantile``'s default (Hyndman and Fan's method 7) at (1 - confidence)/2 and its complement, from
+    the four order statistics it reads (a partition, not a sort)."""
     tail = (1 - confidence) / 2
     p = np.array([tail, 1 - tail])
     count = replicates.size
@@ -118,16 +112,11 @@ def _element(positions: list[np.ndarray], counts: np.ndarray, rank: np.ndarray, 
 
 
 def bootstrap_pooled_median(groups: Sequence[np.ndarray], *, resamples: int, seed: int) -> np.ndarray:
-    """Replicates of the median of all groups' values pooled, under the cluster bootstrap over groups.
-
-    Each resample draws as many groups as given, with replacement (multinomial counts from
-    ``numpy.random.default_rng(seed)``), and pools every value of each drawn group (a group drawn twice counts
-    twice). Groups are the unit because values within a group are not independent; assumes the groups are
-    exchangeable. A resample whose groups hold no value gives NaN.
-
-    Computed without concatenating: the pooled values are sorted once, a resample is a vector of group
-    multiplicities, and its two middle values are found by a binary search over the sorted pool (numpy's median:
-    the mean of the two middle values when the count is even).
+    """Replicates of the median of all groups' values pooled, under the cluster bootstrap over (exchangeable)
+    groups: each resample draws as many groups with replacement (multinomial counts from
+    ``numpy.random.default_rng(seed)``) and pools their values, a group drawn twice counting twice; NaN for a
+    resample without values. The pool is sorted once and each resample's two middle values (numpy's median) found
+    by a binary search over it, weighted by the group multiplicities.
     """
     values = np.concatenate(groups)
     members = np.repeat(np.arange(len(groups)), [group.size for group in groups])

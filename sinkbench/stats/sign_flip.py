@@ -10,12 +10,9 @@ from numpy.typing import ArrayLike
 
 
 def sign_flip_p(differences: ArrayLike) -> float:
-    """Exact two-sided sign-flip p-value of H0: the paired differences are symmetric about 0.
-
-    Estimator: ``scipy.stats.permutation_test`` of the mean with ``permutation_type="samples"`` against zeros,
-    all 2^n sign patterns enumerated. Assumes independent differences; its smallest value is 2^(1-n) (2/256 with
-    8). NaN below 2 differences.
-    """
+    """Exact two-sided sign-flip p-value of H0: the (independent) paired differences are symmetric about 0:
+    ``scipy.stats.permutation_test`` of the mean against zeros over all 2^n sign patterns; at least 2^(1-n), NaN
+    below 2 differences."""
     from scipy import stats
 
     differences = np.asarray(differences, dtype=float)
@@ -33,11 +30,8 @@ def sign_flip_p(differences: ArrayLike) -> float:
 
 
 def _sign_flip_p_rows(samples: np.ndarray) -> np.ndarray:
-    """:func:`sign_flip_p` of each row of the 2-D ``samples``, vectorised over rows for the power simulation.
-
-    Ties count within an absolute 1e-12, where scipy's tolerance is relative to the observed mean: the two differ
-    only when that mean is 0 up to rounding (scipy can then give less than 1).
-    """
+    """:func:`sign_flip_p` of each row of the 2-D ``samples``, vectorised; ties count within an absolute 1e-12
+    (scipy's tolerance is relative: they differ only when the observed mean is 0 up to rounding)."""
     n = samples.shape[1]
     signs = np.array(np.meshgrid(*[[1.0, -1.0]] * n)).reshape(n, -1)  # (n, 2^n)
     null = np.abs(samples @ signs) / n
@@ -48,13 +42,10 @@ def _sign_flip_p_rows(samples: np.ndarray) -> np.ndarray:
 def minimum_detectable_difference(
     sd: float, n: int, resolution: float = 0.0, *, alpha: float = 0.05, power: float = 0.8, seed: int = 0
 ) -> float:
-    """Smallest mean difference the exact sign-flip test (two-sided, level ``alpha``) detects with ``power``.
-
-    Simulated with 4,000 samples of ``n`` normal differences of standard deviation ``sd`` (seeded), each
-    rounded to a multiple of ``resolution`` when it is positive (a run's score moves in whole prompts), on a grid
-    of 0.05 sd (or of ``resolution`` / 20 when finer). Infinity when 2^(1-n) > alpha (too few differences: nothing
-    is detectable); NaN when ``sd`` is not positive (no spread to simulate from).
-    """
+    """Smallest mean difference the exact sign-flip test (two-sided, level ``alpha``) detects with ``power``:
+    simulated with 4,000 seeded samples of ``n`` normal differences of standard deviation ``sd``, rounded to a
+    multiple of a positive ``resolution``, on a grid of 0.05 sd (or ``resolution`` / 20 when finer). Infinity
+    when 2^(1-n) > alpha (nothing detectable), NaN when ``sd`` is not positive."""
     if 2.0 ** (1 - n) > alpha:
         return math.inf
     if not sd > 0:

@@ -11,7 +11,8 @@ import difflib
 from dataclasses import dataclass
 from typing import Literal
 
-from sinkbench.sink.metrics import SECONDARY_METRICS, SINK_STRENGTH, SINK_TASK
+from sinkbench.sink.metrics import SECONDARY_METRICS, SINK_STRENGTH
+from sinkbench.sink.metrics import SINK_TASK as SINK_TASK  # re-exported: the catalogue names every task
 
 #: S's metric key in a results file, and the secondary metrics shown beside it.
 SINK_METRIC = SINK_STRENGTH.results_key
@@ -31,7 +32,6 @@ IFEVAL_CATEGORIES = (
     "detectable_content",
 )
 
-Kind = Literal["pair", "backbone"]
 #: The folder of each entry kind under the submissions root, and back.
 FOLDER_OF_KIND: dict[str, str] = {"pair": "pairs", "backbone": "backbones"}
 KIND_OF_FOLDER: dict[str, str] = {folder: kind for kind, folder in FOLDER_OF_KIND.items()}
@@ -62,21 +62,6 @@ TASKS: dict[str, TaskSpec] = {
 }
 #: The strict-format suite: required on both sides of a measured pair.
 FORMAT_TASKS = tuple(name for name, spec in TASKS.items() if spec.family == "format")
-
-__all__ = [
-    "FOLDER_OF_KIND",
-    "FORMAT_TASKS",
-    "IFEVAL_CATEGORIES",
-    "IFEVAL_TASK",
-    "KIND_OF_FOLDER",
-    "SINK_METRIC",
-    "SINK_SECONDARY_METRICS",
-    "SINK_TASK",
-    "TASKS",
-    "Kind",
-    "TaskSpec",
-    "known_task",
-]
 
 
 def known_task(name: str) -> str:

@@ -1,10 +1,6 @@
-"""The in-memory data model of a submission entry, shared by validation, aggregation and the site.
-
-An :class:`Entry` is built from one folder under ``submissions/`` (see ``submissions/README.md``). It
-holds the parsed files and exposes the numbers the aggregator needs, in points (0-100), whichever the
-provenance: ``measured`` entries read them from lm-eval results files, ``reported`` entries from the
-``reported`` block of their metadata.
-"""
+"""The in-memory model of a submission entry (one folder under ``submissions/``), shared by validation,
+aggregation and the site: the parsed files, and the numbers in points (0-100), read from lm-eval results files
+(``measured``) or from the metadata's ``reported`` block (``reported``)."""
 
 from __future__ import annotations
 
@@ -41,13 +37,10 @@ class Problem:
     fix: str
 
     def __str__(self) -> str:
-        """One line: invisible and control characters (from a file or folder name) are shown escaped."""
-        return _printable(f"{self.file}: {self.field or '<file>'}: {self.message} Fix: {self.fix}")
-
-
-def _printable(text: str) -> str:
-    """``text`` with every non-printable character (controls, newlines, bidi overrides) as ``\\uXXXX``."""
-    return "".join(char if char.isprintable() else f"\\u{ord(char):04x}" for char in text)
+        """One line: non-printable characters (controls, newlines, bidi overrides from a file or folder name) are
+        shown as ``\\uXXXX``."""
+        text = f"{self.file}: {self.field or '<file>'}: {self.message} Fix: {self.fix}"
+        return "".join(char if char.isprintable() else f"\\u{ord(char):04x}" for char in text)
 
 
 @dataclass(frozen=True)
@@ -101,13 +94,9 @@ class Side:
 
 @dataclass(frozen=True)
 class TaskScore:
-    """One task of an entry, in points. For a backbone, ``reference_score`` is the backbone's own score.
-
-    ``delta`` is ``vlm_score - reference_score`` when both are known (more digits than a printed
-    delta), else the published delta. ``derived`` names the values computed from published ones.
-    ``coverage`` is ``(evaluated, documents)`` when a measured run skipped documents (``--limit``; only a
-    backbone's own scores and a testbed pair's may, see :func:`sinkbench.submissions.lm_eval_rules.rule_no_limit`),
-    else None.
+    """One task of an entry, in points (a backbone's own score is its ``reference_score``). ``derived`` names the
+    values computed from published ones; ``coverage`` is ``(evaluated, documents)`` when a measured run skipped
+    documents (``--limit``: see :func:`sinkbench.submissions.lm_eval_rules.rule_no_limit`), else None.
     """
 
     task: str
@@ -120,7 +109,8 @@ class TaskScore:
 
     @property
     def delta(self) -> float | None:
-        """VLM-LM minus reference, in points (negative: the VLM lost skill)."""
+        """VLM-LM minus reference, in points (negative: the VLM lost skill): from the two scores when both are known
+        (more digits than a printed delta), else the published delta."""
         if self.reference_score is not None and self.vlm_score is not None:
             return self.vlm_score - self.reference_score
         return self.reported_delta
@@ -136,7 +126,7 @@ class TaskScore:
 
 @dataclass(frozen=True)
 class EntryFile:
-    """A regular file of an entry, found while loading it: its path inside the entry folder, where it is, its size."""
+    """A regular file of an entry found while loading it: its path inside the entry folder, where it is, its size."""
 
     relative: str
     path: Path
@@ -145,10 +135,8 @@ class EntryFile:
 
 @dataclass(frozen=True)
 class Entry:
-    """One submission entry: a ``pair`` (VLM + reference LLM) or a ``backbone`` (a candidate LLM).
-
-    ``files`` lists every file the loader accepted, so nothing downstream walks the folder again.
-    """
+    """One submission entry: a ``pair`` (VLM + reference LLM) or a ``backbone`` (a candidate LLM); ``files`` lists
+    every file the loader accepted, so nothing downstream walks the folder again."""
 
     name: str
     directory: str
@@ -227,8 +215,7 @@ class Entry:
     @property
     def reported_regressions(self) -> IfevalRegressionCounts | None:
         """Published IFEval outcome counts of a reported pair, if any."""
-        reported = self.metadata.reported
-        return getattr(reported, "ifeval_regressions", None)
+        return getattr(self.metadata.reported, "ifeval_regressions", None)
 
     def _reported_scores(self) -> dict[str, TaskScore]:
         reported = self.metadata.reported
@@ -281,8 +268,7 @@ class Entry:
 
 
 def _partial_coverage(found: ResultsFile | None, task: str) -> tuple[int, int] | None:
-    """``(evaluated, documents)`` of ``task`` in the results file ``found`` when its run skipped documents, else
-    None."""
+    """``(evaluated, documents)`` of ``task`` in ``found`` when its run skipped documents, else None."""
     count = found.data.n_samples.get(task) if found is not None else None
     if count is None or count.effective == count.original:
         return None

@@ -1,11 +1,7 @@
-"""What an entry says about its models beyond their scores: their size, the protocol their S was measured by (so
-that an S from one protocol is never silently compared with an S from another), and the basis each score was
-measured on (subset or limit, token cap, dtype, weights), as its results file records it.
-
-Sizes come from ``metadata.json`` (``params_b`` with its source) or, for measured entries, from the parameter
-count lm-eval recorded from the weights (``config.model_num_parameters``). A reported S carries the protocol of
-its publication; a measured S carries sinkbench's: the calibration set and its hash, the dtype and the weight
-format, read from the ``sink_strength`` results file.
+"""What an entry says about its models beyond their scores: their size (``params_b`` in ``metadata.json``, else
+the count lm-eval recorded from the weights), the protocol their S was measured by (so that S of two protocols are
+never silently compared: a publication's, or sinkbench's calibration set, dtype and weights), and the basis each
+score was measured on (subset or limit, token cap, dtype, weights) as its results file records it.
 """
 
 from __future__ import annotations
@@ -15,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sinkbench.submissions.catalogue import SINK_TASK
-from sinkbench.submissions.entry import Entry, Side
+from sinkbench.submissions.entry import Entry, ResultsFile, Side
 from sinkbench.submissions.schema import ModelRef
 from sinkbench.weights import TRANSFORMERS_WEIGHTS, weights_label
 
@@ -78,7 +74,7 @@ def model_args(value: str | dict[str, Any] | None) -> dict[str, Any]:
     """lm-eval's recorded ``model_args`` as a dict (it writes a dict, or the command-line string)."""
     if isinstance(value, dict):
         return value
-    pairs = (item.split("=", 1) for item in (value or "").split(",") if "=" in item)
+    pairs = (item.split("=", 1) for item in str(value or "").split(",") if "=" in item)
     return {key.strip(): item.strip() for key, item in pairs}
 
 
@@ -125,12 +121,10 @@ def _documents_text(basis: ScoreBasis) -> str:
     if evaluated is None or documents is None:
         return "document count not recorded"
     share = f"{evaluated:,} of {documents:,} documents"
+    if basis.subset and evaluated != documents:
+        return f"{basis.subset}: {share}"
     if basis.subset:
-        return (
-            f"{basis.subset}: {share}"
-            if evaluated != documents
-            else f"{basis.subset} ({documents:,} documents)"
-        )
+        return f"{basis.subset} ({documents:,} documents)"
     if evaluated == documents:
         return f"all {documents:,} documents"
     if basis.limit is not None:
@@ -179,32 +173,34 @@ def score_basis(entry: Entry, role: str, task: str) -> ScoreBasis | None:
     return replace(basis, label=" · ".join(parts))
 
 
-def _sink_results(entry: Entry) -> tuple[Any, Any] | None:
-    """The ``sink_strength`` results file of a measured entry's LLM and its task config, or None."""
-    side = entry.llm_side
+def _measured_sink(entry: Entry) -> tuple[ResultsFile, object] | None:
+    """The ``sink_strength`` results file of a measured entry's LLM and the calibration its task config records,
+    or None (a reported entry, or no such file)."""
+    side = entry.llm_side if entry.metadata.reported is None else None
     found = side.results_for(SINK_TASK) if side else None
-    return None if found is None else (found, found.data.configs.get(SINK_TASK))
+    if found is None:
+        return None
+    config = found.data.configs.get(SINK_TASK)
+    calibration = (config.metadata or {}).get("calibration") if config else None
+    return found, calibration
 
 
 def calibration_set(entry: Entry) -> str | None:
     """The calibration set a measured S was taken on (``v1``, ``v2``, a file's name), or None (reported, or not
     recorded)."""
-    found = _sink_results(entry) if entry.metadata.reported is None else None
-    calibration = ((found[1].metadata or {}).get("calibration") if found and found[1] else None) or {}
+    calibration = (_measured_sink(entry) or (None, None))[1]
     value = calibration.get("set") if isinstance(calibration, dict) else None
     return value if isinstance(value, str) else None
 
 
 def s_protocol(entry: Entry) -> SProtocol | None:
     """The protocol of the entry's S, or None when the entry has no S."""
-    reported = entry.metadata.reported
-    if reported is not None:
+    if entry.metadata.reported is not None:
         citation = entry.metadata.citation
         return SProtocol("reported", _short_citation(citation.source) if citation else "source not stated")
-    sink = _sink_results(entry)
+    sink = _measured_sink(entry)
     if sink is None:
         return None
-    found, config = sink
-    calibration = (config.metadata or {}).get("calibration") if config else None
+    found, calibration = sink
     weights = weights_label(model_args(found.data.config.model_args).get("gguf_file"))
     return sinkbench_protocol(calibration, found.data.config.model_dtype, weights)

@@ -1,5 +1,5 @@
-"""The gate: find the submission entries, read each into the one entry model, run every validation rule, and
-return the entries with every problem found.
+"""The gate: find the submission entries, read each into the entry model (:mod:`.read_entry`), run every
+validation rule (:data:`ENTRY_RULES`, :data:`CROSS_ENTRY_RULES`) and return the entries with every problem found.
 
 Layout (documented in ``submissions/README.md``)::
 
@@ -12,10 +12,6 @@ Layout (documented in ``submissions/README.md``)::
         sink_profile.json                   optional `sinkbench screen --output` of the reference LLM
       backbones/<name>/metadata.json        kind "backbone"
         results_*.json, samples_*, config.json, sink_profile.json   measured only
-
-:func:`load_submissions` reads every entry it is pointed at (:mod:`sinkbench.submissions.read_entry`), runs the
-rules (:data:`ENTRY_RULES`, :data:`CROSS_ENTRY_RULES`: :mod:`sinkbench.submissions.metadata_rules` and
-:mod:`sinkbench.submissions.lm_eval_rules`) and returns the entries together with ALL problems found.
 """
 
 from __future__ import annotations
@@ -86,7 +82,7 @@ def _entry_folders(path: Path) -> tuple[Path, list[Path], list[Problem]]:
             "pass the submissions root (holding pairs/ and backbones/) or an entry folder",
         )
         return path, [], [problem]
-    folders, problems = [], []
+    folders: list[Path] = []
     items, problems = _listing(path, path.name)
     for item in items:
         if item.name in KIND_OF_FOLDER and item.is_dir() and not item.is_symlink():
@@ -135,10 +131,8 @@ def _name_problems(folder: Path, shown: str) -> list[Problem]:
 
 
 def load_submissions(paths: Path | str | Iterable[Path | str] = "submissions") -> Submissions:
-    """Load and validate submissions roots and/or single entry folders.
-
-    Every rule runs on every entry whose files parse, and the cross-entry rules (duplicates) on all of
-    them together; nothing is written.
+    """Load and validate submissions roots and/or single entry folders: every rule runs on every entry whose files
+    parse, the cross-entry rules (duplicates) on all of them together; nothing is written.
 
     Returns:
         The loaded entries (sorted by kind folder and name) and all problems found.
@@ -180,8 +174,7 @@ def load_valid_entries(root: Path | str) -> tuple[Entry, ...]:
 #: Every rule on one entry, in the order their problems are listed.
 ENTRY_RULES: tuple[EntryRule, ...] = (
     metadata.rule_kind_matches_folder,
-    metadata.rule_reported_entry_contents,
-    metadata.rule_measured_entry_contents,
+    metadata.rule_provenance_contents,
     metadata.rule_revisions_recorded,
     metadata.rule_required_tasks,
     lm_eval.rule_lm_eval_records_complete,

@@ -1,12 +1,10 @@
 """Create ``reported`` pair entries in bulk from a CSV of published numbers.
 
-One CSV row per pair and task, columns ``vlm,reference_llm,qk_norm,sink_strength,task,delta`` and
-optionally ``reference_score,vlm_score`` (points), ``table`` (where the row's numbers are printed),
-``sink_strength_table`` and ``derived`` (``;``-separated names of values computed from published ones).
-Every entry's metadata is built as the schema's :class:`~sinkbench.submissions.schema.PairMetadata` (a value that
-does not fit is a problem naming its CSV line and column) and written from it into a staging folder, where the
-gate checks the entry; only if all of them pass are they moved into place, and an existing entry is replaced only
-with ``force``.
+One CSV row per pair and task, columns ``vlm,reference_llm,qk_norm,sink_strength,task,delta`` and optionally
+``reference_score,vlm_score`` (points), ``table`` (where the row's numbers are printed), ``sink_strength_table``
+and ``derived`` (``;``-separated names of values computed from published ones). Each entry is built as
+:class:`~sinkbench.submissions.schema.PairMetadata` and checked by the gate in a staging folder (a problem names
+its CSV line and column); only if all pass are they moved into place (over an existing entry only with ``force``).
 """
 
 from __future__ import annotations
@@ -47,7 +45,6 @@ _ENTRY_NAME = re.compile(ENTRY_NAME_PATTERN)
 _COLUMN_OF_FIELD = {
     "vlm.id": "vlm",
     "reference_llm.id": "reference_llm",
-    "qk_norm": "qk_norm",
     "reported.sink_strength.value": "sink_strength",
     "reported.sink_strength.table": "sink_strength_table",
     "reported.tasks": "task",
@@ -292,10 +289,7 @@ def _stage(
     groups: dict[str, list[dict]], staging: Path, out_dir: Path, shown: str, **meta: Any
 ) -> tuple[list[Entry], list[Problem]]:
     """Build each entry's metadata, write it into ``staging/pairs/<name>`` and load the entry through the gate;
-    return (entries, problems).
-
-    Problems name the CSV file (``shown``), line and column that caused them.
-    """
+    return (entries, problems), the problems naming the CSV file (``shown``), line and column that caused them."""
     entries, problems, names = [], [], {}
     for vlm, rows in groups.items():
         name = entry_name(vlm)
@@ -315,16 +309,15 @@ def _stage(
             metadata = build_metadata(rows, **meta)
         except ValidationError as error:
             found = validation_problems(f"{out_dir.name}/pairs/{name}/metadata.json", error)
-            problems.extend(_as_csv_problem(problem, rows, shown) for problem in found)
-            continue
-        folder = staging / "pairs" / name
-        folder.mkdir(parents=True)
-        (folder / "metadata.json").write_text(metadata_json(metadata), encoding="utf-8")
-        entry, found = load_entry(folder, f"{out_dir.name}/pairs/{name}")
+        else:
+            folder = staging / "pairs" / name
+            folder.mkdir(parents=True)
+            (folder / "metadata.json").write_text(metadata_json(metadata), encoding="utf-8")
+            entry, found = load_entry(folder, f"{out_dir.name}/pairs/{name}")
+            if entry is not None:
+                entries.append(entry)
+                found = run_rules([entry])
         problems.extend(_as_csv_problem(problem, rows, shown) for problem in found)
-        if entry is not None:
-            entries.append(entry)
-            problems.extend(_as_csv_problem(problem, rows, shown) for problem in run_rules([entry]))
     return entries, problems
 
 

@@ -1,9 +1,5 @@
-"""Validation rules on the lm-eval files of measured entries: results files and IFEval samples.
-
-Each rule takes one :class:`~sinkbench.submissions.entry.Entry` and yields problems; the gate runs them
-(:data:`sinkbench.submissions.gate.ENTRY_RULES`), with the rules on metadata
-(:mod:`sinkbench.submissions.metadata_rules`).
-"""
+"""Validation rules on the lm-eval files of measured entries (results files and IFEval samples): each takes one
+entry and yields problems; the gate runs them (:data:`.gate.ENTRY_RULES`) with those of :mod:`.metadata_rules`."""
 
 from __future__ import annotations
 
@@ -73,9 +69,8 @@ def rule_no_limit(entry: Entry) -> Iterator[Problem]:
     """Full test sets wherever a statistic reads the numbers: both sides of a pair and every ``sink_strength``.
 
     A backbone's own strict-suite scores and a testbed pair's feed no statistic, so they may come from a ``--limit``
-    run in a results file without ``sink_strength``; the site shows them with their coverage (e.g. "250 of 1,319
-    documents"). Both sides of a testbed pair must then cover the same documents (:func:`rule_pair_settings_match`).
-    """
+    run in a results file without ``sink_strength`` (the site shows their coverage); both sides of a testbed pair
+    then cover the same documents (:func:`rule_pair_settings_match`)."""
     partial_allowed = entry.kind == "backbone" or entry.testbed
     for item in _results(entry):
         if item.data.config.limit is not None and not (
@@ -137,9 +132,8 @@ def _missing_records(item: ResultsFile) -> Iterator[tuple[str, str]]:
 
 
 def rule_lm_eval_records_complete(entry: Entry) -> Iterator[Problem]:
-    """Every results file has the records lm-eval always writes: the run's ``limit``, and per task its config,
-    version, few-shot count and sample counts, and the results of a group's subtasks (without them a --limit run
-    or a changed setting would go unseen)."""
+    """Every results file has the records lm-eval always writes (the run's ``limit``; per task its config, version,
+    few-shot and sample counts; a group's subtasks' results): without them a --limit run would go unseen."""
     for item in _results(entry):
         for field, what in _missing_records(item):
             yield Problem(
@@ -150,44 +144,37 @@ def rule_lm_eval_records_complete(entry: Entry) -> Iterator[Problem]:
             )
 
 
-def _range_problem(item: ResultsFile, task: str, key: str, low: float, high: float) -> Problem | None:
-    value = item.data.results[task].get(key)
-    if not is_finite_number(value):
-        return Problem(
-            item.path,
-            f"results.{task}.{key}",
-            f"metric missing or not a number (got {value!r}; a finite number is expected).",
-            "submit the results file exactly as lm_eval wrote it",
-        )
-    if not low <= value <= high:
-        return Problem(
-            item.path,
-            f"results.{task}.{key}",
-            f"{value} is outside [{low}, {high}].",
-            "check the run: this value is impossible for this metric",
-        )
-    return None
-
-
 def _metric_ranges(task: str) -> dict[str, tuple[float, float]]:
+    """The headline metric of a known task (and S's secondary metrics) with their possible ranges; none for
+    other tasks."""
     if task == SINK_TASK:
         return {
             metric.results_key: (metric.low, metric.high) for metric in (SINK_STRENGTH, *SECONDARY_METRICS)
         }
-    spec = TASKS[task]
-    return {spec.metric: (0.0, 100.0 / spec.scale)}
+    spec = TASKS.get(task)
+    return {spec.metric: (0.0, 100.0 / spec.scale)} if spec else {}
 
 
 def rule_metrics_in_range(entry: Entry) -> Iterator[Problem]:
     """Headline metrics (and S's secondary metrics) are numbers within their possible range."""
     for item in _results(entry):
-        for task in item.data.results:
-            if task != SINK_TASK and task not in TASKS:
-                continue
+        for task, metrics in item.data.results.items():
             for key, (low, high) in _metric_ranges(task).items():
-                problem = _range_problem(item, task, key, low, high)
-                if problem:
-                    yield problem
+                value, field = metrics.get(key), f"results.{task}.{key}"
+                if not is_finite_number(value):
+                    yield Problem(
+                        item.path,
+                        field,
+                        f"metric missing or not a number (got {value!r}; a finite number is expected).",
+                        "submit the results file exactly as lm_eval wrote it",
+                    )
+                elif not low <= value <= high:
+                    yield Problem(
+                        item.path,
+                        field,
+                        f"{value} is outside [{low}, {high}].",
+                        "check the run: this value is impossible for this metric",
+                    )
 
 
 #: Keys of a task's ``configs`` record that differ between the sides of a fair pair: lm-eval adds the model's
@@ -196,8 +183,8 @@ _PER_MODEL_CONFIG_KEYS = frozenset({"metadata"})
 
 
 def _settings(item: ResultsFile, task: str) -> dict[str, Any]:
-    """The effective settings of ``task`` in ``item``: its test set's size, its whole task config (but
-    ``metadata``) and the run's."""
+    """The effective settings of ``task`` in ``item``: its test set's size, its task config (but ``metadata``)
+    and the run's."""
     data = item.data
     config = data.configs.get(task)
     task_config = config.model_dump() if config else {}
@@ -225,8 +212,8 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
 
 
 def _without_addresses(value: Any) -> Any:
-    """``value`` with the memory addresses lm-eval's config dump writes for functions (``<function f at 0x..>``)
-    taken out: they differ between any two processes."""
+    """``value`` without the memory addresses lm-eval's config dump writes for functions (``<function f at
+    0x..>``), which differ between any two processes."""
     if isinstance(value, str):
         return _ADDRESS.sub(">", value)
     if isinstance(value, dict):

@@ -32,15 +32,12 @@ _MODEL_FIELDS = re.compile(
 
 @dataclass(frozen=True)
 class Redaction:
-    """One changed field: where it is (``file``, dotted ``field``) and what it says now."""
+    """One changed field: where it is (``file``, dotted ``field``) and what it says now; ``metadata.json`` keeps
+    it as a dict (:func:`dataclasses.asdict`)."""
 
     file: str
     field: str
     replacement: str
-
-    def to_dict(self) -> dict[str, str]:
-        """The record kept in ``metadata.json``."""
-        return {"file": self.file, "field": self.field, "replacement": self.replacement}
 
 
 def _strings(value: Any, field: str = "") -> Iterator[tuple[str, str]]:

@@ -1,10 +1,6 @@
 """Validation rules on an entry's metadata, its reported numbers, its submitted files' contents (local paths, the
-sink profile) and, across entries, duplicates: each rule is a small function returning problems.
-
-Entry rules take one :class:`~sinkbench.submissions.entry.Entry`; cross-entry rules take all of them. Rules on
-lm-eval's files live in :mod:`sinkbench.submissions.lm_eval_rules`; the gate
-(:mod:`sinkbench.submissions.gate`) runs both. File-level checks (size caps, strict JSON, schemas) happen earlier,
-while reading, in :mod:`sinkbench.submissions.read_entry`.
+sink profile) and, across entries, duplicates; rules on lm-eval's files are in :mod:`.lm_eval_rules`. Each rule
+yields problems; the gate (:mod:`.gate`) runs them. File-level checks happen earlier, in :mod:`.read_entry`.
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ from sinkbench.submissions.catalogue import (
 )
 from sinkbench.submissions.entry import Entry, Problem
 from sinkbench.submissions.local_paths import local_paths
-from sinkbench.submissions.schema import UNPINNED_REVISIONS, IfevalRegressionCounts, ModelRef, PairMetadata
+from sinkbench.submissions.schema import UNPINNED_REVISIONS, IfevalRegressionCounts, ModelRef
 
 #: Reported deltas are printed to 0.1 pt and scores to 0.01 pt, so they may disagree by this much.
 DELTA_TOLERANCE = 0.1
@@ -42,51 +38,52 @@ def rule_kind_matches_folder(entry: Entry) -> Iterator[Problem]:
         )
 
 
-def rule_reported_entry_contents(entry: Entry) -> Iterator[Problem]:
-    """A ``reported`` entry carries a citation and the published numbers, and no raw files."""
-    if entry.provenance != "reported":
-        return
-    if entry.metadata.reported is None:
-        yield Problem(
-            entry.metadata_file,
-            "reported",
-            "a reported entry has no `reported` numbers.",
-            "add the `reported` block with the published numbers and their tables",
-        )
-    if entry.metadata.citation is None:
-        yield Problem(
-            entry.metadata_file,
-            "citation",
-            "a reported entry has no citation.",
-            "add `citation.source` (authors, title, arXiv id) and `citation.url`",
-        )
-    if entry.sides or entry.sink_profile is not None:
-        yield Problem(
-            entry.directory,
-            "provenance",
-            "a reported entry holds raw result files.",
-            "set provenance to 'measured' and drop `reported`, or remove the files",
-        )
+#: What an entry of each provenance must not be: (field, message, fix) by name. A problem on the ``provenance``
+#: field names the entry folder, the others its ``metadata.json``.
+_PROVENANCE_PROBLEMS = {
+    "no numbers": (
+        "reported",
+        "a reported entry has no `reported` numbers.",
+        "add the `reported` block with the published numbers and their tables",
+    ),
+    "no citation": (
+        "citation",
+        "a reported entry has no citation.",
+        "add `citation.source` (authors, title, arXiv id) and `citation.url`",
+    ),
+    "raw files": (
+        "provenance",
+        "a reported entry holds raw result files.",
+        "set provenance to 'measured' and drop `reported`, or remove the files",
+    ),
+    "numbers": (
+        "reported",
+        "a measured entry must take its numbers from its files.",
+        "remove the `reported` block, or set provenance to 'reported'",
+    ),
+    "no files": (
+        "provenance",
+        "a measured entry has no lm-eval results files.",
+        "add the results files (see submissions/README.md) or set provenance to 'reported'",
+    ),
+}
 
 
-def rule_measured_entry_contents(entry: Entry) -> Iterator[Problem]:
-    """A ``measured`` entry takes its numbers from its lm-eval results files, which must be there."""
-    if entry.provenance != "measured":
-        return
-    if entry.metadata.reported is not None:
-        yield Problem(
-            entry.metadata_file,
-            "reported",
-            "a measured entry must take its numbers from its files.",
-            "remove the `reported` block, or set provenance to 'reported'",
-        )
-    if not entry.sides:
-        yield Problem(
-            entry.directory,
-            "provenance",
-            "a measured entry has no lm-eval results files.",
-            "add the results files (see submissions/README.md) or set provenance to 'reported'",
-        )
+def rule_provenance_contents(entry: Entry) -> Iterator[Problem]:
+    """A ``reported`` entry carries a citation and the published numbers, and no raw files; a ``measured`` entry
+    takes its numbers from its lm-eval results files, which must be there."""
+    reported, numbers = entry.provenance == "reported", entry.metadata.reported is not None
+    broken = {
+        "no numbers": reported and not numbers,
+        "no citation": reported and entry.metadata.citation is None,
+        "raw files": reported and bool(entry.sides or entry.sink_profile is not None),
+        "numbers": not reported and numbers,
+        "no files": not reported and not entry.sides,
+    }
+    for name, (field, message, fix) in _PROVENANCE_PROBLEMS.items():
+        if broken[name]:
+            file = entry.directory if field == "provenance" else entry.metadata_file
+            yield Problem(file, field, message, fix)
 
 
 def rule_revisions_recorded(entry: Entry) -> Iterator[Problem]:
@@ -113,11 +110,9 @@ def _required_tasks(entry: Entry) -> dict[str, tuple[str, ...]]:
 
 
 def rule_required_tasks(entry: Entry) -> Iterator[Problem]:
-    """Measured pairs: S and the strict suite on the reference, the strict suite on the VLM-LM; backbones: S.
-
-    Reported pairs must at least report the headline task, ``ifeval_strict``; testbed pairs must be measured and
-    hold S and ``ifeval_strict`` on the reference and ``ifeval_strict`` on the VLM-LM.
-    """
+    """Measured pairs hold S and the strict suite on the reference and the strict suite on the VLM-LM (testbed
+    pairs, which must be measured: S and ``ifeval_strict``, and ``ifeval_strict``); backbones S; reported pairs
+    report at least the headline task, ``ifeval_strict``."""
     if entry.testbed and entry.provenance != "measured":
         yield Problem(
             entry.metadata_file,
@@ -259,7 +254,7 @@ def rule_sink_profile_shape(entry: Entry) -> Iterator[Problem]:
 
 def _model(entry: Entry) -> ModelRef:
     """The model an entry is about: the VLM of a pair, the LLM of a backbone."""
-    return entry.vlm if isinstance(entry.metadata, PairMetadata) else entry.llm
+    return entry.vlm or entry.llm
 
 
 _COMMIT = re.compile(r"[0-9a-f]{7,40}", re.ASCII)

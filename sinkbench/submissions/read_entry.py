@@ -53,10 +53,8 @@ _FIX_BY_ERROR_TYPE = {
     "string_pattern_mismatch": "use only the characters the pattern allows",
     "string_too_long": "shorten the text",
     "literal_error": "use one of the allowed values",
-    "union_tag_invalid": "set `kind` to 'pair' or 'backbone'",
-    "union_tag_not_found": "set `kind` to 'pair' or 'backbone'",
-    "greater_than_equal": "use a value within the allowed range",
-    "less_than_equal": "use a value within the allowed range",
+    **dict.fromkeys(("union_tag_invalid", "union_tag_not_found"), "set `kind` to 'pair' or 'backbone'"),
+    **dict.fromkeys(("greater_than_equal", "less_than_equal"), "use a value within the allowed range"),
     "value_error": "change the value as the message says",
 }
 _FIX_DEFAULT = "give the field the type and shape documented in submissions/README.md"

@@ -1,14 +1,10 @@
-"""Schemas of the files in a submission entry (the tasks an entry may report: :mod:`.catalogue`).
+"""Schemas of the files in a submission entry: one pydantic model per file kind (``metadata.json``:
+:data:`METADATA_ADAPTER`; :class:`LmEvalResults`, :class:`IfevalSample`, :class:`SinkProfile`). Models of files we
+write are closed; those of lm-eval's files accept extra fields, since lm-eval adds keys between versions.
 
-One pydantic model per file kind: ``metadata.json`` (:data:`METADATA_ADAPTER`), an lm-eval results file
-(:class:`LmEvalResults`), one line of an ``ifeval_strict`` samples file (:class:`IfevalSample`) and a
-``sinkbench screen`` profile (:class:`SinkProfile`). Models of files we write are closed (unknown fields
-are errors); models of lm-eval's files accept extra fields, since lm-eval adds keys between versions.
-
-Every model validates in pydantic's strict mode: a JSON number must be a JSON number (``"541"`` is not 541,
-``"yes"`` is not true), and numbers are finite and in range. Every name, id and key refuses invisible
-characters (:func:`refuse_invisible`), and collections are bounded, so one entry cannot make the build
-expensive.
+Every model is strict (``"541"`` is not 541, ``"yes"`` is not true), numbers are finite and in range, names, ids
+and keys refuse invisible characters (:func:`refuse_invisible`), and collections are bounded, so one entry cannot
+make the build expensive.
 """
 
 from __future__ import annotations
@@ -16,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -54,9 +51,8 @@ URL_PATTERN = r"^https?://[^\s<>\"'`]{1,2000}$"
 QkNorm = Literal["per-head", "layerwise", "none"]
 Provenance = Literal["measured", "reported"]
 
-#: Unicode categories refused in text: control, format (zero-width, bidirectional overrides, BOM), line and
-#: paragraph separators, surrogates, private use and unassigned code points. Free text may still hold newlines
-#: and tabs.
+#: Unicode categories refused in text: control, format (zero-width, bidi overrides, BOM), line and paragraph
+#: separators, surrogates, private use and unassigned (free text may still hold newlines and tabs).
 _INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
 _ASCII_CONTROLS = re.compile(r"[\x00-\x1f\x7f]")
 #: Letters that render as blank space (the Hangul fillers), refused like the categories above.
@@ -102,25 +98,19 @@ def refuse_invisible(value: str, *, multiline: bool = False) -> str:
     return value
 
 
-def _single_line(value: str) -> str:
-    return refuse_invisible(value)
-
-
-def _multi_line(value: str) -> str:
-    return refuse_invisible(value, multiline=True)
-
-
-ShortText = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(_single_line)]
-LongText = Annotated[str, StringConstraints(min_length=1, max_length=4000), AfterValidator(_multi_line)]
+_SINGLE_LINE = AfterValidator(refuse_invisible)
+_MULTI_LINE = AfterValidator(partial(refuse_invisible, multiline=True))
+ShortText = Annotated[str, StringConstraints(min_length=1, max_length=200), _SINGLE_LINE]
+LongText = Annotated[str, StringConstraints(min_length=1, max_length=4000), _MULTI_LINE]
 ModelId = Annotated[str, StringConstraints(pattern=MODEL_ID_PATTERN)]
 #: A transformers model type as config.json writes it (``qwen3_moe``, ``llava_next``, ``bert-generation``).
 ModelType = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")]
 #: A class name from config.json's ``architectures`` (``LlavaQwenForCausalLM``).
 ClassName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")]
 Revision = Annotated[str, StringConstraints(pattern=REVISION_PATTERN)]
-Url = Annotated[str, StringConstraints(pattern=URL_PATTERN), AfterValidator(_single_line)]
+Url = Annotated[str, StringConstraints(pattern=URL_PATTERN), _SINGLE_LINE]
 TaskName = Annotated[str, AfterValidator(known_task)]
-Key = Annotated[str, StringConstraints(min_length=1, max_length=MAX_KEY_LENGTH), AfterValidator(_single_line)]
+Key = Annotated[str, StringConstraints(min_length=1, max_length=MAX_KEY_LENGTH), _SINGLE_LINE]
 Points = Annotated[float, Field(ge=0.0, le=100.0)]
 DeltaPoints = Annotated[float, Field(ge=-100.0, le=100.0)]
 Nats = Annotated[float, Field(ge=-100.0, le=100.0)]
@@ -255,14 +245,13 @@ class RedactionRecord(_Strict):
     :mod:`sinkbench.submissions.local_paths`). The original value is not kept: it is private."""
 
     file: ShortText
-    field: Annotated[str, StringConstraints(min_length=1, max_length=400), AfterValidator(_single_line)]
+    field: Annotated[str, StringConstraints(min_length=1, max_length=400), _SINGLE_LINE]
     replacement: ShortText
 
 
 class _MetadataBase(_Strict):
-    schema_version: Annotated[
-        int, Field(ge=SCHEMA_VERSION, le=SCHEMA_VERSION)
-    ]  # strict: neither true nor 1.0
+    # strict: neither true nor 1.0
+    schema_version: Annotated[int, Field(ge=SCHEMA_VERSION, le=SCHEMA_VERSION)]
     provenance: Provenance
     qk_norm: QkNorm
     submitter: ShortText

@@ -1,14 +1,11 @@
 """``sinkbench submit``: an entry folder built from lm-eval output folders, checked by the gate, written whole.
 
 It reads the ``results_*.json`` and ``samples_*.jsonl`` that ``lm_eval --output_path RUN --log_samples`` wrote
-(any depth below RUN), fills ``metadata.json`` from what they say (model ids and revisions, the QK-norm class
-from the model's ``config.json`` or GGUF header where the run used a local folder, the model of an extracted
-VLM-LM from its ``provenance.json``, the embedded model and its GGUF's sha256 from sinkbench's GGUF cache folder),
-and asks for what they cannot say, every missing option in one message. The metadata is built as the
-schema's own model (:class:`~sinkbench.submissions.schema.PairMetadata` or ``BackboneMetadata``) and serialised from
-it, so a bad option is refused by field before anything is written. Local paths are replaced by the model id or
-``<local>`` and every change is recorded (:mod:`sinkbench.submissions.local_paths`). Nothing is written unless the
-new entry passes every rule of the gate; an existing entry is replaced only when asked.
+(any depth below RUN) and fills ``metadata.json`` from what they say (see :func:`model_of` and :func:`qk_norm_of`),
+asking for what they cannot say, every missing option in one message. The metadata is built as the schema's own
+model, so a bad option is refused by field. Local paths are replaced by the model id or ``<local>`` and every
+change is recorded (:mod:`sinkbench.submissions.local_paths`). Nothing is written unless the new entry passes every
+rule of the gate; an existing entry is replaced only when asked.
 """
 
 from __future__ import annotations
@@ -17,8 +14,8 @@ import json
 import re
 import shutil
 import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +25,7 @@ from sinkbench.errors import UserError
 from sinkbench.models import cached_gguf
 from sinkbench.safe_io import UnsafeFileError, file_sha256, install_directory, read_json
 from sinkbench.submissions.catalogue import FOLDER_OF_KIND, FORMAT_TASKS, IFEVAL_TASK, SINK_TASK
-from sinkbench.submissions.entry import Entry
+from sinkbench.submissions.facts import model_args
 from sinkbench.submissions.gate import SubmissionsInvalid, load_entry, load_submissions, run_rules
 from sinkbench.submissions.lm_eval_rules import detect_qk_norm
 from sinkbench.submissions.local_paths import redact
@@ -39,6 +36,7 @@ from sinkbench.submissions.schema import (
     MODEL_ID_PATTERN,
     SCHEMA_VERSION,
     SIZE_LIMITS,
+    UNPINNED_REVISIONS,
     BackboneMetadata,
     PairMetadata,
     metadata_json,
@@ -47,7 +45,6 @@ from sinkbench.submissions.schema import (
 _HUB_ID = re.compile(MODEL_ID_PATTERN)
 _ENTRY_NAME = re.compile(ENTRY_NAME_PATTERN)
 _STAMP = re.compile(r"results_(.+)\.json")
-_UNPINNED = {None, "", "main"}
 
 
 class SubmitError(UserError):
@@ -73,12 +70,15 @@ class MissingOptions(SubmitError):
         )
 
 
-#: The options every entry needs, and what each is.
+#: The options every entry needs, and what each is (``--qk-norm`` only where the run's files cannot tell it).
 _ENTRY_OPTIONS = {
     "name": Missing("--name NAME", "the entry folder's name, e.g. smollm2-135m-instruct"),
     "submitter": Missing("--submitter WHO", "your name or handle, shown on the board"),
     "vl_recipe": Missing(
         "--vl-recipe TEXT", "the VL training between the two models, e.g. 'SFT on LLaVA-665k'"
+    ),
+    "qk_norm": Missing(
+        "--qk-norm per-head|layerwise|none", "the QK-norm class cannot be read from the run's files"
     ),
 }
 #: Where a revision can be found, for the message that asks for one.
@@ -102,9 +102,7 @@ class Run:
         found = {}
         for path, data in self.results.items():
             groups = {name for name, members in (data.get("group_subtasks") or {}).items() if members}
-            for task in data.get("results", {}):
-                if task not in groups:
-                    found[task] = path
+            found |= {task: path for task in data.get("results", {}) if task not in groups}
         return found
 
     @property
@@ -115,10 +113,7 @@ class Run:
     @property
     def model_args(self) -> dict[str, Any]:
         """The ``--model_args`` the run used, as a dict."""
-        args = self.config.get("model_args")
-        if isinstance(args, dict):
-            return args
-        return dict(item.split("=", 1) for item in str(args or "").split(",") if "=" in item)
+        return model_args(self.config.get("model_args"))
 
 
 @dataclass(frozen=True)
@@ -139,6 +134,14 @@ class Submitted:
     redactions: int
 
 
+def _read_json(path: Path, kind: str) -> Any:
+    """``path`` parsed (size-capped as ``kind``); an unsafe or unreadable file raises :class:`SubmitError`."""
+    try:
+        return read_json(path, SIZE_LIMITS[kind])
+    except UnsafeFileError as error:
+        raise SubmitError(f"{path}: {error.message} Fix: {error.fix}") from error
+
+
 def read_run(folder: Path, role: str) -> Run:
     """The results and samples files below ``folder``, each task in one results file.
 
@@ -149,12 +152,7 @@ def read_run(folder: Path, role: str) -> Run:
         raise SubmitError(
             f"{role} run {folder} is not a folder; pass the --output_path folder of `sinkbench eval`"
         )
-    results = {}
-    for path in sorted(folder.rglob("results_*.json")):
-        try:
-            results[path] = read_json(path, SIZE_LIMITS["results"])
-        except UnsafeFileError as error:
-            raise SubmitError(f"{path}: {error.message} Fix: {error.fix}") from error
+    results = {path: _read_json(path, "results") for path in sorted(folder.rglob("results_*.json"))}
     if not results:
         raise SubmitError(
             f"{role} run {folder} holds no results_*.json; pass the --output_path folder of an lm-eval run"
@@ -191,11 +189,9 @@ def _extracted_from(local: Path) -> tuple[str | None, str | None]:
     except (UnsafeFileError, AttributeError):
         return None, None
     model = source.get("id") if isinstance(source, dict) else None
-    return (
-        (model, source.get("revision"))
-        if isinstance(model, str) and _HUB_ID.fullmatch(model)
-        else (None, None)
-    )
+    if isinstance(model, str) and _HUB_ID.fullmatch(model):
+        return model, source.get("revision")
+    return None, None
 
 
 def _hub_snapshot(local: Path) -> tuple[str | None, str | None]:
@@ -219,16 +215,12 @@ def model_of(
     """
     args = run.model_args
     pretrained = str(args.get("pretrained", ""))
-    local = (
-        Path(pretrained).expanduser()
-        if pretrained.startswith(("/", "~", ".")) or Path(pretrained).is_dir()
-        else None
-    )
-    if local is None and _HUB_ID.fullmatch(pretrained):
+    is_local = pretrained.startswith(("/", "~", ".")) or Path(pretrained).is_dir()
+    if not is_local and _HUB_ID.fullmatch(pretrained):
         recorded = args.get("revision") or run.config.get("model_revision")
         pinned = (
             revision
-            or (recorded if recorded not in _UNPINNED else None)
+            or (recorded if recorded not in UNPINNED_REVISIONS else None)
             or run.config.get("model_sha")
             or None
         )
@@ -237,14 +229,14 @@ def model_of(
         )
         needed = [] if pinned else [Missing(f"--{option}-revision REV", unpinned)]
         return Model(model_id or pretrained, pinned, None), needed
+    local = Path(pretrained).expanduser() if is_local else None
     found_id, found_revision = _extracted_from(local) if local else (None, None)
     if local and not (found_id and found_revision):
         snapshot_id, commit = _hub_snapshot(local)
         found_id, found_revision = found_id or snapshot_id, found_revision or commit
     cache = cached_gguf(local) if local else None
     if cache:
-        embedded = cache.embedded
-        found_id = found_id or (embedded.upstream if embedded else None)
+        found_id = found_id or (cache.embedded.upstream if cache.embedded else None)
         found_revision = found_revision or f"sha256:{cache.sha256}"
     gguf = local / str(args["gguf_file"]) if local and args.get("gguf_file") else None
     pinned = (
@@ -290,16 +282,18 @@ def qk_norm_of(model: Model, run: Run, given: str | None) -> str | None:
 def _check_options(given: dict[str, str | None], needed: list[Missing], qk_norm: str | None) -> None:
     """Raise :class:`MissingOptions` naming every option still needed: the entry's own (``given``), those the
     models need (``needed``), and ``--qk-norm`` when the run's files cannot tell it (``qk_norm`` None)."""
-    missing = [_ENTRY_OPTIONS[name] for name, value in given.items() if not value]
-    missing += needed
+    missing = [_ENTRY_OPTIONS[name] for name, value in given.items() if not value] + needed
     if qk_norm is None:
-        missing.append(
-            Missing(
-                "--qk-norm per-head|layerwise|none", "the QK-norm class cannot be read from the run's files"
-            )
-        )
+        missing.append(_ENTRY_OPTIONS["qk_norm"])
     if missing:
         raise MissingOptions(missing)
+
+
+def _write_redacted(data: Any, model: Model, target: Path, shown: str, **dumps: Any) -> list[dict[str, str]]:
+    """Write ``data`` to ``target`` as JSON with its local paths redacted; return the redaction records."""
+    clean, changed = redact(data, model_id=model.id, file=shown)
+    target.write_text(json.dumps(clean, indent=2, **dumps) + "\n", encoding="utf-8")
+    return [asdict(record) for record in changed]
 
 
 def _copy_run(run: Run, model: Model, target: Path, shown: str) -> list[dict[str, str]]:
@@ -307,36 +301,26 @@ def _copy_run(run: Run, model: Model, target: Path, shown: str) -> list[dict[str
     target.mkdir(parents=True, exist_ok=True)
     records = []
     for path, data in run.results.items():
-        clean, changed = redact(data, model_id=model.id, file=f"{shown}{path.name}")
-        (target / path.name).write_text(
-            json.dumps(clean, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
-        records += [record.to_dict() for record in changed]
+        records += _write_redacted(data, model, target / path.name, f"{shown}{path.name}", ensure_ascii=False)
     for path in run.samples:
         shutil.copyfile(path, target / path.name)
     if model.local and (model.local / "config.json").is_file():
         config = read_json(model.local / "config.json", SIZE_LIMITS["config"])
-        clean, changed = redact(config, model_id=model.id, file=f"{shown}config.json")
-        (target / "config.json").write_text(json.dumps(clean, indent=2) + "\n", encoding="utf-8")
-        records += [record.to_dict() for record in changed]
+        records += _write_redacted(config, model, target / "config.json", f"{shown}config.json")
     return records
 
 
 def _copy_profile(profile: Path | None, model: Model, folder: Path) -> list[dict[str, str]]:
     if profile is None:
         return []
-    try:
-        data = read_json(profile, SIZE_LIMITS["sink_profile"])
-    except UnsafeFileError as error:
-        raise SubmitError(f"{profile}: {error.message} Fix: {error.fix}") from error
-    clean, changed = redact(data, model_id=model.id, file="sink_profile.json")
+    clean, changed = redact(_read_json(profile, "sink_profile"), model_id=model.id, file="sink_profile.json")
     if isinstance(clean.get("model"), dict) and clean["model"].get("source") in ("dir", "gguf"):
         clean["model"]["id"] = model.id
     (folder / "sink_profile.json").write_text(json.dumps(clean, indent=2) + "\n", encoding="utf-8")
-    return [record.to_dict() for record in changed]
+    return [asdict(record) for record in changed]
 
 
-def _model_ref(model: Model, display_name: str | None) -> dict[str, Any]:
+def _model_ref(model: Model, display_name: str | None = None) -> dict[str, Any]:
     return {
         "id": model.id,
         "revision": model.revision,
@@ -344,64 +328,50 @@ def _model_ref(model: Model, display_name: str | None) -> dict[str, Any]:
     }
 
 
-def _install(staging: Path, entry: Entry, out: Path, kind: str, *, force: bool) -> Path:
-    """Check the staged entry against the gate and the existing entries, then move it into ``out``."""
-    target = out / FOLDER_OF_KIND[kind] / entry.name
-    if target.exists() and not force:
-        raise SubmitError(f"{target} already exists; pass --force to replace it")
-    existing = [e for e in load_submissions(out).entries if e.name != entry.name] if out.is_dir() else []
-    problems = run_rules([entry]) + list(rule_no_duplicates([*existing, entry]))
-    if problems:
-        raise SubmissionsInvalid(problems)
-    install_directory(staging, target, replace=force)
-    return target
-
-
-def _stage_and_install(out: Path, name: str, kind: str, fill: Any, *, force: bool) -> Submitted:
-    """Make the entry in a staging folder beside ``out`` with ``fill(folder)``, load it, check it, install it.
+def _stage_and_install(
+    out: Path, name: str, fields: dict[str, Any], copy: Callable[[Path], list[dict[str, str]]], *, force: bool
+) -> Submitted:
+    """Make the entry in a staging folder beside ``out``: ``copy(folder)`` copies its files and returns the
+    redaction records, then its metadata (``fields`` and the records) is written; load it, check it against the
+    gate and the existing entries, and move it into ``out``.
 
     Raises:
-        SubmissionsInvalid: the metadata ``fill`` builds does not validate (each problem names the field), or the
-            entry breaks a rule of the gate.
+        SubmissionsInvalid: the metadata does not validate (each problem names the field), or the entry breaks a
+            rule of the gate.
     """
     if not _ENTRY_NAME.fullmatch(name) or ".." in name:
         raise SubmitError(
             f"--name {name!r} is not an entry name: use a-z, 0-9, '.', '_', '-' (e.g. qwen3-vl-8b)"
         )
+    kind_folder = FOLDER_OF_KIND[fields["kind"]]
+    target = out / kind_folder / name
+    schema = PairMetadata if fields["kind"] == "pair" else BackboneMetadata
     out.mkdir(parents=True, exist_ok=True)
     staging_root = Path(tempfile.mkdtemp(prefix=".sinkbench-submit-", dir=out))
     try:
-        folder = staging_root / FOLDER_OF_KIND[kind] / name
+        folder = staging_root / kind_folder / name
         folder.mkdir(parents=True)
-        shown = f"{out.name}/{FOLDER_OF_KIND[kind]}/{name}"
+        shown = f"{out.name}/{kind_folder}/{name}"
+        records = copy(folder)
         try:
-            redactions = fill(folder)
+            metadata = schema.model_validate({**fields, **({"redactions": records} if records else {})})
         except ValidationError as error:
             raise SubmissionsInvalid(validation_problems(f"{shown}/metadata.json", error)) from None
+        (folder / "metadata.json").write_text(metadata_json(metadata), encoding="utf-8")
         files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
         entry, problems = load_entry(folder, shown)
         if entry is None:
             raise SubmissionsInvalid(problems)
-        return Submitted(_install(folder, entry, out, kind, force=force), files, redactions)
+        if target.exists() and not force:
+            raise SubmitError(f"{target} already exists; pass --force to replace it")
+        existing = [e for e in load_submissions(out).entries if e.name != entry.name] if out.is_dir() else []
+        problems = run_rules([entry]) + list(rule_no_duplicates([*existing, entry]))
+        if problems:
+            raise SubmissionsInvalid(problems)
+        install_directory(folder, target, replace=force)
+        return Submitted(target, files, len(records))
     finally:
         shutil.rmtree(staging_root, ignore_errors=True)
-
-
-def _write_metadata(
-    folder: Path,
-    schema: type[PairMetadata | BackboneMetadata],
-    fields: dict[str, Any],
-    redactions: list[dict[str, str]],
-) -> int:
-    """Build the entry's metadata as ``schema`` (with the redaction records, if any) and write it; the count of
-    redactions.
-
-    Raises:
-        ValidationError: a field does not fit the schema.
-    """
-    metadata = schema.model_validate({**fields, **({"redactions": redactions} if redactions else {})})
-    (folder / "metadata.json").write_text(metadata_json(metadata), encoding="utf-8")
-    return len(redactions)
 
 
 def submit_backbone(
@@ -425,11 +395,10 @@ def submit_backbone(
         "model": _model_ref(model, display_name), "qk_norm": qk_class, "submitter": submitter,
     }  # fmt: skip
 
-    def fill(folder: Path) -> int:
-        records = _copy_run(run, model, folder, "") + _copy_profile(profile, model, folder)
-        return _write_metadata(folder, BackboneMetadata, fields, records)
+    def copy(folder: Path) -> list[dict[str, str]]:
+        return _copy_run(run, model, folder, "") + _copy_profile(profile, model, folder)
 
-    return _stage_and_install(Path(out), name, "backbone", fill, force=force)
+    return _stage_and_install(Path(out), name, fields, copy, force=force)
 
 
 def submit_pair(
@@ -463,15 +432,14 @@ def submit_pair(
     )
     fields = {
         "schema_version": SCHEMA_VERSION, "kind": "pair", "provenance": "measured",
-        "vlm": _model_ref(vlm_model, None), "reference_llm": _model_ref(reference_model, None),
+        "vlm": _model_ref(vlm_model), "reference_llm": _model_ref(reference_model),
         "qk_norm": qk_class, "vl_recipe": vl_recipe, "submitter": submitter,
         **({"testbed": True} if testbed else {}),
     }  # fmt: skip
 
-    def fill(folder: Path) -> int:
+    def copy(folder: Path) -> list[dict[str, str]]:
         records = _copy_run(reference, reference_model, folder / "reference", "reference/")
         records += _copy_run(vlm, vlm_model, folder / "vlm", "vlm/")
-        records += _copy_profile(profile, reference_model, folder)
-        return _write_metadata(folder, PairMetadata, fields, records)
+        return records + _copy_profile(profile, reference_model, folder)
 
-    return _stage_and_install(Path(out), name, "pair", fill, force=force)
+    return _stage_and_install(Path(out), name, fields, copy, force=force)

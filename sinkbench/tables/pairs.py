@@ -1,11 +1,9 @@
-"""The pairs table: one row per pair and task, with scores and the basis each was measured on, delta with its
-interval (:func:`delta_interval`: paired over prompts, else unpaired, else none and why), S with its protocol, the
-models' sizes and the leave-one-pair-out prediction with its held-out interval.
+"""The pairs table: one row per pair and task, with scores and their bases, delta with its interval
+(:func:`delta_interval`), S with its protocol, the models' sizes and the held-out prediction with its interval.
 
-S of a reported pair is its publication's, unless the board holds a measured backbone entry of the same reference
-LLM, measured by sinkbench on its default calibration set (``benchmarks/remeasure_board.py`` writes them): then
-the fits use that S, so that every S they see was measured by one protocol, and ``s_source`` names the entry
-(``reported_sink_strength`` keeps the publication's)."""
+S of a reported pair is its publication's, unless the board holds a backbone entry of its reference LLM measured
+by sinkbench on the default calibration set (:func:`s_used`): the fits then use that S, so that every S they see
+has one protocol; ``s_source`` names the entry and ``reported_sink_strength`` keeps the publication's."""
 
 from __future__ import annotations
 
@@ -70,8 +68,6 @@ _COLUMN_TYPES: dict[str, type | None] = {
 PAIRS_COLUMNS = list(_COLUMN_TYPES)
 #: The S of a pair that is its own (measured with the pair, or printed by its source).
 OWN_S = "the pair's own"
-
-
 #: Tasks whose score is a share of prompts passed (lm-eval reports it as a fraction, scaled to points): only
 #: these can take an interval from the scores and the prompt count alone.
 PROPORTION_TASKS = frozenset(task for task, spec in TASKS.items() if spec.scale == 100.0)
@@ -80,7 +76,7 @@ PROPORTION_TASKS = frozenset(task for task, spec in TASKS.items() if spec.scale 
 @dataclass(frozen=True)
 class DeltaInterval:
     """A delta's 95% interval in points, its kind (:func:`~sinkbench.tables.rules.delta_interval_kind`), and why
-    there is none."""
+    there is none (empty when there is one)."""
 
     low: float | None
     high: float | None
@@ -94,8 +90,7 @@ def _prompts(entry: Entry, role: str, task: str) -> int | None:
 
 
 def _no_interval_reason(task: str, score: TaskScore) -> str:
-    """Why a delta has no interval: the first thing :func:`~sinkbench.tables.rules.delta_interval_kind` needs that
-    is missing."""
+    """Why a delta has no interval: the first thing its kind's rule needs that is missing."""
     if task not in PROPORTION_TASKS:
         return f"{TASKS[task].label}'s score is not a share of prompts passed"
     if score.reference_score is None or score.vlm_score is None:
@@ -104,9 +99,9 @@ def _no_interval_reason(task: str, score: TaskScore) -> str:
 
 
 def delta_interval(entry: Entry, task: str, score: TaskScore, seed: int) -> DeltaInterval:
-    """The interval of a pair's ``task`` delta by :func:`~sinkbench.tables.rules.delta_interval_kind`: the paired
-    bootstrap over IFEval prompts from both sides' samples or from published outcome counts, else Newcombe's
-    unpaired interval from the two scores and their prompt counts, else none with the reason."""
+    """The interval of a pair's ``task`` delta (:func:`~sinkbench.tables.rules.delta_interval_kind`): the paired
+    bootstrap over IFEval prompts (both sides' samples, or published counts), else Newcombe's unpaired interval
+    from the two scores and their prompt counts, else none with the reason."""
     outcomes = entry.ifeval_outcomes() if task == IFEVAL_TASK else None
     counts = entry.reported_regressions if task == IFEVAL_TASK else None
     prompts = (_prompts(entry, "reference", task), _prompts(entry, "vlm", task))
@@ -119,9 +114,10 @@ def delta_interval(entry: Entry, task: str, score: TaskScore, seed: int) -> Delt
     )
     if outcomes is not None:
         reference = {outcome.key: outcome.passed for outcome in outcomes[0]}
-        keys = [outcome.key for outcome in outcomes[1]]
-        vlm = {outcome.key: outcome.passed for outcome in outcomes[1]}
-        found = stats.paired_bootstrap_delta([reference[k] for k in keys], [vlm[k] for k in keys], seed=seed)
+        vlm = outcomes[1]
+        found = stats.paired_bootstrap_delta(
+            [reference[o.key] for o in vlm], [o.passed for o in vlm], seed=seed
+        )
     elif counts is not None:
         found = stats.paired_counts_delta(
             counts.both_pass, counts.lost, counts.gained, counts.both_fail, seed=seed
@@ -169,8 +165,8 @@ def s_used(entry: Entry, backbones: dict[str, list[Entry]]) -> Entry:
 
 
 def llm_keys(entries: Sequence[Entry]) -> dict[str, tuple[str, str | None]]:
-    """The LLM each entry is about, as (Hub id, revision), by entry name: a reported pair whose S was re-measured
-    (:func:`s_used`) counts as the re-measured entry's LLM, so that one LLM is one row and one page."""
+    """The LLM of each entry as (Hub id, revision), by entry name; a reported pair whose S was re-measured
+    (:func:`s_used`) counts as the re-measured entry's, so that one LLM is one row and one page."""
     backbones = remeasured(entries)
     keys = {}
     for entry in entries:
@@ -265,9 +261,8 @@ def pairs_table(entries: Sequence[Entry], *, seed: int = 0) -> pd.DataFrame:
 def with_held_out_intervals(
     pairs: pd.DataFrame, coverages: dict[str, dict[str, prediction.Coverage]]
 ) -> pd.DataFrame:
-    """``pairs`` with each held-out prediction's interval: the one the predictions carry
-    (:data:`prediction.PREDICTION_METHOD`), made from all other pairs (``coverages``: :func:`loo_coverages`), its
-    level, and whether it is informative (:func:`informative`)."""
+    """``pairs`` with each held-out prediction's interval of the carried kind (:data:`prediction.PREDICTION_METHOD`),
+    made from all other pairs (``coverages``: :func:`loo_coverages`), its level, and whether it is informative."""
     pairs = pairs.copy()
     for task in TASKS:
         usable = usable_pairs(pairs, task)

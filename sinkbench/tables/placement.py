@@ -1,11 +1,10 @@
 """Where a newly screened model lands among the leaderboard's backbones: its rank by S, the delta each task's fit
-predicts for it with its prediction intervals (jackknife+, and the 95% t interval beside it) and how often the
-jackknife+ intervals held the board's own pairs, and whether that prediction extrapolates (and why).
+predicts for it with its prediction intervals and how often they held the board's own pairs, and whether that
+prediction extrapolates (and why).
 
-It is read from a submissions folder (validated, then the pairs and screening tables built as for the board), or
-from a snapshot of the seeded tables shipped in the package (the paper's reported entries, arXiv 2609.00746),
-so ``sinkbench screen`` (:mod:`sinkbench.screen`) can place a model anywhere. :func:`write_snapshot` remakes the snapshot; a test keeps it
-equal to the seeded entries of the repository.
+Against a submissions folder, or a snapshot of the seeded tables shipped in the package (the paper's reported
+entries, arXiv 2609.00746), so that ``sinkbench screen`` can place a model anywhere; :func:`write_snapshot` remakes
+the snapshot, and a test keeps it equal to the repository's seeded entries.
 """
 
 from __future__ import annotations

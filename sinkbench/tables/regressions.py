@@ -3,6 +3,7 @@ counts, with the lost prompts per instruction category."""
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Sequence
 
@@ -24,12 +25,8 @@ REGRESSION_COLUMNS = [
     "net_points",
 ]
 OUTCOME_COUNTS = ("both_pass", "lost", "gained", "both_fail")
-_OUTCOME = {
-    (True, True): "both_pass",
-    (True, False): "lost",
-    (False, True): "gained",
-    (False, False): "both_fail",
-}
+#: The outcome of a prompt by (reference passed, VLM-LM passed).
+_OUTCOME = dict(zip(itertools.product((True, False), repeat=2), OUTCOME_COUNTS, strict=True))
 
 
 def _measured_regressions(entry: Entry) -> dict | None:

@@ -1,17 +1,11 @@
 """The screening table: every backbone and reference LLM ranked by S, with the deltas the fit on the pairs
-predicts for it, their prediction intervals (jackknife+, with the t interval beside it:
-:mod:`sinkbench.stats.prediction`) and how often those intervals have held on the pairs, and where such a prediction
-stops being evidence.
+predicts for it, their prediction intervals (:mod:`sinkbench.stats.prediction`) and how often those held on the
+pairs. A prediction is flagged ``extrapolated`` (with its reasons, :class:`FitDomain`) where the fit says nothing
+about the model, and the board shows it apart instead of ranking it.
 
-A prediction is flagged ``extrapolated`` (with its reasons) when the LLM's S lies outside the range of S
-among the pairs behind the fit, when its size lies outside their reference LLMs' sizes, or when its S was
-measured by a protocol none of those pairs used: the fit says nothing about such a model, and the board
-shows the number apart instead of ranking it as if it were as good as the others.
-
-Each LLM's S carries the interval tiers (:func:`sinkbench.tables.rules.tiers`) and differences are read from: the
-bootstrap over prompts of a measured S, or the prompt-set band (:data:`REPORTED_S_BAND`) of a reported one. Per
-task, the difference in expected delta against the next LLM by S and against the first
-(:func:`sinkbench.stats.line_differences`) says how far the fit can order two of them.
+Each LLM's S carries an interval (a measured S's bootstrap over prompts, a reported one's prompt-set band
+:data:`REPORTED_S_BAND`) that its tier (:func:`sinkbench.tables.rules.tiers`) and, per task, its differences in
+expected delta against the next LLM by S and the first (:func:`sinkbench.stats.line_differences`) are read from.
 """
 
 from __future__ import annotations
@@ -93,7 +87,8 @@ S_KINDS = {"bootstrap": "bootstrap over prompts", "band": "prompt-set band", "no
 
 @dataclass(frozen=True)
 class FitDomain:
-    """What the pairs behind one task's fit cover: their S range, their reference LLMs' sizes, their protocols."""
+    """What the pairs behind one task's fit cover: their S range, their reference LLMs' sizes, their protocols. A
+    prediction outside any of them extrapolates: the fit says nothing about such a model."""
 
     s_range: tuple[float, float]
     size_range: tuple[float, float] | None
@@ -150,9 +145,7 @@ class TaskFit:
 
     def predict(self, new_s: ArrayLike) -> dict[str, Any]:
         """The screening columns of a prediction at each of ``new_s``: the predicted delta, the interval it carries
-        (kind, the level it attains with these pairs, its distribution-free guarantee, bounds), the 95% t interval,
-        and the leave-one-pair-out record of the carried interval (its level with one pair fewer, covered, checked).
-        """
+        (kind, level, guarantee, bounds), the 95% t interval, and the carried interval's leave-one-pair-out record."""
         method = prediction.METHODS[prediction.PREDICTION_METHOD]
         level = method.level(self.fit.n, prediction.CONFIDENCE)
         low, high = method.interval(self.s, self.delta, new_s, prediction.CONFIDENCE)
@@ -175,8 +168,7 @@ class TaskFit:
         }
 
 
-#: The prediction columns of a ranking without any fit (fewer than 3 pairs with distinct S for every task): NaN but
-#: for these.
+#: The prediction columns of a ranking without any fit (no task has 3 pairs with distinct S): NaN but these.
 _NO_PREDICTION = {
     **dict.fromkeys(SCREENING_COLUMNS[SCREENING_COLUMNS.index("task") :], np.nan),
     "task": None,
@@ -213,8 +205,8 @@ def s_interval(entry: Entry) -> tuple[float, float] | None:
 
 
 def _primary(group: list[Entry]) -> Entry:
-    """The entry whose S stands for an LLM measured by several: its own backbone entry with an interval, else its
-    own backbone entry, else the first (entries come sorted by kind and name)."""
+    """The entry whose S stands for an LLM of several entries: its backbone entry with an interval, else its backbone
+    entry, else the first (entries come sorted by kind and name)."""
     own = [entry for entry in group if entry.kind == "backbone"]
     with_interval = [entry for entry in own if entry.sink_strength_stderr is not None]
     return (with_interval or own or group)[0]
@@ -333,10 +325,9 @@ def screening_table(
     seed: int = 0,
     band: float = REPORTED_S_BAND,
 ) -> pd.DataFrame:
-    """Every backbone and reference LLM ranked by S (1 = highest S) and tiered, with per task the delta predicted by
-    the linear fit on all pairs, its prediction intervals and their leave-one-pair-out record (see :class:`TaskFit`),
-    its extrapolation flags (see :class:`FitDomain`) and its differences against the next LLM and the first (seeded
-    by ``seed``); ``coverages``: :func:`sinkbench.tables.pairs.loo_coverages`; ``band``: a reported S's half-width."""
+    """Every backbone and reference LLM ranked by S (1 = highest) and tiered, with per task the prediction of the fit
+    on all pairs (:class:`TaskFit`), its extrapolation flags and its differences (seeded by ``seed``);
+    ``coverages``: :func:`sinkbench.tables.pairs.loo_coverages`; ``band``: a reported S's half-width."""
     llms = _llm_rows(entries, band)
     blocks = [
         block

@@ -1,13 +1,12 @@
-"""The one writer of the aggregate outputs: every table as CSV and as JSON, rounded alike.
-
-``sinkbench aggregate`` and the site's Downloads both call :func:`render_tables`, so the two formats of a
-table always agree (same rows, same rounding).
-"""
+"""The one writer of the aggregate outputs: every table as CSV and as JSON, rounded alike. ``sinkbench aggregate``
+and the site's Downloads both call :func:`render_tables`, so the two formats of a table always agree."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -17,14 +16,26 @@ from sinkbench.tables.build import TABLE_NAMES, AggregateTables
 DECIMALS = 6
 
 
+def _replace_cells(
+    frame: pd.DataFrame, test: Callable[[Any], bool], change: Callable[[Any], Any]
+) -> pd.DataFrame:
+    """A copy of ``frame`` with ``change(cell)`` for every cell that passes ``test`` (a column without one is left
+    as it is, so that a large table stays fast)."""
+    changed = frame.copy()
+    for column in changed.columns:
+        values = changed[column].tolist()
+        if any(map(test, values)):
+            changed[column] = [change(value) if test(value) else value for value in values]
+    return changed
+
+
 def _rounded(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with floats rounded to :data:`DECIMALS`, lists of floats (intervals) included."""
-    rounded = frame.round(DECIMALS)
-    for column in rounded.columns:
-        values = rounded[column].tolist()
-        if any(isinstance(value, list) for value in values):
-            rounded[column] = [_round_list(value) if isinstance(value, list) else value for value in values]
-    return rounded
+    return _replace_cells(
+        frame.round(DECIMALS),
+        lambda value: isinstance(value, list),
+        lambda values: [round(item, DECIMALS) if isinstance(item, float) else item for item in values],
+    )
 
 
 #: A text cell starting with one of these is a formula to a spreadsheet (OWASP "CSV injection"); the full-width
@@ -38,21 +49,9 @@ def _is_formula(value: object) -> bool:
 
 
 def neutralise_formulas(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` for CSV: every text cell that a spreadsheet would run as a formula gets a leading ``'``.
-
-    Only text cells change (numbers, including negative ones, are numbers to a spreadsheet); the JSON twin of
-    a table keeps the text as it is.
-    """
-    safe = frame.copy()
-    for column in safe.columns:
-        values = safe[column].tolist()
-        if any(map(_is_formula, values)):
-            safe[column] = [f"'{value}" if _is_formula(value) else value for value in values]
-    return safe
-
-
-def _round_list(values: list) -> list:
-    return [round(value, DECIMALS) if isinstance(value, float) else value for value in values]
+    """``frame`` for CSV: every text cell that a spreadsheet would run as a formula gets a leading ``'`` (numbers,
+    negative ones included, are numbers to a spreadsheet); the JSON twin of a table keeps the text as it is."""
+    return _replace_cells(frame, _is_formula, lambda value: f"'{value}")
 
 
 def _json_text(frame: pd.DataFrame) -> str:
