@@ -336,8 +336,15 @@ def _census_entry(
     unknown = tuple(sorted(name for name, value in kwargs.items() if value is not None and name not in known))
     layer_idx = getattr(module, "layer_idx", None)
     layer_idx = layer_idx if isinstance(layer_idx, int) else None
-    extra_keys = scores.k.shape[-2] != scores.q.shape[-2]
-    return AttentionCall(id(module), layer_idx, scores.q.shape[1], causal, variants, unknown, extra_keys)
+    return AttentionCall(
+        module=id(module),
+        layer_idx=layer_idx,
+        num_heads=scores.q.shape[1],
+        causal=causal,
+        variants=variants,
+        unknown=unknown,
+        extra_keys=scores.k.shape[-2] != scores.q.shape[-2],
+    )
 
 
 def _record_layer(

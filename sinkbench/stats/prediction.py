@@ -264,8 +264,14 @@ def loo_coverage(x: ArrayLike, y: ArrayLike, method: str, confidence: float = CO
     checked = np.isfinite(lows) & np.isfinite(highs)
     inside = checked & (lows <= y) & (y <= highs)
     widths = (highs - lows)[checked]
-    counts = int(inside.sum()), int(checked.sum())
-    width = float(np.median(widths)) if widths.size else math.nan
-    outside = tuple(int(i) for i in np.flatnonzero(checked & ~inside))
-    bounds = tuple(float(value) for value in lows), tuple(float(value) for value in highs)
-    return Coverage(method, level, spec.guarantee(level), *counts, width, outside, *bounds)
+    return Coverage(
+        method=method,
+        level=level,
+        guarantee=spec.guarantee(level),
+        covered=int(inside.sum()),
+        checked=int(checked.sum()),
+        median_width=float(np.median(widths)) if widths.size else math.nan,
+        outside=tuple(int(i) for i in np.flatnonzero(checked & ~inside)),
+        lows=tuple(float(value) for value in lows),
+        highs=tuple(float(value) for value in highs),
+    )
