@@ -153,13 +153,7 @@ def bench(count: int) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--sizes",
-        type=int,
-        nargs="+",
-        default=[10, 100, 1000],
-        help="board sizes (entries; default: %(default)s)",
-    )
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000], help="entries per board")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (wall times grow with load)")
     print(

@@ -248,13 +248,7 @@ def bench(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--sizes",
-        type=int,
-        nargs="+",
-        default=[10, 100, 1000],
-        help="board sizes (entries; default: %(default)s)",
-    )
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000], help="entries per board")
     parser.add_argument(
         "--profiles", type=float, default=0.3, help="fraction of measured entries with a profile"
     )
