@@ -392,7 +392,12 @@ def licence_notice() -> str:
         ChartsMissing: vl-convert-python is not installed, or its wheel lacks its licence.
     """
     vl_convert = _vl_convert()
-    distribution = metadata.distribution("vl-convert-python")
+    try:
+        distribution = metadata.distribution("vl-convert-python")
+    except metadata.PackageNotFoundError:  # importable without its metadata (e.g. copied onto the path)
+        raise ChartsMissing(
+            'vl-convert-python has no package metadata; reinstall it with pip install "sinkbench[site]"'
+        ) from None
     licence = next((file for file in distribution.files or [] if file.name == "LICENSE"), None)
     if licence is None:
         raise ChartsMissing(

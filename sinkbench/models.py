@@ -346,8 +346,16 @@ def load_model(
     device_map: str | None = None,
     revision: str | None = None,
 ) -> LoadedModel:
-    """Load a causal LM for probing: ``spec`` a hub id, local dir, ``.gguf`` file, embedded name or None (the
-    embedded default); ``device`` (e.g. ``cuda:0``) is ignored with ``device_map`` (e.g. ``auto``)."""
+    """Load a causal LM for probing.
+
+    Args:
+        spec: hub id, local dir, ``.gguf`` file, an embedded name (``smollm2-135m-instruct``,
+            ``gemma3-270m``) or None for the embedded default.
+        dtype: ``float32``, ``bfloat16``, ``float16`` or ``auto``.
+        device: e.g. ``cpu`` or ``cuda:0``; ignored with ``device_map``.
+        device_map: e.g. ``auto`` to shard a large model over GPUs through accelerate.
+        revision: hub revision.
+    """
     if dtype not in DTYPES:
         raise UserError(f"Unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}.")
     source, location, sha = resolve_model(spec)

@@ -63,7 +63,7 @@ NEEDS_ENDPOINTS = ("displacement", "random_control", "random_controls", "merges"
 #: The ``toward_base`` step's fractions α: the VLM-LM's weights W + α (W_base - W), α of its change undone.
 TOWARD_BASE = (0.25, 0.5, 0.75)
 #: The paper's random-ΔW control (the ``random_control`` step): (title, match, scope), seed 0.
-RANDOM_CONTROL = ("Gaussian ΔW at the VLM-LM's relative norms (seed 0)", "frobenius", "projections")
+PAPER_CONTROL = ("Gaussian ΔW at the VLM-LM's relative norms (seed 0)", "frobenius", "projections")
 #: The ``random_controls`` step's controls beside the paper's: name -> (title, match, scope), all of seed 0.
 RANDOM_CONTROLS = {
     "random_operator": ("Gaussian ΔW at the VLM-LM's operator norms (seed 0)", "operator", "projections"),
@@ -318,10 +318,16 @@ class Study:
         )
 
     def _random_control(self) -> dict[str, Any]:
-        return {"random_control": self._control_arm("random_control", *RANDOM_CONTROL)}
+        title, match, scope = PAPER_CONTROL
+        return {"random_control": self._control_arm("random_control", title, match, scope)}
 
     def _random_controls(self) -> dict[str, Any]:
-        return {"random_controls": [self._control_arm(name, *spec) for name, spec in RANDOM_CONTROLS.items()]}
+        return {
+            "random_controls": [
+                self._control_arm(name, title, match, scope)
+                for name, (title, match, scope) in RANDOM_CONTROLS.items()
+            ]
+        }
 
     def _merges(self) -> dict[str, Any]:
         from sinkbench.interventions.merging import MERGE

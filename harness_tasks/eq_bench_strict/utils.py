@@ -51,7 +51,11 @@ SOURCE = Task.SOURCE
 
 
 def process_results(doc: dict, results: list[str]) -> dict[str, float]:
-    """Score one answer with lm-eval's EQ-Bench v2.1 scorer: ``eqbench`` in points (100 a perfect match, random
-    answers average 0, it can go negative; 0 when unparsed) and ``percent_parseable`` (100 when the score block
-    parsed, else 0)."""
+    """Score one answer with lm-eval's EQ-Bench v2.1 scorer.
+
+    Returns:
+        ``eqbench``: the question's score in points (100 is a perfect match, random answers
+        average 0, it can go negative); ``percent_parseable``: 100 when the score block
+        parsed, else 0 (and ``eqbench`` is 0).
+    """
     return calculate_score_fullscale(doc, results)

@@ -22,9 +22,13 @@ def lm_eval_ifeval() -> ModuleType:
 
 
 def process_results(doc: dict, results: list[str]) -> dict[str, bool | list[bool]]:
-    """Grade one response with lm-eval's strict and loose IFEval checkers: ``prompt_level_{strict,loose}_acc``
-    (every instruction followed) and ``inst_level_{strict,loose}_acc`` (one bool per instruction of
-    ``doc["instruction_id_list"]``)."""
+    """Grade one response with lm-eval's strict and loose IFEval checkers.
+
+    Returns:
+        ``prompt_level_strict_acc`` and ``prompt_level_loose_acc`` (bool: every instruction
+        followed) and ``inst_level_strict_acc`` and ``inst_level_loose_acc`` (one bool per
+        entry of ``doc["instruction_id_list"]``).
+    """
     return lm_eval_ifeval().process_results(doc, results)
 
 

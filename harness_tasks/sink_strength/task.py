@@ -112,10 +112,14 @@ def aggregate_share_g_above(items: list[PromptObservations]) -> float:
     return share_above(pooled_g(items))
 
 
-#: Paper C.3 probe: first-token attention over probed layers x heads x the last queries.
-aggregate_position0_mass = position0_mass
-#: Gu et al.'s Sink_1^eps over all layers.
-aggregate_sink_rate = sink_rate
+def aggregate_position0_mass(items: list[PromptObservations]) -> float:
+    """Paper C.3 probe: first-token attention over probed layers x heads x the last queries."""
+    return position0_mass(items)
+
+
+def aggregate_sink_rate(items: list[PromptObservations]) -> float:
+    """Gu et al.'s Sink_1^eps over all layers."""
+    return sink_rate(items)
 
 
 def aggregate_observations(items: list[PromptObservations]) -> float:

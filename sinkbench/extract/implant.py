@@ -52,9 +52,19 @@ def implant_lm(
     revision: str | None = None,
     tolerance: float = TOLERANCE,
 ) -> ImplantResult:
-    """Write VLM ``vlm`` (hub id or local directory) with its language model and LM head replaced by the causal-LM
-    folder ``lm`` into ``out``, moved into place only when complete and (with ``verify``) its text-only logits are
-    within ``tolerance`` of ``lm``'s (float32); on any error ``out`` is left as it was.
+    """Write the VLM ``vlm`` with its language model (and LM head) replaced by the causal LM ``lm`` into ``out``.
+
+    Everything is written beside ``out`` and moved into place only when complete and verified; on any error
+    ``out`` is left as it was.
+
+    Args:
+        vlm: hub id or local directory of the VLM (as for ``extract_lm``).
+        lm: the causal-LM folder to implant (e.g. an ``extract_lm`` output, merged).
+        out: the output VLM folder.
+        verify: compare the text-only logits of the result with the causal LM's (float32).
+        overwrite: replace an existing ``out``.
+        revision: hub revision for a hub id.
+        tolerance: largest acceptable max |logit difference| for ``verify``.
 
     Raises:
         ExtractError: an unsupported VLM, or a causal LM that does not fit its language model.

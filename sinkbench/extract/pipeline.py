@@ -61,13 +61,21 @@ def extract_lm(
     revision: str | None = None,
     tolerance: float = TOLERANCE,
 ) -> ExtractionResult:
-    """Extract the language backbone of VLM ``source`` (hub id or local directory) as a causal LM that
-    ``from_pretrained`` and lm-eval load, into ``out``.
+    """Extract the language backbone of a VLM as a causal LM that ``from_pretrained`` and lm-eval load.
 
-    ``out`` is written beside and moved into place only when complete (and, with ``verify``, its text-only logits
-    within ``tolerance`` of the VLM's own forward, float32); on any error it is left untouched. ``tokenizer_from``:
-    a reference LLM to take the tokenizer and chat template from. Peak memory is about 1.6 times the largest output
-    shard (``max_shard_size``: ``"5GB"`` or bytes).
+    Everything is written to a temporary directory beside ``out`` and moved into place only when
+    complete (and verified, with ``verify``); on any error ``out`` is left untouched. Peak memory
+    is about 1.6 times the largest output shard (``--verify`` then loads one model at a time).
+
+    Args:
+        source: hub id or local directory of a supported VLM.
+        out: output directory.
+        verify: compare logits on a text-only probe against the VLM's own forward (float32).
+        tokenizer_from: take tokenizer and chat template from this reference LLM instead of the VLM.
+        max_shard_size: largest output shard (``"5GB"`` or bytes).
+        overwrite: replace an existing ``out``.
+        revision: hub revision for a hub id.
+        tolerance: largest acceptable max |logit difference| for ``verify``.
 
     Raises:
         ExtractError: bad source or output (unsupported family, missing or corrupt files).

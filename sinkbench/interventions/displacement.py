@@ -174,11 +174,12 @@ def weight_displacement(
     started = time.perf_counter()
     versus_role = {"versus": versus} if versus is not None else {}
     loaded = load_all({"reference": reference, "endpoint": endpoint, **versus_role}, **load_options)
-    rows, versus_rows = (  # the endpoint's and (when given) the second endpoint's
-        displacement_rows(loaded["reference"].model, loaded[role].model, progress=progress)
-        if role in loaded
+    reference_model = loaded["reference"].model
+    rows = displacement_rows(reference_model, loaded["endpoint"].model, progress=progress)
+    versus_rows = (
+        displacement_rows(reference_model, loaded["versus"].model, progress=progress)
+        if "versus" in loaded
         else None
-        for role in ("endpoint", "versus")
     )
     depth = len({row.layer for row in rows})
     layers = window_layers(depth, window, band)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -188,7 +188,12 @@ class RandomControlReport(Report):
 
 def _control(run: Run[RandomControlParameters]) -> Iterator[Output]:
     control, rows = random_control(
-        run.loaded["reference"], run.loaded["vlm_lm"], **asdict(run.parameters), progress=run.progress
+        run.loaded["reference"],
+        run.loaded["vlm_lm"],
+        seed=run.parameters.seed,
+        match=run.parameters.match,
+        scope=run.parameters.scope,
+        progress=run.progress,
     )
     yield "", control, {"tensors": rows}
 

@@ -165,7 +165,7 @@ def _prediction_text(found: Prediction | HeldOut) -> str:
 
 
 def _prediction_figure(
-    found: Prediction | HeldOut, group: str, row: str, kind: str, of: str, task: str, source: Basis
+    found: Prediction | HeldOut, *, group: str, row: str, kind: str, of: str, task: str, source: Basis
 ) -> Figure:
     """A predicted Δ of ``of`` on ``task``: the fact ``kind``, or ``kind_interval`` when uninformative."""
     text = _prediction_text(found)
@@ -232,7 +232,11 @@ def _backbone(view: BackboneView, fit: Callable[..., Basis]) -> CompareItem:
     for p in view.predictions:
         source = fit(p.task, held_out=False)
         row = "predicted Δ (fit on all pairs)"
-        figures.append(_prediction_figure(p, p.label, row, "predicted_all_pairs", ref, p.task, source))
+        figures.append(
+            _prediction_figure(
+                p, group=p.label, row=row, kind="predicted_all_pairs", of=ref, task=p.task, source=source
+            )
+        )
         figures.append(_observed_of_pairs(view, p))
     for own in view.scores:
         reported = own.basis.startswith("reported by ")
@@ -266,7 +270,17 @@ def _pair(view: PairView, fit: Callable[..., Basis]) -> CompareItem:
             source = fit(result.task, held_out=True)
             held = result.predicted
             kind = "predicted_held_out"
-            figures.append(_prediction_figure(held, result.label, row, kind, view.slug, result.task, source))
+            figures.append(
+                _prediction_figure(
+                    held,
+                    group=result.label,
+                    row=row,
+                    kind=kind,
+                    of=view.slug,
+                    task=result.task,
+                    source=source,
+                )
+            )
     url = f"pairs/{view.slug}.html"
     return CompareItem(f"pair:{view.slug}", "pair", view.vlm.label, url, figures, _profile(view.heatmap))
 

@@ -147,13 +147,21 @@ def bucket_strength(
     progress: bool = True,
     **load_options: Any,
 ) -> dict[str, Any]:
-    """Probe ``model`` (a spec or a loaded model) on the pass and fail prompts of the lm-eval ``samples`` file
-    (module docstring) and return the report: per bucket its statistics, the pass - fail differences, the rule and
-    provenance.
+    """Probe ``model`` on the pass and fail prompts of an lm-eval samples file (module docstring).
 
-    ``interval`` sets the bootstraps (the fail bucket's uses ``seed + 1``); ``per_bucket`` prompts are drawn per
-    bucket (seeded by ``interval.seed``; None: all); ``output`` also gets the report as JSON (atomically);
-    ``load_options`` say how a spec is loaded (:func:`sinkbench.models.load_model`).
+    Args:
+        model: a model spec (as for ``sinkbench screen``) or a loaded model.
+        samples: the lm-eval ``--log_samples`` file whose outcomes define the buckets.
+        rule: how samples become buckets.
+        options: probe options.
+        interval: the bootstraps (the second bucket's resampling uses ``seed + 1``).
+        per_bucket: prompts drawn per bucket (seeded by ``interval.seed``); None: all of them.
+        output: also write the report here as JSON (atomically).
+        progress: show progress bars.
+        load_options: how a spec is loaded (:func:`sinkbench.models.load_model`).
+
+    Returns:
+        The report: per bucket its statistics, the pass - fail differences, the rule and provenance.
     """
     rule, options, interval = rule or BucketRule(), options or ProbeOptions(), interval or IntervalOptions()
     buckets = read_buckets(samples, rule)

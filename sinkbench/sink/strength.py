@@ -54,7 +54,9 @@ class PromptObservations:
     def rows_of(self, labels: Sequence[int]) -> list[int]:
         """Row indices of ``first_token_attention`` for layer ``labels``."""
         order = self.attention_layers
-        position = {label: row for row, label in enumerate(order or range(len(self.first_token_attention)))}
+        if order is None:
+            order = list(range(len(self.first_token_attention)))
+        position = {label: row for row, label in enumerate(order)}
         return [position[label] for label in labels]
 
     def __str__(self) -> str:
