@@ -284,12 +284,12 @@ class Rendering:
         self._chunks = [todo[i : i + self.CHUNK] for i in range(0, len(todo), self.CHUNK)]
         if process is None and len(todo) >= self.MIN_FOR_PROCESS:
             process = start_process(bundle=False)
-        self._pool = None if process is None else process.pool
+        self._process = process
         self._script = None if process is None else process.script
         self._futures: list[Future[list[str]]] = []
-        if self._pool is not None:
+        if process is not None:
             try:
-                self._futures = [self._pool.submit(render_chunk, chunk) for chunk in self._chunks]
+                self._futures = [process.pool.submit(render_chunk, chunk) for chunk in self._chunks]
             except RuntimeError:  # the process is gone: all of it here
                 self._futures = []
 
@@ -327,9 +327,9 @@ class Rendering:
 
     def cancel(self) -> None:
         """Stop the second process (what it has not started is dropped)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        if self._process is not None:
+            self._process.stop()
+            self._process = None
 
 
 class RenderProcess(NamedTuple):
@@ -337,6 +337,10 @@ class RenderProcess(NamedTuple):
 
     pool: ProcessPoolExecutor
     script: Future[str] | None
+
+    def stop(self) -> None:
+        """Stop the process; what it has not started is dropped."""
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def start_process(bundle: bool = True) -> RenderProcess | None:

@@ -99,7 +99,7 @@ def generate_site(
         compare = ComparePage.of(views)
     except BaseException:
         if process is not None:
-            process.pool.shutdown(wait=True, cancel_futures=True)
+            process.stop()
         raise
     timings["aggregate"] = time.perf_counter() - started
     plots = views.plots()

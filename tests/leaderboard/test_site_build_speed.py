@@ -51,11 +51,11 @@ def test_a_second_process_that_dies_leaves_its_charts_to_this_one(monkeypatch: p
     monkeypatch.setattr(charts, "_cores", lambda: 2)
     specs = _specs(3)
     rendering = charts.Rendering(specs)
-    assert rendering._pool is not None
+    assert rendering._process is not None
     deadline = time.monotonic() + 60
-    while not rendering._pool._processes and time.monotonic() < deadline:
+    while not rendering._process.pool._processes and time.monotonic() < deadline:
         time.sleep(0.01)
-    for pid in list(rendering._pool._processes):
+    for pid in list(rendering._process.pool._processes):
         os.kill(pid, signal.SIGKILL)  # as if killed for memory
     assert rendering.result() == [charts.static_svg(spec) for spec in specs]
 
@@ -63,19 +63,19 @@ def test_a_second_process_that_dies_leaves_its_charts_to_this_one(monkeypatch: p
 def test_a_chart_that_cannot_be_drawn_raises_and_stops_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(charts, "_cores", lambda: 2)
     rendering = charts.Rendering([*_specs(4), {"mark": "no-such-mark"}])
-    assert rendering._pool is not None
+    assert rendering._process is not None
     with pytest.raises(ValueError, match="conversion failed"):
         rendering.result()
-    assert rendering._pool is None
+    assert rendering._process is None
     assert "window.vegaEmbed" in rendering.script()  # bundled by the process before it stopped, or here
 
 
 def test_few_charts_or_one_core_start_no_second_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert charts.Rendering(_specs(2))._pool is None  # fewer than MIN_FOR_PROCESS
+    assert charts.Rendering(_specs(2))._process is None  # fewer than MIN_FOR_PROCESS
     monkeypatch.setattr(charts.Rendering, "MIN_FOR_PROCESS", 1)
     monkeypatch.setattr(charts, "_cores", lambda: 1)
     rendering = charts.Rendering(_specs(2))
-    assert rendering._pool is None and len(rendering.result()) == 2
+    assert rendering._process is None and len(rendering.result()) == 2
 
 
 def test_the_collector_thresholds_are_restored_after_a_build_even_a_failed_one() -> None:

@@ -6,6 +6,7 @@ made before the change from runs made after it."""
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from pathlib import Path
@@ -15,6 +16,7 @@ HARNESS = REPO / "harness_tasks"
 SUBMISSIONS = REPO / "submissions"
 
 
+@functools.cache
 def _hooks(folder: Path) -> dict[str, str]:
     """The functions the task YAMLs of ``folder`` name, by name: their source text as ``inspect.getsource`` gives it
     (read with :mod:`ast`, so the test imports neither lm-eval nor torch)."""
