@@ -170,12 +170,22 @@ class Question:
 def questions(compare: str, doses: Sequence[str]) -> dict[str, Question]:
     """The experiment's questions for a compared dose ``compare`` and the other doses."""
     vl, none, text = f"vl/{compare}", f"vl/{compare}/none", f"text/{compare}/none"
+    matched = f"text_matched/{compare}/none"
     asked = {
         "damage": Question("Does VL fine-tuning damage the text outcomes?", none, "base", "worse"),
         "text_damage": Question(
             "Does text-only training of the same size damage them?", text, "base", "worse"
         ),
         "vl_vs_text": Question("Does VL training damage more than text-only training?", none, text, "worse"),
+        "text_matched_damage": Question(
+            "Does text-only training matched in supervised tokens damage them?", matched, "base", "worse"
+        ),
+        "vl_vs_text_matched": Question(
+            "Does VL training damage more than text-only training matched in supervised tokens?",
+            none,
+            matched,
+            "worse",
+        ),
     }
     for dose in doses:
         if dose != compare:

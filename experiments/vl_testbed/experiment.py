@@ -35,10 +35,12 @@ from experiments.vl_testbed.outcomes import (
 from experiments.vl_testbed.scenes import question_items
 from experiments.vl_testbed.schema import (
     BaseRecord,
+    RemadeStages,
     Results,
     RunKey,
     RunRecord,
     SeedRecord,
+    SharedStages,
     SinkRecord,
     TestbedConfig,
     TextRecord,
@@ -155,7 +157,7 @@ class Testbed:
         for number, key in enumerate(planned, start=1):
             if report_only or self.state.run(key) is not None:
                 continue
-            self.prepare_seed(key.seed)
+            self.prepare_seed(key.seed, key.label())
             self.log(f"run {number} of {len(planned)}: {key.label()}")
             self._update(runs=[*self.state.runs, self.run_one(key)])
         self.state = with_trivial_proof_subset(self.state, self.inputs.docs)
@@ -263,9 +265,12 @@ class Testbed:
     def _stage1_path(self, seed: int) -> Path:
         return self.workdir / f"seed{seed}" / "stage1.pt"
 
-    def prepare_seed(self, seed: int) -> None:
-        """Make the seed's stage-0/1 vision weights (and record them) unless they are on file and on disk."""
-        if self.state.seed_record(seed) is not None and self._stage1_path(seed).is_file():
+    def prepare_seed(self, seed: int, first_run: str = "") -> None:
+        """Make the seed's stage-0/1 vision weights unless they are on disk, and record them: as the seed's record,
+        or, when one is on file (the weights were lost, e.g. a new work folder), as a remaking for the runs from
+        ``first_run`` on, with whether it reproduced the first making."""
+        on_file = self.state.seed_record(seed)
+        if on_file is not None and self._stage1_path(seed).is_file():
             return
         self.log(f"seed {seed}: stages 0 and 1")
         config = self.config
@@ -276,12 +281,16 @@ class Testbed:
         result = train_stage(vlm, tokenizer, data, config.stage1, seed, device=config.device)
         self._stage1_path(seed).parent.mkdir(parents=True, exist_ok=True)
         torch.save(vision_state(vlm), self._stage1_path(seed))
-        record = SeedRecord(
-            seed=seed,
-            stage0=stage0,
-            stage1=result.to_dict(),
-            visual_after_stage1=self._visual(vlm, tokenizer),
+        made = SharedStages(
+            stage0=stage0, stage1=result.to_dict(), visual_after_stage1=self._visual(vlm, tokenizer)
         )
+        if on_file is None:
+            record = SeedRecord(seed=seed, **dict(made))
+        else:
+            reproduced = made.stage0.loss == on_file.stage0.loss and made.stage1.loss == on_file.stage1.loss
+            self.log(f"seed {seed}: stages 0 and 1 made again, {'' if reproduced else 'not '}reproduced")
+            remade = RemadeStages(**dict(made), first_run=first_run, reproduced=reproduced)
+            record = on_file.model_copy(update={"remade": [*on_file.remade, remade]})
         others = [r for r in self.state.seeds if r.seed != seed]
         self._update(seeds=sorted([*others, record], key=lambda r: r.seed))
 
@@ -319,7 +328,7 @@ class Testbed:
                 tokenizer,
                 config.vision,
                 problems=inputs.problems,
-                supervised_tokens=vl_data.supervised_tokens if config.match_text_tokens else None,
+                supervised_tokens=vl_data.supervised_tokens if key.data == "text_matched" else None,
             )
         )
         monitor: list[Any] = []

@@ -96,6 +96,8 @@ class TestbedResults(ResultsFile[Results]):
         label = ARMS[arm].label
         if data == "text":
             return f"text-only training, {label}"
+        if data == "text_matched":
+            return f"text-only training matched in tokens, {label}"
         return label if dose == self.compare else f"{label}, {dose} dose"
 
     @property
@@ -259,8 +261,39 @@ class TestbedResults(ResultsFile[Results]):
     def recorded_minutes(self) -> float:
         """The wall times the file records (base model, stages 0 and 1 per seed, every run), in minutes."""
         base = self.data.base.seconds
-        seeds = sum(record.stage0.seconds + record.stage1.seconds for record in self.data.seeds)
+        seeds = sum(
+            stages.stage0.seconds + stages.stage1.seconds
+            for record in self.data.seeds
+            for stages in (record, *record.remade)
+        )
         return (base.screen + base.text + seeds + sum(run.seconds.total for run in self.data.runs)) / 60
+
+    @property
+    def remade_stages(self) -> str:
+        """A sentence on the seeds whose stages 0 and 1 were made again, and whether they reproduced ("" if none)."""
+        remade = [(record, stages) for record in self.data.seeds for stages in record.remade]
+        if not remade:
+            return ""
+        same = [str(record.seed) for record, stages in remade if stages.reproduced]
+        other = [(record, stages) for record, stages in remade if not stages.reproduced]
+        firsts = sorted({f"“{self.group_label(stages.first_run.rsplit('/', 1)[0])}”" for _, stages in remade})
+        text = (
+            "Stages 0 and 1 were made again (their weights were no longer in the work folder) for the runs of "
+            f"{'; '.join(firsts)} and any later run of the seed"
+        )
+        if same:
+            text += f"; they reproduced step for step on seed{'s' if len(same) > 1 else ''} {', '.join(same)}"
+        if other:
+            accuracies = ", ".join(
+                f"{100 * stages.visual_after_stage1.accuracy:.1f}% against {100 * record.visual_after_stage1.accuracy:.1f}%"
+                for record, stages in other
+            )
+            seeds = ", ".join(str(record.seed) for record, _ in other)
+            text += (
+                f"; they did not on seed{'s' if len(other) > 1 else ''} {seeds} (visual accuracy after stage 1 "
+                f"{accuracies} the first time)"
+            )
+        return text + "."
 
 
 def _digits(outcome: str) -> int:

@@ -59,6 +59,7 @@ FULL = TestbedConfig(
         RunGroup(data="vl", dose="high", arms=("none", "frozen_lm", "sink", "random")),
         RunGroup(data="vl", dose="low", arms=("none",)),
         RunGroup(data="text", dose="high", arms=("none",)),
+        RunGroup(data="text_matched", dose="high", arms=("none",)),
     ),
     keep=(
         RunKey(data="vl", dose="high", arm="none", seed=0),
@@ -107,9 +108,8 @@ GPU = FULL.model_copy(
         "seeds": (0, 1, 2, 3, 4, 5),
         "plan": (
             RunGroup(data="vl", dose="high", arms=("none", "frozen_lm", "sink", "random", "all_qk")),
-            RunGroup(data="text", dose="high", arms=("none",)),
+            RunGroup(data="text_matched", dose="high", arms=("none",)),
         ),
-        "match_text_tokens": True,
         "ifeval_prompts": 541,
         "ifeval_rule": "all",
         "max_new_tokens": 1280,

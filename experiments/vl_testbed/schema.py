@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from experiments.vl_testbed.replies import ReplyMix
 from experiments.vl_testbed.specs import StageSpec, VisionSpec
 
-DataKind = Literal["vl", "text"]
+DataKind = Literal["vl", "text", "text_matched"]
 
 
 class Record(BaseModel):
@@ -38,7 +38,9 @@ class RunGroup(Record):
 
 
 class RunKey(Record):
-    """One run: the stage-2 data (``vl`` or ``text``), dose, arm and seed."""
+    """One run: the stage-2 data, dose, arm and seed. The data is ``vl`` (chats about scenes), ``text`` (text-only
+    GSM8K chats, as many as the VL stage's) or ``text_matched`` (as many text-only chats, chosen to match the same
+    seed's VL chats in supervised tokens within 5%: :func:`experiments.vl_testbed.train.token_matched`)."""
 
     data: DataKind
     dose: str
@@ -59,8 +61,6 @@ class TestbedConfig(Record):
             by name; ``compare_dose`` is where the arms are compared, fixed before they run.
         replies, text_share: the VL chats' reply formats, and the share of them replaced by text-only GSM8K chats
             (0: the text-only control is the only text training).
-        match_text_tokens: the text-only control matches the VL stage's supervised tokens within 5%
-            (:func:`experiments.vl_testbed.train.token_matched`); the first committed experiment ran without.
         plan, seeds: the run groups, and the seeds each runs.
         top_frac, bands: the sink heads (top fraction of heads by median G) and the random control's depth bands.
         ifeval_prompts, ifeval_rule, max_new_tokens: the first N IFEval prompts of the short-answer subset (or of
@@ -74,7 +74,6 @@ class TestbedConfig(Record):
     compare_dose: str
     replies: ReplyMix = ReplyMix()
     text_share: float = Field(default=0.0, ge=0.0, le=1.0)
-    match_text_tokens: bool = False
     vision: VisionSpec = VisionSpec()
     stage0_steps: int = 400
     stage0_batch: int = 64
@@ -256,13 +255,27 @@ class Stage0Record(Record):
     seconds: float
 
 
-class SeedRecord(Record):
+class SharedStages(Record):
     """A seed's shared stages: the encoder's pretraining and the alignment stage, with its visual accuracy."""
 
-    seed: int
     stage0: Stage0Record
     stage1: StageRecord
     visual_after_stage1: VisualRecord
+
+
+class RemadeStages(SharedStages):
+    """The shared stages made again (their weights were no longer in the work folder) for the runs from
+    ``first_run`` on: ``reproduced`` when both stages' losses equal the first making's, step for step."""
+
+    first_run: str
+    reproduced: bool
+
+
+class SeedRecord(SharedStages):
+    """A seed's shared stages as first made (the seed's earlier runs started from them), and each making since."""
+
+    seed: int
+    remade: list[RemadeStages] = []
 
 
 class BaseSeconds(Record):

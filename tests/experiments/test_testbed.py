@@ -8,6 +8,7 @@ import gc
 import json
 import re
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -552,6 +553,52 @@ def test_a_report_of_an_interrupted_run_runs_nothing_and_says_which_seeds_ran(tm
     assert data.machine.resumed_at_load == []  # a report is not a resumption
 
 
+@pytest.mark.slow  # trains the tiny testbed three times
+def test_lost_shared_stages_are_made_again_beside_the_first_record(tmp_path: Path) -> None:
+    from tiny_testbed import run_tiny_testbed
+
+    from experiments.vl_testbed.schema import RunGroup
+    from experiments.vl_testbed.train import TOKEN_MATCH
+
+    def run(*groups: tuple[str, str], log: Callable[[str], object] = print) -> Results:
+        plan = tuple(RunGroup(data=data, dose=dose, arms=("none",)) for data, dose in groups)
+        made = run_tiny_testbed(tmp_path, log, seeds=(0,), plan=plan, problems=problems)
+        return Results.model_validate_json(made.read_text())
+
+    # solutions of 9 to 14 sentences, near the VL chats' replies in tokens, so that four of them can match
+    problems = [
+        {
+            "question": f"What is {a} plus {a}?",
+            "answer": f"{a} plus {a} is {2 * a}. " * (9 + a % 6) + f"\n#### {2 * a}",
+        }
+        for a in range(1, 41)
+    ]
+
+    first = run(("vl", "high"))
+    stage1 = tmp_path / "work" / "seed0" / "stage1.pt"
+    stage1.unlink()  # the weights are lost; the record stays
+    logged: list[str] = []
+    data = run(("vl", "high"), ("text_matched", "high"), log=logged.append)
+    (record,) = data.seeds
+    assert record.stage1 == first.seeds[0].stage1  # the record the first run started from is kept
+    (remade,) = record.remade
+    assert remade.first_run == "text_matched/high/none/seed0" and remade.reproduced
+    assert any(line.endswith("seed 0: stages 0 and 1 made again, reproduced") for line in logged)
+    runs = {run.key.data: run for run in data.runs}
+    vl, text = runs["vl"].stage2.supervised_tokens, runs["text_matched"].stage2.supervised_tokens
+    assert abs(text - vl) <= TOKEN_MATCH * vl
+    assert "vl_vs_text_matched" in data.analysis.comparisons
+    # a remaking that does not reproduce the first is recorded as such
+    state = tmp_path / "work" / "state.json"
+    changed = json.loads(state.read_text())
+    changed["seeds"][0]["stage1"]["loss"][0] += 1.0
+    state.write_text(json.dumps(changed))
+    stage1.unlink()
+    data = run(("vl", "high"), ("text_matched", "high"), ("vl", "low"))
+    assert [stages.reproduced for stages in data.seeds[0].remade] == [True, False]
+    assert data.seeds[0].remade[1].first_run == "vl/low/none/seed0"
+
+
 @pytest.mark.slow  # the whole tiny VL testbed, trained twice (the testbed_run fixture)
 def test_the_page_reads_the_results_and_draws_every_run(testbed_run) -> None:
     results, _ = testbed_run
@@ -635,7 +682,8 @@ def test_the_presets_say_what_the_page_and_readme_say() -> None:
     assert gpu.device == "cuda" and gpu.ifeval_rule == "all" and gpu.max_new_tokens == 1280
     gpu_planned = {(k.data, k.dose, k.arm) for k in gpu.runs()}
     assert len(gpu.seeds) >= 6 and {("vl", "high", "frozen_lm"), ("vl", "high", "all_qk")} <= gpu_planned
-    assert gpu.match_text_tokens and not full.match_text_tokens  # the committed CPU recipe stays as it ran
+    assert ("text_matched", "high", "none") in gpu_planned and ("text", "high", "none") not in gpu_planned
+    assert ("text_matched", "high", "none") in planned  # added to the CPU recipe after its first 36 runs
     assert len(gpu.runs()) == 36
     assert (
         gpu.doses["high"].lr == full.doses["high"].lr and gpu.doses["high"].steps > full.doses["high"].steps

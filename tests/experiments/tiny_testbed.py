@@ -67,10 +67,16 @@ def tiny_testbed_config(**changes: object) -> object:
 
 
 def run_tiny_testbed(
-    root: Path, log: Callable[[str], None], *, report_only: bool = False, **changes: object
+    root: Path,
+    log: Callable[[str], None],
+    *,
+    report_only: bool = False,
+    problems: list[dict[str, str]] = TINY_PROBLEMS,
+    **changes: object,
 ) -> Path:
     """The VL testbed's whole pipeline on a tiny Llama (two seeds, every arm, two doses, the text-only control, two
-    steps per stage) into ``root``; returns its results file. Running it again resumes (and trains nothing)."""
+    steps per stage) into ``root``, its text-only chats from ``problems``; returns its results file. Running it
+    again resumes (and trains nothing)."""
     from experiments.vl_testbed import experiment
     from experiments.vl_testbed.outcomes import non_trivial_prompts
     from experiments.vl_testbed.page import TESTBED_FILE
@@ -93,7 +99,7 @@ def run_tiny_testbed(
         "shape": TINY_SHAPE,
     }
     results = root / "results" / TESTBED_FILE
-    inputs = experiment.Inputs(base, TINY_DOCS, non_trivial, TINY_PROBLEMS, TINY_SINK_HEADS, TINY_SHAPE)
+    inputs = experiment.Inputs(base, TINY_DOCS, non_trivial, problems, TINY_SINK_HEADS, TINY_SHAPE)
     experiment.Testbed(config, inputs, root / "work", results, header, log=log).run(report_only=report_only)
     return results
 
