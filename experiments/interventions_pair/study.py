@@ -230,7 +230,7 @@ class Study:
     def _endpoints(self) -> dict[str, Any]:
         """Re-make seed 0's VL and text-only endpoints and compare them with the committed runs."""
         committed = self.study.testbed_results
-        self.testbed.prepare_seed(0)
+        self.testbed.prepare_seed(0, self.endpoint_keys[0].label())
         made = {key.data: self.testbed.run_one(key) for key in self.endpoint_keys}
         reproduction = {}
         for data, run in made.items():
@@ -461,7 +461,7 @@ class Study:
 
     def _record_run(self, testbed: Testbed, key: RunKey, field: str, kind: str) -> None:
         """Make one run of ``testbed`` and add it to the injection's ``field`` in the running state."""
-        testbed.prepare_seed(key.seed)
+        testbed.prepare_seed(key.seed, key.label())
         self.log(f"{kind} run seed {key.seed}")
         run = testbed.run_one(key)
         injection = self.state.injection

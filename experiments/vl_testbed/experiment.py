@@ -265,10 +265,10 @@ class Testbed:
     def _stage1_path(self, seed: int) -> Path:
         return self.workdir / f"seed{seed}" / "stage1.pt"
 
-    def prepare_seed(self, seed: int, first_run: str = "") -> None:
+    def prepare_seed(self, seed: int, first_run: str) -> None:
         """Make the seed's stage-0/1 vision weights unless they are on disk, and record them: as the seed's record,
-        or, when one is on file (the weights were lost, e.g. a new work folder), as a remaking for the runs from
-        ``first_run`` on, with whether it reproduced the first making."""
+        or, when one is on file (the weights were lost, e.g. a new work folder), as a remaking for ``first_run`` (a
+        :meth:`RunKey.label`) and the seed's later runs, with whether it reproduced the first making."""
         on_file = self.state.seed_record(seed)
         if on_file is not None and self._stage1_path(seed).is_file():
             return
