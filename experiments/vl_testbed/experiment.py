@@ -279,8 +279,11 @@ class Testbed:
         count = config.stage1.steps * config.stage1.batch_size
         data = stage_data("stage1", seed, count, tokenizer, config.vision)
         result = train_stage(vlm, tokenizer, data, config.stage1, seed, device=config.device)
-        self._stage1_path(seed).parent.mkdir(parents=True, exist_ok=True)
-        torch.save(vision_state(vlm), self._stage1_path(seed))
+        # the weights take their name only once their record is on file: a run that dies in between remakes them
+        path = self._stage1_path(seed)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        unrecorded = path.with_suffix(".unrecorded")
+        torch.save(vision_state(vlm), unrecorded)
         made = SharedStages(
             stage0=stage0, stage1=result.to_dict(), visual_after_stage1=self._visual(vlm, tokenizer)
         )
@@ -293,6 +296,7 @@ class Testbed:
             record = on_file.model_copy(update={"remade": [*on_file.remade, remade]})
         others = [r for r in self.state.seeds if r.seed != seed]
         self._update(seeds=sorted([*others, record], key=lambda r: r.seed))
+        unrecorded.replace(path)
 
     def run_one(self, key: RunKey) -> RunRecord:
         """Stage 2 of one run, then the VLM saved, its LM extracted and verified, screened and measured."""

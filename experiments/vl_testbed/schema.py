@@ -92,6 +92,22 @@ class TestbedConfig(Record):
     device: str = "cpu"
     keep: tuple[RunKey, ...] = ()
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_token_matching_flag(cls, data: Any) -> Any:
+        """Files written before the ``text_matched`` run group say ``match_text_tokens: false`` (their ``text`` runs
+        were not matched): read them without it. A true flag made its ``text`` runs token-matched, which this schema
+        would mislabel, so it is refused."""
+        if isinstance(data, dict) and "match_text_tokens" in data:
+            if data["match_text_tokens"] is not False:
+                raise ValueError(
+                    "match_text_tokens is true (its text runs were token-matched), which is no longer read: "
+                    "token-matched runs are the text_matched run group now; run them as that group in a new work "
+                    "folder"
+                )
+            data = {key: value for key, value in data.items() if key != "match_text_tokens"}
+        return data
+
     @model_validator(mode="after")
     def _doses_and_arms_exist(self) -> TestbedConfig:
         from experiments.vl_testbed.controls import ARMS

@@ -101,8 +101,8 @@ MATCH_POOL = 4
 
 def token_matched(pool: ChatImages, count: int, target: int) -> ChatImages:
     """``count`` chats of ``pool`` whose supervised tokens sum to within :data:`TOKEN_MATCH` of ``target``: the
-    chats whose own count is nearest ``target / count`` (ties: the earlier drawn), kept in draw order. This
-    favours problems of typical solution length (GSM8K's solutions run longer than the VL replies).
+    chats whose own count is nearest ``target / count`` (ties: the earlier drawn), kept in draw order. GSM8K's
+    solutions run longer than the VL replies, so this keeps the problems with shorter than typical solutions.
 
     Raises:
         ValueError: the pool is smaller than ``count``, or the chosen chats miss the target by more than

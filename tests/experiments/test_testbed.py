@@ -553,6 +553,20 @@ def test_a_report_of_an_interrupted_run_runs_nothing_and_says_which_seeds_ran(tm
     assert data.machine.resumed_at_load == []  # a report is not a resumption
 
 
+def test_a_file_from_before_the_text_matched_group_reads_and_a_matched_flag_is_refused() -> None:
+    from pydantic import ValidationError
+
+    from experiments.vl_testbed.schema import TestbedConfig
+
+    config = tiny_testbed_config().model_dump(mode="json")
+    old = TestbedConfig.model_validate(
+        {**config, "match_text_tokens": False}
+    )  # its text runs were not matched
+    assert old == TestbedConfig.model_validate(config)
+    with pytest.raises(ValidationError, match="the text_matched run group now"):
+        TestbedConfig.model_validate({**config, "match_text_tokens": True})
+
+
 @pytest.mark.slow  # trains the tiny testbed three times
 def test_lost_shared_stages_are_made_again_beside_the_first_record(tmp_path: Path) -> None:
     from tiny_testbed import run_tiny_testbed
