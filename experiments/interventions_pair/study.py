@@ -149,8 +149,7 @@ class Study:
         if self.state_file.is_file():
             self.log(f"resuming {self.state_file}")
             previous = StudyResults.model_validate(json.loads(self.state_file.read_text(encoding="utf-8")))
-            loads = [*previous.machine.resumed_at_load, fresh.machine.load_average_at_start]
-            machine = previous.machine.model_copy(update={"resumed_at_load": loads})
+            machine = previous.machine.resumed(fresh.machine)
             fresh = previous.model_copy(update={"command": fresh.command, "machine": machine})
         self.state = fresh
         self.testbed = self._testbed("smollm2", study.inputs, committed)

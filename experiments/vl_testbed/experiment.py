@@ -35,6 +35,7 @@ from experiments.vl_testbed.outcomes import (
 from experiments.vl_testbed.scenes import question_items
 from experiments.vl_testbed.schema import (
     BaseRecord,
+    Machine,
     RemadeStages,
     Results,
     RunKey,
@@ -105,7 +106,7 @@ class Testbed:
         self.config, self.inputs, self.workdir, self.results, self.log = config, inputs, workdir, results, log
         self.state_file = workdir / STATE_FILE
         self.items = question_items(config.visual_seed, config.visual_images, config.vision.image_size)
-        self.resumed_at_load: list[float] | None = None
+        self.resumed_on: Machine | None = None  # this session's machine, when it resumes a state
         self.state = self._resume(header)
         self.reference: ReferenceAnswers | None = None
         self.dtype = getattr(torch, config.eval_dtype)  # generation and visual accuracy
@@ -126,7 +127,7 @@ class Testbed:
             self.log(f"{self.state_file} was made with another recipe: starting afresh")
             return fresh
         self.log(f"resuming {self.state_file}: {len(previous.runs)} runs on file")
-        self.resumed_at_load = fresh.machine.load_average_at_start
+        self.resumed_on = fresh.machine
         return previous.model_copy(update={"config": self.config})
 
     def _write(self, path: Path | None = None) -> None:
@@ -145,13 +146,8 @@ class Testbed:
         """
         if report_only and (self.state.base is None or not self.state.runs):
             raise ValueError(f"{self.state_file} holds no finished run to report; run the experiment first")
-        if self.resumed_at_load is not None and not report_only:
-            machine = self.state.machine
-            self._update(
-                machine=machine.model_copy(
-                    update={"resumed_at_load": [*machine.resumed_at_load, self.resumed_at_load]}
-                )
-            )
+        if self.resumed_on is not None and not report_only:
+            self._update(machine=self.state.machine.resumed(self.resumed_on))
         self.ensure_base()
         planned = self.config.runs()
         for number, key in enumerate(planned, start=1):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import platform
 import shlex
 import sys
 import time
@@ -235,14 +236,47 @@ def main() -> None:
 
 
 def machine_record(device: str, note: str | None) -> dict:
-    """What a results file records of the machine: CPUs, torch threads, device, the load average now, a note."""
+    """What a results file records of the machine: CPUs, torch threads, device, the load average now, a note, and
+    this session's software (:func:`session_software`)."""
     return {
         "cpus": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "device": device,
         "load_average_at_start": [round(load, 2) for load in os.getloadavg()],
         "note": note,
+        "software": [session_software()],
     }
+
+
+def session_software() -> dict[str, str]:
+    """When this session started, its CPU model and the versions of the libraries the numbers depend on: a run
+    resumed in another session may not reproduce the first bit for bit."""
+    import numpy
+    import transformers
+
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in _read_lines("/proc/cpuinfo")
+            if line.startswith("model name")
+        ),
+        platform.processor() or "unknown",
+    )
+    return {
+        "when": report_header()["created"],
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "numpy": numpy.__version__,
+    }
+
+
+def _read_lines(path: str) -> list[str]:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
 
 
 def recorded_command(argv: list[str], *, data_dir: bool) -> str:

@@ -329,7 +329,8 @@ class IfevalSubset(Loose):
 
 class Machine(Record):
     """What the run was measured on: CPUs, torch threads, device, the load average at the start (and at each
-    resumption of an interrupted run), and a note by the person running it."""
+    resumption of an interrupted run), a note by the person running it, and each session's CPU model and library
+    versions (``when`` it started; files from before 2026-12-05 lack them)."""
 
     cpus: int
     torch_threads: int
@@ -337,6 +338,16 @@ class Machine(Record):
     load_average_at_start: list[float]
     resumed_at_load: list[list[float]] = []
     note: str | None = None
+    software: list[dict[str, str]] = []
+
+    def resumed(self, now: Machine) -> Machine:
+        """This record with a resumption on the machine ``now`` describes: its load average and its software."""
+        return self.model_copy(
+            update={
+                "resumed_at_load": [*self.resumed_at_load, now.load_average_at_start],
+                "software": [*self.software, *now.software],
+            }
+        )
 
 
 class Results(Record):

@@ -490,6 +490,7 @@ def test_pipeline_records_every_run_and_resumes(testbed_run) -> None:
     rerun = logged[logged.index("-- rerun --") + 1 :]
     assert len(rerun) == 1 and rerun[0].endswith("state.json: 12 runs on file")  # the rerun trained nothing
     assert data.machine.resumed_at_load == [[0.5, 0.4, 0.3]]  # the resumption and its load are recorded
+    assert [software["cpu"] for software in data.machine.software] == ["tiny CPU"] * 2  # and its software
     runs = {(r.key.data, r.key.dose, r.key.arm, r.key.seed): r for r in data.runs}
     assert len(runs) == 12 and {seed.seed for seed in data.seeds} == {0, 1}
     for (_, _, arm, _), run in runs.items():
@@ -633,6 +634,10 @@ def test_the_page_reads_the_results_and_draws_every_run(testbed_run) -> None:
     assert "text-only training, no protection" in charts["testbed-answer-lengths.svg"].alt
     for chart in charts.values():
         assert chart.svg().startswith("<svg")
+    from experiments.vl_testbed.page import page_files
+
+    text = page_files(results)["training.md"]  # each session's software, the libraries it recorded
+    assert "CPU and libraries: 2026-12-01 00:00 UTC, tiny CPU, torch 2.13.0; " in text
 
 
 @pytest.mark.slow  # the whole tiny VL testbed, trained twice (the testbed_run fixture)

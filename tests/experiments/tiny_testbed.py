@@ -91,7 +91,13 @@ def run_tiny_testbed(
         "created": "2026-12-01T00:00:00+00:00",
         "command": "SINKBENCH_DATA_DIR=../shared/data python -m experiments.vl_testbed.run",
         "model": {"id": "tiny-llama", "num_parameters": 100_000},
-        "machine": {"cpus": 2, "torch_threads": 1, "device": "cpu", "load_average_at_start": [0.5, 0.4, 0.3]},
+        "machine": {
+            "cpus": 2,
+            "torch_threads": 1,
+            "device": "cpu",
+            "load_average_at_start": [0.5, 0.4, 0.3],
+            "software": [{"when": "2026-12-01T00:00:00+00:00", "cpu": "tiny CPU", "torch": "2.13.0"}],
+        },
         "ifeval_subset": experiment.ifeval_subset_record(
             TINY_DOCS, [0, 1, 2], non_trivial, {"documents": 3, "short_answer_documents": 3, "rule": "all"}
         ),
