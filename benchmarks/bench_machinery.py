@@ -11,7 +11,8 @@ without it the site comes out the same byte for byte (``tests/leaderboard/test_s
 * ``entry_html_page``: entry pages skip Markdown altogether;
 * ``writer_threads``: generated files written by threads while pages render;
 * ``gc_threshold``: the cyclic garbage collector run less often during the build;
-* ``chart_process``: the charts' SVGs (and the chart script) made in a second process while the build goes on.
+* ``chart_process``: the charts' SVGs (and the chart script) made in a second process while the build goes on;
+* ``early_heatmaps``: the sink heatmaps handed to that process before the tables are built.
 
 Run (the first build, not timed, warms the caches):
 
@@ -59,6 +60,7 @@ PIECES: dict[str, list[tuple[object, str, object]]] = {
         (generate, "start_process", lambda: None),
         (charts.Rendering, "MIN_FOR_PROCESS", float("inf")),
     ],
+    "early_heatmaps": [(generate, "shown_heatmaps", lambda entries: {})],
 }
 
 

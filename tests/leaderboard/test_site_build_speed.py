@@ -1,4 +1,5 @@
-"""The site build's shortcuts: the charts rendered in a second process (:class:`sinkbench.charts.Rendering`), files
+"""The site build's shortcuts: the charts rendered in a second process (:class:`sinkbench.charts.Rendering`; the
+sink heatmaps handed to it before the tables are built, and the process gone with its builder), files
 written by threads (:mod:`sinkbench.leaderboard.background`), the garbage
 collector started less often (:func:`sinkbench.leaderboard.project.fewer_collections`), and the theme's shared parts
 rendered once (:mod:`sinkbench.leaderboard.shared_partials`). That they change no byte of a built site is tested in
@@ -60,6 +61,38 @@ def test_a_second_process_that_dies_leaves_its_charts_to_this_one(monkeypatch: p
     assert rendering.result() == [charts.static_svg(spec) for spec in specs]
 
 
+@pytest.mark.slow  # a fresh interpreter and a spawned process
+def test_the_second_process_exits_when_its_builder_is_killed(tmp_path: Path) -> None:
+    """A build killed outright (SIGKILL) cannot stop its rendering process: the process notices and exits."""
+    code = (
+        "import os, time\n"
+        "from sinkbench import charts\n"
+        "process = charts.start_process(bundle=False)\n"
+        "process.pool.submit(str).result()\n"
+        "print(*process.pool._processes, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    builder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        (worker,) = (int(pid) for pid in builder.stdout.readline().split())
+    finally:
+        builder.kill()
+        builder.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(worker)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, or a process of that number that is not ours, counts as gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "State:\tZ" not in status
+
+
 def test_a_chart_that_cannot_be_drawn_raises_and_stops_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(charts, "_cores", lambda: 2)
     rendering = charts.Rendering([*_specs(4), {"mark": "no-such-mark"}])
@@ -68,6 +101,48 @@ def test_a_chart_that_cannot_be_drawn_raises_and_stops_the_process(monkeypatch: 
         rendering.result()
     assert rendering._process is None
     assert "window.vegaEmbed" in rendering.script()  # bundled by the process before it stopped, or here
+
+
+def test_charts_added_later_come_back_after_the_first_in_order(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(charts, "_cores", lambda: 2)
+    specs = _specs(8)
+    cache = charts.ChartCache(tmp_path)
+    charts.Rendering([specs[1], specs[5]], cache).result()  # these two come from the cache
+    rendering = charts.Rendering(specs[:3], cache)
+    assert rendering._process is None  # two to draw: fewer than MIN_FOR_PROCESS
+    rendering.add(specs[3:])  # four more to draw: a process of its own now
+    assert rendering._process is not None
+    assert rendering.result() == [charts.static_svg(spec) for spec in specs]
+
+
+def test_the_build_publishes_the_charts_its_pages_use_the_last_drawn_of_a_path() -> None:
+    """The heatmaps drawn before the pages are known (:func:`generate_site`) may include some no page uses, and a
+    chart drawn again later under the same path replaces the early one."""
+    from sinkbench.leaderboard.generate import DrawnCharts
+
+    rendering = SimpleNamespace(result=lambda: ["A", "B", "C", "B again"])
+    drawn = DrawnCharts(["b", "c"], rendering, ["a", "b", "c", "b"])
+    assert drawn.texts() == {"b": "B again", "c": "C"} and drawn.paths == ["b", "c"]
+
+
+def test_the_heatmaps_drawn_early_are_those_the_pages_show(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sinkbench.leaderboard.history import board_history
+    from sinkbench.leaderboard.views import build_views, shown_heatmaps
+    from sinkbench.submissions import load_valid_entries
+    from sinkbench.tables.build import build_tables
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from bench_site import board_like
+
+    board_like(tmp_path, 60, profiles=0.6)
+    entries = load_valid_entries(tmp_path)
+    views = build_views(build_tables(entries), board_history(tmp_path))
+    shown = {plot.path: plot for plot in views.plots() if plot.path.startswith("plots/profile-")}
+    assert shown_heatmaps(entries) == shown and shown
 
 
 def test_few_charts_or_one_core_start_no_second_process(monkeypatch: pytest.MonkeyPatch) -> None:
