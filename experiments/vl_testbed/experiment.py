@@ -10,7 +10,6 @@ S, saves the VLM, extracts its LM with ``extract_lm(verify=True)``, screens it a
 from __future__ import annotations
 
 import dataclasses
-import json
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -20,6 +19,7 @@ from typing import Any
 
 import torch
 
+from experiments.page_fragment import read_results
 from experiments.vl_testbed import analysis
 from experiments.vl_testbed.controls import ARMS, arm_heads, frozen_units
 from experiments.vl_testbed.outcomes import (
@@ -34,6 +34,7 @@ from experiments.vl_testbed.outcomes import (
 )
 from experiments.vl_testbed.scenes import question_items
 from experiments.vl_testbed.schema import (
+    TESTBED_SIZE_LIMIT,
     BaseRecord,
     Machine,
     RemadeStages,
@@ -117,7 +118,13 @@ class Testbed:
         )
         if not self.state_file.is_file():
             return fresh
-        previous = Results.model_validate(json.loads(self.state_file.read_text(encoding="utf-8")))
+        previous = read_results(
+            Results,
+            self.state_file,
+            str(self.state_file),
+            TESTBED_SIZE_LIMIT,
+            "move it out of the work folder to start afresh, or give another --workdir",
+        )
         same = (
             previous.config.recipe() == self.config.recipe()
             and previous.sink_heads == fresh.sink_heads

@@ -23,7 +23,14 @@ from experiments.page_fragment import (
 from experiments.vl_testbed.analysis import OUTCOMES, PRIMARY
 from experiments.vl_testbed.charts import LengthChart, PairedChart, TrajectoryChart
 from experiments.vl_testbed.controls import ARMS
-from experiments.vl_testbed.schema import Comparison, PilotResults, PilotRun, Results, RunRecord
+from experiments.vl_testbed.schema import (
+    TESTBED_SIZE_LIMIT,
+    Comparison,
+    PilotResults,
+    PilotRun,
+    Results,
+    RunRecord,
+)
 from experiments.vl_testbed.verdicts import HEAD_SHIFT, RULES, S_SHIFT, VISUAL_GAIN, compare_backbones
 from sinkbench.leaderboard.consistency import fact_key, model_ref
 from sinkbench.leaderboard.content import PlotRef
@@ -45,8 +52,6 @@ PLOT_PATHS = {
     "lengths": "plots/testbed-answer-lengths.svg",
     "trace": "plots/testbed-s-trace.svg",
 }
-#: The largest results file read, in bytes.
-TESTBED_SIZE_LIMIT = 40_000_000
 #: Why an effect has no smallest detectable difference, by its ``undetectable`` value.
 UNDETECTABLE = {
     "too_few_seeds": "with this few seeds no difference is detectable",

@@ -225,8 +225,8 @@ def main() -> None:
         "shape": shape,
     }
     inputs = Inputs(base_dir, docs, non_trivial, problems, heads, shape)
-    testbed = Testbed(config, inputs, workdir, out, header, log=log_since(started))
     try:
+        testbed = Testbed(config, inputs, workdir, out, header, log=log_since(started))
         testbed.run(report_only=args.report_only)
     except ValueError as error:
         raise SystemExit(f"vl_testbed: {error}") from None

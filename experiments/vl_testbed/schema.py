@@ -15,6 +15,8 @@ from experiments.vl_testbed.replies import ReplyMix
 from experiments.vl_testbed.specs import StageSpec, VisionSpec
 
 DataKind = Literal["vl", "text", "text_matched"]
+#: The largest results or state file read, in bytes.
+TESTBED_SIZE_LIMIT = 40_000_000
 
 
 class Record(BaseModel):

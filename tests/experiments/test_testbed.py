@@ -612,6 +612,14 @@ def test_lost_shared_stages_are_made_again_beside_the_first_record(tmp_path: Pat
     data = run(("vl", "high"), ("text_matched", "high"), ("vl", "low"))
     assert [stages.reproduced for stages in data.seeds[0].remade] == [True, False]
     assert data.seeds[0].remade[1].first_run == "vl/low/none/seed0"
+    # a state file that cannot be read is one line naming it, and it is left as it was
+    from experiments.page_fragment import SourceInvalid
+
+    state.write_text('{"seeds": [', encoding="utf-8")
+    with pytest.raises(SourceInvalid) as raised:
+        run(("vl", "high"))
+    assert str(state) in str(raised.value) and "another --workdir" in str(raised.value)
+    assert "\n" not in str(raised.value) and state.read_text(encoding="utf-8") == '{"seeds": ['
 
 
 @pytest.mark.slow  # the whole tiny VL testbed, trained twice (the testbed_run fixture)
