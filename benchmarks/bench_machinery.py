@@ -9,10 +9,8 @@ without it the site comes out the same byte for byte (``tests/leaderboard/test_s
 * ``shared_partials``: the theme's parts shared by many pages rendered once per folder;
 * ``raw_blocks``: the templates' HTML blocks kept out of Markdown;
 * ``entry_html_page``: entry pages skip Markdown altogether;
-* ``writer_threads``: generated files written by threads while pages render;
 * ``gc_threshold``: the cyclic garbage collector run less often during the build;
-* ``chart_process``: the charts' SVGs (and the chart script) made in a second process while the build goes on;
-* ``early_heatmaps``: the sink heatmaps handed to that process before the tables are built.
+* ``chart_process``: the charts' SVGs (and the chart script) made in a second process while the build goes on.
 
 Run (the first build, not timed, warms the caches):
 
@@ -26,25 +24,13 @@ import contextlib
 import os
 import statistics
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from bench_site import EXPERIMENTS, board_like
 
 from sinkbench import charts
-from sinkbench.leaderboard import background, generate, plugin, project, raw_blocks, shared_partials
-
-
-class InlineWriter:
-    """:class:`background.FileWriter` without threads: each file is written when it is submitted."""
-
-    def submit(self, write: Callable[[], None]) -> None:
-        write()
-
-    def wait(self) -> None:
-        """Nothing is left to wait for."""
-
+from sinkbench.leaderboard import generate, plugin, project, raw_blocks, shared_partials
 
 #: Each piece, as the (module, name, replacement) that switch it off.
 PIECES: dict[str, list[tuple[object, str, object]]] = {
@@ -54,13 +40,11 @@ PIECES: dict[str, list[tuple[object, str, object]]] = {
         (raw_blocks, "restore", lambda html, blocks: html),
     ],
     "entry_html_page": [(plugin, "EntryHtmlPage", lambda file, config, entry: None)],
-    "writer_threads": [(background, "FileWriter", InlineWriter)],
     "gc_threshold": [(project, "fewer_collections", contextlib.nullcontext)],
     "chart_process": [
         (generate, "start_process", lambda: None),
         (charts.Rendering, "MIN_FOR_PROCESS", float("inf")),
     ],
-    "early_heatmaps": [(generate, "shown_heatmaps", lambda entries: {})],
 }
 
 

@@ -274,55 +274,36 @@ class Rendering:
     ) -> None:
         """Start rendering ``specs`` (those ``cache`` lacks), in ``process`` when given (:func:`start_process`,
         started earlier so that it is ready), else in one started here when there are enough charts; either is
-        stopped by :meth:`result` or :meth:`cancel`. :meth:`add` gives it more."""
-        self._specs: list[dict[str, Any]] = []
+        stopped by :meth:`result` or :meth:`cancel`."""
+        self._specs = list(specs)
         self._cache = cache
-        self._paths: list[Path] = []
-        self._kept: dict[int, str] = {}
-        self._chunks: list[list[dict[str, Any]]] = []
-        self._futures: list[Future[list[str]] | None] = []
+        self._paths = [cache.path(spec) for spec in self._specs] if cache else []
+        self._kept = {
+            i: svg for i, path in enumerate(self._paths) if cache and (svg := cache.get(path)) is not None
+        }
+        todo = [spec for i, spec in enumerate(self._specs) if i not in self._kept]
+        self._chunks = [todo[i : i + self.CHUNK] for i in range(0, len(todo), self.CHUNK)]
+        if process is None and len(todo) >= self.MIN_FOR_PROCESS:
+            process = start_process(bundle=False)
         self._process = process
         self._script = None if process is None else process.script
-        self._may_start = process is None  # a process of its own, once there are enough charts
-        self.add(specs)
-
-    def add(self, specs: Sequence[dict[str, Any]]) -> None:
-        """Render ``specs`` too (after those given before; :meth:`result` returns them in that order)."""
-        start = len(self._specs)
-        self._specs += specs
-        cache = self._cache
-        paths = [cache.path(spec) for spec in specs] if cache else []
-        self._paths += paths
-        self._kept |= {
-            start + i: svg for i, path in enumerate(paths) if cache and (svg := cache.get(path)) is not None
-        }
-        todo = [spec for i, spec in enumerate(specs) if start + i not in self._kept]
-        if self._may_start and len(todo) >= self.MIN_FOR_PROCESS:
-            self._may_start = False
-            self._process = start_process(bundle=False)
-        for chunk in (todo[i : i + self.CHUNK] for i in range(0, len(todo), self.CHUNK)):
-            self._chunks.append(chunk)
-            self._futures.append(self._submit(chunk))
-
-    def _submit(self, chunk: list[dict[str, Any]]) -> Future[list[str]] | None:
-        """The chunk's rendering in the second process, or None (drawn here by :meth:`result`)."""
-        if self._process is None:
-            return None
-        try:
-            return self._process.pool.submit(render_chunk, chunk)
-        except RuntimeError:  # the process is gone: drawn here
-            return None
+        self._futures: list[Future[list[str]]] = []
+        if process is not None:
+            try:
+                self._futures = [process.pool.submit(render_chunk, chunk) for chunk in self._chunks]
+            except RuntimeError:  # the process is gone: all of it here
+                self._futures = []
 
     def result(self) -> list[str]:
         """Every SVG, in the order of the specifications given (the new ones kept in the cache)."""
         done: dict[int, list[str]] = {}
         try:
             for index in reversed(range(len(self._chunks))):
-                future = self._futures[index]
+                future = self._futures[index] if self._futures else None
                 if future is None or future.cancel():
                     done[index] = render_chunk(self._chunks[index])
             for index, future in enumerate(self._futures):
-                if index not in done and future is not None:
+                if index not in done:
                     try:
                         done[index] = future.result()
                     except BrokenProcessPool:  # the process died (e.g. killed for memory): draw it here

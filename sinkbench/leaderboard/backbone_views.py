@@ -120,11 +120,6 @@ def _interval(row: Row | None) -> tuple[float, float] | None:
     return (low, high) if low is not None and high is not None else None
 
 
-def profiled_entry(entries: Sequence[Entry]) -> Entry | None:
-    """The entry of an LLM whose sink heatmap its page shows: the first with a sink profile."""
-    return next((entry for entry in entries if entry.sink_profile is not None), None)
-
-
 def backbone_view(
     key: LlmKey,
     entries: list[Entry],
@@ -140,7 +135,7 @@ def backbone_view(
     primary = next((entry for entry in entries if row and entry.name == row["s_entry"]), first)
     own = [entry for entry in entries if entry.kind == "backbone"]
     measured = [entry for entry in own if entry.llm_side is not None]
-    profiled = profiled_entry(entries)
+    profiled = next((entry for entry in entries if entry.sink_profile is not None), None)
     protocol = s_protocol(primary)
     reported = primary.provenance == "reported"
     return BackboneView(

@@ -22,7 +22,7 @@ from sinkbench.leaderboard.content import RawFile
 from sinkbench.leaderboard.experiment_pages import experiment_pages, quote_scores
 from sinkbench.leaderboard.history import board_history, git_output
 from sinkbench.leaderboard.pages import EntryPage, PageRenderer
-from sinkbench.leaderboard.views import build_views, shown_heatmaps
+from sinkbench.leaderboard.views import build_views
 from sinkbench.submissions import Entry, load_valid_entries
 from sinkbench.tables.build import build_tables
 from sinkbench.tables.write import render_tables
@@ -31,22 +31,19 @@ from sinkbench.tables.write import render_tables
 class DrawnCharts:
     """The SVG files of a build's charts, rendered while the build goes on (:class:`sinkbench.charts.Rendering`):
     their paths at once, their texts (:meth:`texts`) once this process has nothing else to do, so that the
-    drawing overlaps the pages and MkDocs. ``drawn`` are the rendering's paths in its order, ``paths`` those the
-    site publishes (some of ``drawn``)."""
+    drawing overlaps the pages and MkDocs."""
 
-    def __init__(self, paths: Sequence[str], rendering: Rendering, drawn: Sequence[str]) -> None:
+    def __init__(self, paths: Sequence[str], rendering: Rendering) -> None:
         self.paths = list(paths)
         self.rendering = rendering
-        self._drawn = list(drawn)
         self._texts: dict[str, str] | None = None
         self.seconds = 0.0  # waited for (and drawn here) in :meth:`texts`
 
     def texts(self) -> dict[str, str]:
-        """Each published chart's SVG by its path (drawing here whatever the second process has not started)."""
+        """Each chart's SVG by its path (drawing here whatever the second process has not started)."""
         if self._texts is None:
             started = time.perf_counter()
-            every = dict(zip(self._drawn, self.rendering.result(), strict=True))
-            self._texts = {path: every[path] for path in self.paths}
+            self._texts = dict(zip(self.paths, self.rendering.result(), strict=True))
             self.seconds = time.perf_counter() - started
         return self._texts
 
@@ -93,23 +90,22 @@ def generate_site(
     # The charts' SVGs need nothing the pages make: a second process (where a second core allows), started now so
     # that its engine is loaded by the time the charts are known, renders them while this one renders the pages and
     # MkDocs runs; the plugin asks for what is left at the end.
-    rendering = Rendering([], None if chart_cache is None else ChartCache(chart_cache), start_process())
+    process = start_process()
     try:
-        early = shown_heatmaps(entries)  # they need the entries only: drawn while the tables are built
-        rendering.add([plot.chart.spec() for plot in early.values()])
         tables = build_tables(entries, seed=seed)
         views = build_views(tables, board_history(submissions_dir))
         experiments = experiment_pages(experiments_dir, expected_pages)
         quote_scores(views.backbones, experiments.pages)
         compare = ComparePage.of(views)
     except BaseException:
-        rendering.cancel()
+        if process is not None:
+            process.stop()
         raise
     timings["aggregate"] = time.perf_counter() - started
     plots = views.plots()
-    late = [plot for plot in plots if plot.path not in early or early[plot.path].chart != plot.chart]
-    rendering.add([plot.chart.spec() for plot in late])
-    charts = DrawnCharts([plot.path for plot in plots], rendering, [*early, *(plot.path for plot in late)])
+    cache = None if chart_cache is None else ChartCache(chart_cache)
+    rendering = Rendering([plot.chart.spec() for plot in plots], cache, process)
+    charts = DrawnCharts([plot.path for plot in plots], rendering)
     try:
         started = time.perf_counter()
         updated = data_timestamp(submissions_dir, tables.entries)

@@ -23,7 +23,6 @@ submissions and experiments folders. Invalid submissions end the build with MkDo
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import time
@@ -42,7 +41,7 @@ from mkdocs.utils import is_error_template, normalize_url
 
 from sinkbench import charts
 from sinkbench.errors import ProblemsFound, UserError
-from sinkbench.leaderboard import background, raw_blocks, shared_partials
+from sinkbench.leaderboard import raw_blocks, shared_partials
 from sinkbench.leaderboard.consistency import FactBook, InconsistentFigures
 from sinkbench.leaderboard.generate import GeneratedSite, copy_submitted_file, generate_site
 from sinkbench.leaderboard.pages import SEARCH_TEXT, UNINDEXED, EntryPage, PageRenderer, make_environment
@@ -66,33 +65,22 @@ class LeaderboardOptions(Config):
     chart_cache = c.Type(str, default=".cache/charts")
 
 
-class SiteFile(File):
-    """A generated file (a page, a download), which MkDocs' copying step hands to the build's writer threads
-    (:class:`background.FileWriter`)."""
-
-    writer: background.FileWriter
-
-    def copy_file(self, dirty: bool = False) -> None:
-        """Write the file into the site, in the writer threads."""
-        self.writer.submit(lambda: self.write(dirty))
-
-    def write(self, dirty: bool = False) -> None:
-        """Write the file into the site now."""
-        super().copy_file(dirty)
-
-
-class ChartFile(SiteFile):
+class ChartFile(File):
     """A chart's SVG (or the chart script), still being made in the second process when MkDocs copies the site's
     files: written at the end of the build (:meth:`LeaderboardPlugin.on_post_build`), once its text is there."""
 
     def copy_file(self, dirty: bool = False) -> None:
         """Nothing yet: the plugin writes the file when its chart is drawn."""
 
+    def write(self) -> None:
+        """Write the chart into the site now."""
+        super().copy_file()
 
-class SubmittedFile(SiteFile):
+
+class SubmittedFile(File):
     """A submitted file the entry pages link to, copied without following links."""
 
-    def write(self, dirty: bool = False) -> None:
+    def copy_file(self, dirty: bool = False) -> None:
         """Copy the file into the site (:func:`sinkbench.leaderboard.generate.copy_submitted_file`)."""
         copy_submitted_file(Path(self.abs_src_path), Path(self.abs_dest_path))
 
@@ -133,7 +121,6 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
         self._lifted: dict[str, list[str]] = {}  # each page's raw blocks while Markdown runs
         self._lit: list[Any] = []  # the navigation tab an entry page lit, until the page is written
         self.facts = FactBook()
-        self.writer: background.FileWriter | None = None  # writes the charts, downloads and submitted files
         self._charts: list[ChartFile] = []  # written once drawn
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
@@ -168,32 +155,27 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
             if self.raise_user_errors:
                 raise
             raise PluginError(_message(error)) from error
-        self.writer = background.FileWriter()
         entries = [(path, entry.markdown()) for path, entry in generated.entries.items()]
         texts = [*generated.pages.items(), *generated.downloads.items(), *entries, (charts.LICENCE, licence)]
         for path, text in texts:
             # a file that replaces an excluded one is not excluded in turn
             replaced = _refuse_clash(files, path, config)
             inclusion = InclusionLevel.INCLUDED if replaced else InclusionLevel.UNDEFINED
-            file = self._add(files, SiteFile.generated(config, path, content=text, inclusion=inclusion))
+            file = File.generated(config, path, content=text, inclusion=inclusion)
+            files.append(file)
             if path in generated.entries:  # its page, which MkDocs builds instead of making one
                 EntryHtmlPage(file, config, generated.entries[path])
         self._charts = []
         for path in [*generated.charts.paths, charts.SCRIPT]:
             _refuse_clash(files, path, config)
-            self._charts.append(self._add(files, ChartFile.generated(config, path, content="")))
+            self._charts.append(ChartFile.generated(config, path, content=""))
+            files.append(self._charts[-1])
         for path, source in [*((raw.path, raw.source) for raw in generated.raw_files), *generated.copied]:
             _refuse_clash(files, path, config)
-            self._add(files, SubmittedFile.generated(config, path, abs_src_path=str(source)))
+            files.append(SubmittedFile.generated(config, path, abs_src_path=str(source)))
         self.facts = FactBook(generated.facts)
         self.finished_generating = time.perf_counter()
         return files
-
-    def _add(self, files: Files, file: SiteFile) -> SiteFile:
-        """Add a generated file, written by the build's writer threads."""
-        file.writer = self.writer
-        files.append(file)
-        return file
 
     def on_env(self, env: Any, config: MkDocsConfig, files: Files) -> Any:
         """Render the theme's shared partials once per page kind (:func:`shared_partials.share_partials`)."""
@@ -260,17 +242,15 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
         return charts.load_where_needed(output, page.url)
 
     def on_post_build(self, config: MkDocsConfig) -> None:
-        """Write the charts (drawing those still left), wait for the files still being written, then fail the build
-        when two pages show one fact as two numbers and neither says why (:meth:`FactBook.problems`)."""
+        """Write the charts (drawing those still left), then fail the build when two pages show one fact as two
+        numbers and neither says why (:meth:`FactBook.problems`)."""
         _release_api_memos()
         if self._charts:  # generated
             drawn = self.generated.charts
             texts = {**drawn.texts(), charts.SCRIPT: drawn.rendering.script()}
             for file in self._charts:
                 file.content_string = texts[file.src_uri]
-                self.writer.submit(file.write)
-        if self.writer is not None:
-            self.writer.wait()
+                file.write()
         problems = self.facts.problems()
         if problems:
             error = InconsistentFigures(problems)
@@ -279,14 +259,10 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
             raise PluginError(_message(error))
 
     def on_build_error(self, error: Exception) -> None:
-        """Stop drawing the charts and let the writer threads end (MkDocs reports the error that stopped the
-        build)."""
+        """Stop drawing the charts (MkDocs reports the error that stopped the build)."""
         _release_api_memos()
         if self.generated is not None:
             self.generated.charts.rendering.cancel()
-        if self.writer is not None:
-            with contextlib.suppress(Exception):
-                self.writer.wait()
 
     def on_serve(self, server: Any, config: MkDocsConfig, builder: Any) -> Any:
         """Rebuild the preview when the submissions or the experiments' pages change."""

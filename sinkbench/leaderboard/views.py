@@ -13,14 +13,7 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
-from sinkbench.leaderboard import entry_details as details
-from sinkbench.leaderboard.backbone_views import (
-    LlmKey,
-    backbone_slugs,
-    backbone_view,
-    profiled_entry,
-    rank_order,
-)
+from sinkbench.leaderboard.backbone_views import LlmKey, backbone_slugs, backbone_view, rank_order
 from sinkbench.leaderboard.content import (
     BackboneView,
     CorrelationRow,
@@ -37,8 +30,7 @@ from sinkbench.leaderboard.precision import SourcePrecision
 from sinkbench.numbers import finite_or_none
 from sinkbench.stats.prediction import METHODS
 from sinkbench.submissions.catalogue import IFEVAL_TASK, TASKS
-from sinkbench.submissions.entry import Entry
-from sinkbench.tables.build import AggregateTables, board_order
+from sinkbench.tables.build import AggregateTables
 from sinkbench.tables.pairs import llm_keys
 
 #: The task the home page and the leaderboard's prediction column are about.
@@ -167,16 +159,6 @@ def _pair_views(
         if entry.kind == "pair"
     ]
     return order_pairs(pairs, HEADLINE_TASK)
-
-
-def shown_heatmaps(entries: Sequence[Entry]) -> dict[str, PlotRef]:
-    """The sink heatmaps the pages show, by path, from the entries alone (so that they can be drawn while the tables
-    are built): every pair's, and each LLM's from its :func:`profiled_entry`."""
-    ordered = board_order(entries)
-    keys = llm_keys(ordered)
-    shown = [entry for entry in ordered if entry.kind == "pair"]
-    shown += [profiled_entry(group) for group in _grouped(ordered, lambda entry: keys[entry.name]).values()]
-    return {plot.path: plot for entry in shown if entry is not None and (plot := details.heatmap(entry))}
 
 
 def _backbone_views(

@@ -29,14 +29,9 @@ class AggregateTables:
     entries: tuple[Entry, ...] = ()
 
 
-def board_order(entries: Sequence[Entry]) -> list[Entry]:
-    """The entries in the tables' order: by kind, then name."""
-    return sorted(entries, key=lambda entry: (entry.kind, entry.name))
-
-
 def build_tables(entries: Sequence[Entry], *, seed: int = 0) -> AggregateTables:
     """All tables from entries that passed validation (``load_valid_entries``); no I/O."""
-    ordered = board_order(entries)
+    ordered = sorted(entries, key=lambda entry: (entry.kind, entry.name))
     pairs = pairs_table(ordered, seed=seed)
     coverages = loo_coverages(pairs)
     pairs = with_held_out_intervals(pairs, coverages)

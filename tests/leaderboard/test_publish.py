@@ -411,16 +411,24 @@ def _run_as_a_user(argv: list[str], folder: Path) -> tuple[int, str]:
     return wait_child(pid), errors.read_text(encoding="utf-8")
 
 
+def _outside_pytest_tmp(prefix: str, request: pytest.FixtureRequest) -> Path:
+    """A new folder in the system's temporary folder (pytest's is root-only, so another user could not write in
+    it), removed after the test whether it passes or not."""
+    base = Path(tempfile.mkdtemp(prefix=prefix))
+    request.addfinalizer(lambda: shutil.rmtree(base, ignore_errors=True))
+    return base
+
+
 @pytest.mark.parametrize(
     ("command", "read_only"),
     [(AGGREGATE, "out"), (SITE, "out"), (SITE, "a folder inside it")],
     ids=["aggregate", "site build", "site build, inside"],
 )
 def test_a_read_only_out_is_refused_in_one_line_and_nothing_is_left_beside_it(
-    command: Command, read_only: str, references: References
+    command: Command, read_only: str, references: References, request: pytest.FixtureRequest
 ) -> None:
     """Its old contents could be swapped out but not deleted: the run is refused before building anything."""
-    base = Path(tempfile.mkdtemp(prefix="sinkbench-read-only-"))  # not under pytest's root-only tmp folder
+    base = _outside_pytest_tmp("sinkbench-read-only-", request)
     out = base / "out"
     shutil.copytree(references[f"{command.name}/old"], out)
     locked = out if read_only == "out" else out / "pairs"
@@ -438,14 +446,13 @@ def test_a_read_only_out_is_refused_in_one_line_and_nothing_is_left_beside_it(
     assert errors.startswith(f"sinkbench {command.name}: cannot replace {out}: {locked} is read-only"), errors
     assert snapshot(out) == before
     assert sorted(path.name for path in base.iterdir()) == ["out", "stderr.txt"]
-    shutil.rmtree(base)
 
 
 @pytest.mark.parametrize("command", [AGGREGATE, SITE], ids=lambda command: command.name)
-def test_a_read_only_parent_folder_is_one_line(command: Command, references: References) -> None:
-    base = Path(
-        tempfile.mkdtemp(prefix="sinkbench-read-only-parent-")
-    )  # not under pytest's root-only tmp folder
+def test_a_read_only_parent_folder_is_one_line(
+    command: Command, references: References, request: pytest.FixtureRequest
+) -> None:
+    base = _outside_pytest_tmp("sinkbench-read-only-parent-", request)
     parent = base / "read-only"
     shutil.copytree(references[f"{command.name}/old"], parent / "out")
     before = snapshot(parent / "out")
@@ -458,7 +465,6 @@ def test_a_read_only_parent_folder_is_one_line(command: Command, references: Ref
     assert status == 1 and errors.count("\n") == 1, errors
     assert "Permission denied" in errors and str(parent) in errors, errors
     assert snapshot(parent / "out") == before
-    shutil.rmtree(base)
 
 
 @pytest.mark.parametrize("command", [AGGREGATE, SITE], ids=lambda command: command.name)
@@ -498,11 +504,15 @@ def test_leftovers_are_matched_by_name_not_by_pattern(references: References, tm
     assert (tmp_path / "out*" / MARKER).is_file()
 
 
-def test_a_killed_import_leaves_every_entry_whole(tmp_path: Path) -> None:
+def test_a_killed_import_leaves_every_entry_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``import-reported --force`` killed at each step: each entry folder is entirely old or entirely new, and the
     submissions still validate (a killed run leaves at most a hidden staging folder at the root, which the gate
     ignores)."""
     from sinkbench.submissions import load_submissions
+
+    scratch = tmp_path / "scratch"  # a killed import cannot remove its temporary folder: keep it out of /tmp
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
 
     def csv_file(name: str, delta: str) -> Path:
         path = tmp_path / name

@@ -1,8 +1,6 @@
-"""The site build's shortcuts: the charts rendered in a second process (:class:`sinkbench.charts.Rendering`; the
-sink heatmaps handed to it before the tables are built, and the process gone with its builder), files
-written by threads (:mod:`sinkbench.leaderboard.background`), the garbage
-collector started less often (:func:`sinkbench.leaderboard.project.fewer_collections`), and the theme's shared parts
-rendered once (:mod:`sinkbench.leaderboard.shared_partials`). That they change no byte of a built site is tested in
+"""The site build's shortcuts: the charts rendered in a second process (:class:`sinkbench.charts.Rendering`, gone
+with its builder), the garbage collector started less often (:func:`sinkbench.leaderboard.project.fewer_collections`),
+and the theme's shared parts rendered once (:mod:`sinkbench.leaderboard.shared_partials`). That they change no byte of a built site is tested in
 ``tests/leaderboard/test_site_project.py``."""
 
 from __future__ import annotations
@@ -12,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,7 +18,7 @@ import jinja2
 import pytest
 
 from sinkbench import charts
-from sinkbench.leaderboard import background, shared_partials
+from sinkbench.leaderboard import shared_partials
 from sinkbench.leaderboard.plots import CategoryChart
 from sinkbench.leaderboard.project import BUILD_GC_THRESHOLD, fewer_collections
 
@@ -101,48 +98,6 @@ def test_a_chart_that_cannot_be_drawn_raises_and_stops_the_process(monkeypatch: 
         rendering.result()
     assert rendering._process is None
     assert "window.vegaEmbed" in rendering.script()  # bundled by the process before it stopped, or here
-
-
-def test_charts_added_later_come_back_after_the_first_in_order(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setattr(charts, "_cores", lambda: 2)
-    specs = _specs(8)
-    cache = charts.ChartCache(tmp_path)
-    charts.Rendering([specs[1], specs[5]], cache).result()  # these two come from the cache
-    rendering = charts.Rendering(specs[:3], cache)
-    assert rendering._process is None  # two to draw: fewer than MIN_FOR_PROCESS
-    rendering.add(specs[3:])  # four more to draw: a process of its own now
-    assert rendering._process is not None
-    assert rendering.result() == [charts.static_svg(spec) for spec in specs]
-
-
-def test_the_build_publishes_the_charts_its_pages_use_the_last_drawn_of_a_path() -> None:
-    """The heatmaps drawn before the pages are known (:func:`generate_site`) may include some no page uses, and a
-    chart drawn again later under the same path replaces the early one."""
-    from sinkbench.leaderboard.generate import DrawnCharts
-
-    rendering = SimpleNamespace(result=lambda: ["A", "B", "C", "B again"])
-    drawn = DrawnCharts(["b", "c"], rendering, ["a", "b", "c", "b"])
-    assert drawn.texts() == {"b": "B again", "c": "C"} and drawn.paths == ["b", "c"]
-
-
-def test_the_heatmaps_drawn_early_are_those_the_pages_show(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from sinkbench.leaderboard.history import board_history
-    from sinkbench.leaderboard.views import build_views, shown_heatmaps
-    from sinkbench.submissions import load_valid_entries
-    from sinkbench.tables.build import build_tables
-
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    from bench_site import board_like
-
-    board_like(tmp_path, 60, profiles=0.6)
-    entries = load_valid_entries(tmp_path)
-    views = build_views(build_tables(entries), board_history(tmp_path))
-    shown = {plot.path: plot for plot in views.plots() if plot.path.startswith("plots/profile-")}
-    assert shown_heatmaps(entries) == shown and shown
 
 
 def test_few_charts_or_one_core_start_no_second_process(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -225,22 +180,6 @@ def test_a_theme_without_a_shared_part_is_left_alone() -> None:
     env = jinja2.Environment(loader=jinja2.DictLoader({"base.html": "{{ page.url }}"}))
     shared_partials.share_partials(env)
     assert env.get_template("base.html").render(page=_page("x.html", False), nav=None) == "x.html"
-
-
-def test_the_writer_threads_write_every_file_and_wait_raises_the_first_error(tmp_path: Path) -> None:
-    writer = background.FileWriter()
-    targets = [tmp_path / f"page-{index}.html" for index in range(50)]
-    for index, target in enumerate(targets):
-        writer.submit(lambda target=target, index=index: target.write_text(f"page {index}"))
-    writer.wait()
-    assert [target.read_text() for target in targets] == [f"page {index}" for index in range(50)]
-    assert not [thread for thread in threading.enumerate() if thread.name.startswith("sinkbench-write")]
-
-    failing = background.FileWriter()
-    failing.submit(lambda: (tmp_path / "missing-folder" / "chart.svg").write_text("<svg/>"))
-    with pytest.raises(FileNotFoundError, match=r"chart\.svg"):
-        failing.wait()
-    assert not [thread for thread in threading.enumerate() if thread.name.startswith("sinkbench-write")]
 
 
 def test_the_chart_cache_gives_back_what_was_rendered_and_only_that(
