@@ -8,7 +8,6 @@ without it the site comes out the same byte for byte (``tests/leaderboard/test_s
 
 * ``shared_partials``: the theme's parts shared by many pages rendered once per folder;
 * ``raw_blocks``: the templates' HTML blocks kept out of Markdown;
-* ``entry_html_page``: entry pages skip Markdown altogether;
 * ``gc_threshold``: the cyclic garbage collector run less often during the build;
 * ``chart_process``: the charts' SVGs (and the chart script) made in a second process while the build goes on.
 
@@ -30,7 +29,7 @@ import pytest
 from bench_site import EXPERIMENTS, board_like
 
 from sinkbench import charts
-from sinkbench.leaderboard import generate, plugin, project, raw_blocks, shared_partials
+from sinkbench.leaderboard import generate, project, raw_blocks, shared_partials
 
 #: Each piece, as the (module, name, replacement) that switch it off.
 PIECES: dict[str, list[tuple[object, str, object]]] = {
@@ -39,7 +38,6 @@ PIECES: dict[str, list[tuple[object, str, object]]] = {
         (raw_blocks, "lift", lambda markdown: (markdown, [])),
         (raw_blocks, "restore", lambda html, blocks: html),
     ],
-    "entry_html_page": [(plugin, "EntryHtmlPage", lambda file, config, entry: None)],
     "gc_threshold": [(project, "fewer_collections", contextlib.nullcontext)],
     "chart_process": [
         (generate, "start_process", lambda: None),

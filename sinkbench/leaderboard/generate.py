@@ -97,14 +97,14 @@ def generate_site(
         experiments = experiment_pages(experiments_dir, expected_pages)
         quote_scores(views.backbones, experiments.pages)
         compare = ComparePage.of(views)
+        timings["aggregate"] = time.perf_counter() - started
+        plots = views.plots()
+        cache = None if chart_cache is None else ChartCache(chart_cache)
+        rendering = Rendering([plot.chart.spec() for plot in plots], cache, process)
     except BaseException:
         if process is not None:
             process.stop()
         raise
-    timings["aggregate"] = time.perf_counter() - started
-    plots = views.plots()
-    cache = None if chart_cache is None else ChartCache(chart_cache)
-    rendering = Rendering([plot.chart.spec() for plot in plots], cache, process)
     charts = DrawnCharts([plot.path for plot in plots], rendering)
     try:
         started = time.perf_counter()

@@ -13,7 +13,7 @@ Its options in ``mkdocs.yml`` (paths relative to that file)::
           seed: 0                        # of the bootstrap and permutation tests
 
 It also does for every page what a theme hook would, with all state on the plugin instance (one per build):
-HTML blocks bypass Markdown (:mod:`.raw_blocks`; entry pages skip it whole, :class:`EntryHtmlPage`); search indexes
+HTML blocks bypass Markdown (:mod:`.raw_blocks`); search indexes
 an entry page by its names and model ids and the table pages without the rows listing entries; an entry page lights
 its table's navigation tab; the 404 page links relatively; the theme's shared parts render once per folder
 (:mod:`.shared_partials`); a page with an interactive chart loads the Vega-Embed script; and the build fails when two
@@ -35,8 +35,6 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, CombinedEvent, event_priority
 from mkdocs.structure.files import File, Files, InclusionLevel
-from mkdocs.structure.pages import Page
-from mkdocs.structure.toc import get_toc
 from mkdocs.utils import is_error_template, normalize_url
 
 from sinkbench import charts
@@ -44,7 +42,7 @@ from sinkbench.errors import ProblemsFound, UserError
 from sinkbench.leaderboard import raw_blocks, shared_partials
 from sinkbench.leaderboard.consistency import FactBook, InconsistentFigures
 from sinkbench.leaderboard.generate import GeneratedSite, copy_submitted_file, generate_site
-from sinkbench.leaderboard.pages import SEARCH_TEXT, UNINDEXED, EntryPage, PageRenderer, make_environment
+from sinkbench.leaderboard.pages import SEARCH_TEXT, UNINDEXED, PageRenderer, make_environment
 from sinkbench.submissions import SubmissionsInvalid
 
 #: The plugin's name in ``mkdocs.yml`` (its ``mkdocs.plugins`` entry point).
@@ -83,27 +81,6 @@ class SubmittedFile(File):
     def copy_file(self, dirty: bool = False) -> None:
         """Copy the file into the site (:func:`sinkbench.leaderboard.generate.copy_submitted_file`)."""
         copy_submitted_file(Path(self.abs_src_path), Path(self.abs_dest_path))
-
-
-class EntryHtmlPage(Page):
-    """An entry page, whose content is HTML already (:class:`EntryPage`): MkDocs takes its metadata and content as
-    they are instead of running Markdown (about a millisecond per page); every plugin event still runs on it."""
-
-    def __init__(self, file: File, config: MkDocsConfig, entry: EntryPage) -> None:
-        super().__init__(None, file, config)
-        self.entry = entry
-
-    def read_source(self, config: MkDocsConfig) -> None:
-        """Take the metadata as it is, and leave no Markdown to convert."""
-        self.markdown, self.meta = "", self.entry.meta()
-
-    def render(self, config: MkDocsConfig, files: Files) -> None:
-        """Take the HTML as it is: no table of contents, no anchors or links for MkDocs to check (as with a raw
-        block, which MkDocs never parses)."""
-        self.content = self.entry.html
-        self.toc = get_toc([])
-        self.present_anchor_ids = set()
-        self.links_to_anchors = {}
 
 
 class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
@@ -161,10 +138,7 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
             # a file that replaces an excluded one is not excluded in turn
             replaced = _refuse_clash(files, path, config)
             inclusion = InclusionLevel.INCLUDED if replaced else InclusionLevel.UNDEFINED
-            file = File.generated(config, path, content=text, inclusion=inclusion)
-            files.append(file)
-            if path in generated.entries:  # its page, which MkDocs builds instead of making one
-                EntryHtmlPage(file, config, generated.entries[path])
+            files.append(File.generated(config, path, content=text, inclusion=inclusion))
         self._charts = []
         for path in [*generated.charts.paths, charts.SCRIPT]:
             _refuse_clash(files, path, config)

@@ -1,7 +1,7 @@
 """The site build's shortcuts: the charts rendered in a second process (:class:`sinkbench.charts.Rendering`, gone
 with its builder), the garbage collector started less often (:func:`sinkbench.leaderboard.project.fewer_collections`),
-and the theme's shared parts rendered once (:mod:`sinkbench.leaderboard.shared_partials`). That they change no byte of a built site is tested in
-``tests/leaderboard/test_site_project.py``."""
+and the theme's shared parts rendered once (:mod:`sinkbench.leaderboard.shared_partials`). That they change no byte
+of a built site is tested in ``tests/leaderboard/test_site_project.py``."""
 
 from __future__ import annotations
 
@@ -98,6 +98,20 @@ def test_a_chart_that_cannot_be_drawn_raises_and_stops_the_process(monkeypatch: 
         rendering.result()
     assert rendering._process is None
     assert "window.vegaEmbed" in rendering.script()  # bundled by the process before it stopped, or here
+
+
+def test_cached_charts_between_chunks_come_back_in_order(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Charts from the cache sit between chunks the second process draws and chunks drawn here."""
+    monkeypatch.setattr(charts, "_cores", lambda: 2)
+    monkeypatch.setattr(charts.Rendering, "CHUNK", 2)
+    specs = _specs(8)
+    cache = charts.ChartCache(tmp_path)
+    charts.Rendering([specs[1], specs[5]], cache).result()  # these two come from the cache
+    rendering = charts.Rendering(specs, cache)
+    assert rendering._process is not None and len(rendering._chunks) == 3  # six to draw, two a chunk
+    assert rendering.result() == [charts.static_svg(spec) for spec in specs]
 
 
 def test_few_charts_or_one_core_start_no_second_process(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -83,10 +83,9 @@ def test_two_builds_of_the_same_tree_are_byte_identical(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The repository's own submissions, built by the command line in another process, and in this one without the
-    build's shortcuts (``benchmarks/bench_machinery.py``'s pieces: the theme's shared parts rendered per page, MkDocs'
-    own Markdown pages for the entries, files written as they come, the default garbage collector, the charts
-    rendered in this process). They change no byte. (Without ``raw_blocks`` Markdown keeps the blocks'
-    marker comments and breaks lines between tags: the same HTML, other bytes.)"""
+    build's shortcuts (``benchmarks/bench_machinery.py``'s pieces: the theme's shared parts rendered per page, the
+    default garbage collector, the charts rendered in this process). They change no byte. (Without ``raw_blocks``
+    Markdown keeps the blocks' marker comments and breaks lines between tags: the same HTML, other bytes.)"""
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     from bench_machinery import PIECES
 
