@@ -220,14 +220,10 @@ class Entry:
     def _reported_scores(self) -> dict[str, TaskScore]:
         reported = self.metadata.reported
         if isinstance(self.metadata, BackboneMetadata):
+            derived = ("reference_score",)
             return {
                 item.task: TaskScore(
-                    item.task,
-                    item.score,
-                    None,
-                    None,
-                    ("reference_score",) if item.derived else (),
-                    item.table,
+                    item.task, item.score, None, None, derived if item.derived else (), item.table
                 )
                 for item in reported.scores
             }

@@ -38,52 +38,49 @@ def rule_kind_matches_folder(entry: Entry) -> Iterator[Problem]:
         )
 
 
-#: What an entry of each provenance must not be: (field, message, fix) by name. A problem on the ``provenance``
-#: field names the entry folder, the others its ``metadata.json``.
-_PROVENANCE_PROBLEMS = {
-    "no numbers": (
-        "reported",
-        "a reported entry has no `reported` numbers.",
-        "add the `reported` block with the published numbers and their tables",
-    ),
-    "no citation": (
-        "citation",
-        "a reported entry has no citation.",
-        "add `citation.source` (authors, title, arXiv id) and `citation.url`",
-    ),
-    "raw files": (
-        "provenance",
-        "a reported entry holds raw result files.",
-        "set provenance to 'measured' and drop `reported`, or remove the files",
-    ),
-    "numbers": (
-        "reported",
-        "a measured entry must take its numbers from its files.",
-        "remove the `reported` block, or set provenance to 'reported'",
-    ),
-    "no files": (
-        "provenance",
-        "a measured entry has no lm-eval results files.",
-        "add the results files (see submissions/README.md) or set provenance to 'reported'",
-    ),
-}
-
-
 def rule_provenance_contents(entry: Entry) -> Iterator[Problem]:
     """A ``reported`` entry carries a citation and the published numbers, and no raw files; a ``measured`` entry
     takes its numbers from its lm-eval results files, which must be there."""
     reported, numbers = entry.provenance == "reported", entry.metadata.reported is not None
-    broken = {
-        "no numbers": reported and not numbers,
-        "no citation": reported and entry.metadata.citation is None,
-        "raw files": reported and bool(entry.sides or entry.sink_profile is not None),
-        "numbers": not reported and numbers,
-        "no files": not reported and not entry.sides,
-    }
-    for name, (field, message, fix) in _PROVENANCE_PROBLEMS.items():
-        if broken[name]:
-            file = entry.directory if field == "provenance" else entry.metadata_file
-            yield Problem(file, field, message, fix)
+    # (broken, field, message, fix): a problem on the ``provenance`` field names the entry folder, the others its
+    # ``metadata.json``.
+    checks = (
+        (
+            reported and not numbers,
+            "reported",
+            "a reported entry has no `reported` numbers.",
+            "add the `reported` block with the published numbers and their tables",
+        ),
+        (
+            reported and entry.metadata.citation is None,
+            "citation",
+            "a reported entry has no citation.",
+            "add `citation.source` (authors, title, arXiv id) and `citation.url`",
+        ),
+        (
+            reported and bool(entry.sides or entry.sink_profile is not None),
+            "provenance",
+            "a reported entry holds raw result files.",
+            "set provenance to 'measured' and drop `reported`, or remove the files",
+        ),
+        (
+            not reported and numbers,
+            "reported",
+            "a measured entry must take its numbers from its files.",
+            "remove the `reported` block, or set provenance to 'reported'",
+        ),
+        (
+            not reported and not entry.sides,
+            "provenance",
+            "a measured entry has no lm-eval results files.",
+            "add the results files (see submissions/README.md) or set provenance to 'reported'",
+        ),
+    )
+    for broken, field, message, fix in checks:
+        if broken:
+            yield Problem(
+                entry.directory if field == "provenance" else entry.metadata_file, field, message, fix
+            )
 
 
 def rule_revisions_recorded(entry: Entry) -> Iterator[Problem]:

@@ -118,10 +118,14 @@ def _hidden_character(data: Any, shown: str, out: _Collector) -> bool:
     return False
 
 
-def _parse(model: type[BaseModel], path: Path, shown: str, kind: str, out: _Collector) -> Any:
+def _parse(model: type[BaseModel] | None, path: Path, shown: str, kind: str, out: _Collector) -> Any:
+    """``path`` validated as ``model`` (None: any JSON object, as ``config.json``), or None with its problems."""
     try:
         data = read_json(path, SIZE_LIMITS[kind])
-        return None if _hidden_character(data, shown, out) else model.model_validate(data)
+        if model is None and not isinstance(data, dict):
+            out.add(shown, "", "must be a JSON object.", "copy config.json from the model folder unmodified")
+        elif not _hidden_character(data, shown, out):
+            return data if model is None else model.model_validate(data)
     except UnsafeFileError as error:
         out.add(shown, "", error.message, error.fix)
     except ValidationError as error:
@@ -225,7 +229,7 @@ def _load_side(role: str, folder: Path, shown: str, out: _Collector, skip: froze
             if parsed is not None:
                 results.append(ResultsFile(file, parsed))
         elif name == "config.json":
-            config = _parse_plain_json(path, file, out)
+            config = _parse(None, path, file, "config", out)
         elif task == IFEVAL_TASK and samples_path is None:
             samples_path, ifeval = file, _ifeval_outcomes(path, file, out)
         elif task == IFEVAL_TASK:
@@ -245,18 +249,6 @@ def _load_side(role: str, folder: Path, shown: str, out: _Collector, skip: froze
                 "keep only results_*.json, samples_<task>_*.jsonl (one per task) and config.json",
             )
     return Side(role, shown, tuple(results), samples_path, ifeval, config)
-
-
-def _parse_plain_json(path: Path, shown: str, out: _Collector) -> dict[str, Any] | None:
-    try:
-        value = read_json(path, SIZE_LIMITS["config"])
-    except UnsafeFileError as error:
-        out.add(shown, "", error.message, error.fix)
-        return None
-    if not isinstance(value, dict):
-        out.add(shown, "", "must be a JSON object.", "copy config.json from the model folder unmodified")
-        return None
-    return None if _hidden_character(value, shown, out) else value
 
 
 def _size_only(path: Path, shown: str, out: _Collector) -> None:

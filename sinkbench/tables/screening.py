@@ -212,21 +212,21 @@ def _primary(group: list[Entry]) -> Entry:
     return (with_interval or own or group)[0]
 
 
-def _s_bounds(entry: Entry, band: float) -> tuple[float | None, float | None, str]:
+def _s_bounds(entry: Entry) -> tuple[float | None, float | None, str]:
     """The interval tiers and differences read an LLM's S from, and its kind (:data:`S_KINDS`)."""
     measured = s_interval(entry)
     if measured is not None:
         return *measured, S_KINDS["bootstrap"]
     if entry.provenance == "reported" and entry.sink_strength is not None:
-        return entry.sink_strength - band, entry.sink_strength + band, S_KINDS["band"]
+        return entry.sink_strength - REPORTED_S_BAND, entry.sink_strength + REPORTED_S_BAND, S_KINDS["band"]
     return None, None, S_KINDS["none"]
 
 
-def _llm_row(model_id: str, revision: str | None, group: list[Entry], band: float) -> dict:
+def _llm_row(model_id: str, revision: str | None, group: list[Entry]) -> dict:
     first, primary = group[0], _primary(group)
     size, protocol = llm_size(first), s_protocol(primary)
     low, high = s_interval(primary) or (None, None)
-    s_low, s_high, s_kind = _s_bounds(primary, band)
+    s_low, s_high, s_kind = _s_bounds(primary)
     return {
         "model_id": model_id,
         "model_revision": revision,
@@ -249,7 +249,7 @@ def _llm_row(model_id: str, revision: str | None, group: list[Entry], band: floa
     }
 
 
-def _llm_rows(entries: Sequence[Entry], band: float) -> pd.DataFrame:
+def _llm_rows(entries: Sequence[Entry]) -> pd.DataFrame:
     """One row per distinct LLM (id, revision) in order of S (highest first, then by id and revision), with the S of
     its primary entry (:func:`_primary`, named in ``s_entry``), its place in that order, its rank and its tier."""
     groups: dict[tuple[str, str | None], list[Entry]] = {}
@@ -258,7 +258,7 @@ def _llm_rows(entries: Sequence[Entry], band: float) -> pd.DataFrame:
         if entry.sink_strength is not None:
             groups.setdefault(keys[entry.name], []).append(entry)
     ordered = sorted(groups.items(), key=lambda item: (item[0][0], item[0][1] or ""))
-    rows = [_llm_row(model_id, revision, group, band) for (model_id, revision), group in ordered]
+    rows = [_llm_row(model_id, revision, group) for (model_id, revision), group in ordered]
     llms = pd.DataFrame(rows, columns=_LLM_COLUMNS).astype(
         {"params_b": float, "s_low": float, "s_high": float}
     )
@@ -323,12 +323,11 @@ def screening_table(
     coverages: dict[str, dict[str, prediction.Coverage]],
     *,
     seed: int = 0,
-    band: float = REPORTED_S_BAND,
 ) -> pd.DataFrame:
     """Every backbone and reference LLM ranked by S (1 = highest) and tiered, with per task the prediction of the fit
     on all pairs (:class:`TaskFit`), its extrapolation flags and its differences (seeded by ``seed``);
-    ``coverages``: :func:`sinkbench.tables.pairs.loo_coverages`; ``band``: a reported S's half-width."""
-    llms = _llm_rows(entries, band)
+    ``coverages``: :func:`sinkbench.tables.pairs.loo_coverages`."""
+    llms = _llm_rows(entries)
     blocks = [
         block
         for task in TASKS
