@@ -4,6 +4,7 @@ every problem collected, capped per file so a broken file does not flood the rep
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -29,10 +30,8 @@ from sinkbench.submissions.entry import (
 from sinkbench.submissions.schema import (
     METADATA_ADAPTER,
     SIZE_LIMITS,
-    BackboneMetadata,
     IfevalSample,
     LmEvalResults,
-    PairMetadata,
     SinkProfile,
     invisible_character,
 )
@@ -61,12 +60,12 @@ _FIX_DEFAULT = "give the field the type and shape documented in submissions/READ
 _COPY_SAMPLES = "copy the samples file unmodified from lm-eval --log_samples"
 
 
+@dataclasses.dataclass
 class _Collector:
     """Collects problems for one file, capped so a broken file does not flood the report."""
 
-    def __init__(self) -> None:
-        self.problems: list[Problem] = []
-        self.files: list[Path] = []
+    problems: list[Problem] = dataclasses.field(default_factory=list)
+    files: list[Path] = dataclasses.field(default_factory=list)
 
     def add(self, file: str, field: str, message: str, fix: str) -> None:
         same_file = sum(problem.file == file for problem in self.problems)
@@ -263,7 +262,12 @@ def _size_only(path: Path, shown: str, out: _Collector) -> None:
         out.add(shown, "", f"cannot be read: {error.strerror}.", "make the file readable (e.g. chmod a+r)")
 
 
-def _load_pair_sides(folder: Path, shown: str, out: _Collector) -> dict[str, Side]:
+def _load_sides(kind: str, folder: Path, shown: str, out: _Collector) -> dict[str, Side]:
+    """A pair's ``reference/`` and ``vlm/`` folders, or a backbone's own files (no side when it has none)."""
+    if kind != "pair":
+        backbone = _load_side(BACKBONE_SIDE, folder, shown, out, _ENTRY_FILES)
+        has_files = backbone.results or backbone.ifeval_samples_path or backbone.model_config
+        return {BACKBONE_SIDE: backbone} if has_files else {}
     sides = {}
     for path in _items(folder, shown, out):
         if path.name in PAIR_SIDES and path.is_dir() and not path.is_symlink():
@@ -276,16 +280,6 @@ def _load_pair_sides(folder: Path, shown: str, out: _Collector) -> dict[str, Sid
                 "a pair folder holds metadata.json, sink_profile.json, reference/ and vlm/ only",
             )
     return sides
-
-
-def _load_sides(
-    metadata: PairMetadata | BackboneMetadata, folder: Path, shown: str, out: _Collector
-) -> dict[str, Side]:
-    if metadata.kind == "pair":
-        return _load_pair_sides(folder, shown, out)
-    backbone = _load_side(BACKBONE_SIDE, folder, shown, out, _ENTRY_FILES)
-    has_files = backbone.results or backbone.ifeval_samples_path or backbone.model_config
-    return {BACKBONE_SIDE: backbone} if has_files else {}
 
 
 def _entry_size(folder: Path) -> tuple[int, int]:
@@ -354,7 +348,7 @@ def load_entry(folder: Path, shown: str) -> tuple[Entry | None, list[Problem]]:
     if too_big is not None:
         return None, [too_big]
     out.files.append(folder / "metadata.json")
-    sides = _load_sides(metadata, folder, shown, out)
+    sides = _load_sides(metadata.kind, folder, shown, out)
     profile = None
     if os.path.lexists(folder / "sink_profile.json"):
         profile = _parse(

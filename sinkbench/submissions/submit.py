@@ -216,32 +216,26 @@ def model_of(
     args = run.model_args
     pretrained = str(args.get("pretrained", ""))
     is_local = pretrained.startswith(("/", "~", ".")) or Path(pretrained).is_dir()
-    if not is_local and _HUB_ID.fullmatch(pretrained):
-        recorded = args.get("revision") or run.config.get("model_revision")
-        pinned = (
-            revision
-            or (recorded if recorded not in UNPINNED_REVISIONS else None)
-            or run.config.get("model_sha")
-            or None
-        )
-        unpinned = (
-            f"the run in {run.folder} ran {pretrained} with no pinned revision: pass {_WHERE_REVISIONS_ARE}"
-        )
-        needed = [] if pinned else [Missing(f"--{option}-revision REV", unpinned)]
-        return Model(model_id or pretrained, pinned, None), needed
     local = Path(pretrained).expanduser() if is_local else None
-    found_id, found_revision = _extracted_from(local) if local else (None, None)
-    if local and not (found_id and found_revision):
-        snapshot_id, commit = _hub_snapshot(local)
-        found_id, found_revision = found_id or snapshot_id, found_revision or commit
-    cache = cached_gguf(local) if local else None
-    if cache:
-        found_id = found_id or (cache.embedded.upstream if cache.embedded else None)
-        found_revision = found_revision or f"sha256:{cache.sha256}"
-    gguf = local / str(args["gguf_file"]) if local and args.get("gguf_file") else None
-    pinned = (
-        revision or found_revision or (f"sha256:{file_sha256(gguf)}" if gguf and gguf.is_file() else None)
-    )
+    if local is None and _HUB_ID.fullmatch(pretrained):
+        recorded = args.get("revision") or run.config.get("model_revision")
+        recorded = recorded if recorded not in UNPINNED_REVISIONS else None
+        found_id, found_revision = pretrained, recorded or run.config.get("model_sha")
+        unpinned = f"the run in {run.folder} ran {pretrained} with no pinned revision"
+    else:
+        found_id, found_revision = _extracted_from(local) if local else (None, None)
+        if local and not (found_id and found_revision):
+            snapshot_id, commit = _hub_snapshot(local)
+            found_id, found_revision = found_id or snapshot_id, found_revision or commit
+        cache = cached_gguf(local) if local else None
+        if cache:
+            found_id = found_id or (cache.embedded.upstream if cache.embedded else None)
+            found_revision = found_revision or f"sha256:{cache.sha256}"
+        gguf = local / str(args["gguf_file"]) if local and args.get("gguf_file") else None
+        if not (revision or found_revision) and gguf and gguf.is_file():
+            found_revision = f"sha256:{file_sha256(gguf)}"
+        unpinned = f"the local folder {pretrained!r} records no revision"
+    pinned = revision or found_revision or None
     missing = []
     if not (model_id or found_id):
         missing.append(
@@ -252,12 +246,7 @@ def model_of(
             )
         )
     if pinned is None:
-        missing.append(
-            Missing(
-                f"--{option}-revision REV",
-                f"the local folder {pretrained!r} records no revision: pass {_WHERE_REVISIONS_ARE}",
-            )
-        )
+        missing.append(Missing(f"--{option}-revision REV", f"{unpinned}: pass {_WHERE_REVISIONS_ARE}"))
     return Model(model_id or found_id or "", pinned, local), missing
 
 
