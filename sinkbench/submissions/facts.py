@@ -42,10 +42,13 @@ class SProtocol:
 _ARXIV = re.compile(r"arXiv[: ]*(\d{4}\.\d{4,5})", re.IGNORECASE)
 
 
-def _short_citation(source: str) -> str:
-    """``arXiv NNNN.NNNNN`` when the citation names one, else its first 60 characters."""
-    found = _ARXIV.search(source)
-    return f"arXiv {found.group(1)}" if found else source[:60]
+def _cited(entry: Entry) -> str:
+    """The entry's citation as ``arXiv NNNN.NNNNN`` when it names one, else its first 60 characters."""
+    citation = entry.metadata.citation
+    if citation is None:
+        return "source not stated"
+    found = _ARXIV.search(citation.source)
+    return f"arXiv {found.group(1)}" if found else citation.source[:60]
 
 
 def _from_weights(side: Side | None) -> ModelSize | None:
@@ -140,10 +143,8 @@ def score_basis(entry: Entry, role: str, task: str) -> ScoreBasis | None:
         score = entry.scores.get(task)
         if score is None:
             return None
-        citation = entry.metadata.citation
-        source = _short_citation(citation.source) if citation else "source not stated"
         table = score.source.split(";")[0].strip()
-        return ScoreBasis(f"reported by {source}" + (f" ({table})" if table else ""))
+        return ScoreBasis(f"reported by {_cited(entry)}" + (f" ({table})" if table else ""))
     side = entry.sides.get(role)
     found = side.results_for(task) if side else None
     if found is None:
@@ -196,8 +197,7 @@ def calibration_set(entry: Entry) -> str | None:
 def s_protocol(entry: Entry) -> SProtocol | None:
     """The protocol of the entry's S, or None when the entry has no S."""
     if entry.metadata.reported is not None:
-        citation = entry.metadata.citation
-        return SProtocol("reported", _short_citation(citation.source) if citation else "source not stated")
+        return SProtocol("reported", _cited(entry))
     sink = _measured_sink(entry)
     if sink is None:
         return None

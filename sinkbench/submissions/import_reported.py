@@ -264,24 +264,20 @@ def _group(path: Path, shown: str) -> tuple[dict[str, list[dict[str, Any]]], lis
     return groups, problems
 
 
-def _csv_location(field: str, rows: Sequence[dict[str, Any]]) -> tuple[int, str]:
-    """The CSV line and column behind a field of a staged ``metadata.json`` (pydantic or rule spelling)."""
+def _as_csv_problem(problem: Problem, rows: Sequence[dict[str, Any]], shown: str) -> Problem:
+    """A problem found in a staged entry, told as the CSV file, line and column that caused it (the field in
+    pydantic or rule spelling), or as the command-line option, for the fields that come from one."""
+    field = problem.field
+    option = _OPTION_OF_FIELD.get(field.split(".[")[0])
+    if option is not None:
+        return Problem(option, field, problem.message, problem.fix)
     parts = field.split(".")
+    line, column = rows[0][_LINE], _COLUMN_OF_FIELD.get(field, field or "row")
     if parts[:2] == ["reported", "tasks"] and len(parts) >= 3:
         key = parts[2]
         row = rows[int(key)] if key.isdigit() and int(key) < len(rows) else None
         row = row or next((item for item in rows if item["task"] == key), rows[0])
-        return row[_LINE], parts[3] if len(parts) > 3 else "task"
-    return rows[0][_LINE], _COLUMN_OF_FIELD.get(field, field or "row")
-
-
-def _as_csv_problem(problem: Problem, rows: Sequence[dict[str, Any]], shown: str) -> Problem:
-    """A problem found in a staged entry, told as the CSV file, line and column that caused it (or as the
-    command-line option, for the fields that come from one)."""
-    option = _OPTION_OF_FIELD.get(problem.field.split(".[")[0])
-    if option is not None:
-        return Problem(option, problem.field, problem.message, problem.fix)
-    line, column = _csv_location(problem.field, rows)
+        line, column = row[_LINE], parts[3] if len(parts) > 3 else "task"
     return Problem(shown, f"line {line}: {column}", problem.message, problem.fix)
 
 

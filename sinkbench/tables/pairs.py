@@ -84,11 +84,6 @@ class DeltaInterval:
     reason: str = ""
 
 
-def _prompts(entry: Entry, role: str, task: str) -> int | None:
-    found = score_basis(entry, role, task)
-    return found.evaluated if found else None
-
-
 def _no_interval_reason(task: str, score: TaskScore) -> str:
     """Why a delta has no interval: the first thing its kind's rule needs that is missing."""
     if task not in PROPORTION_TASKS:
@@ -104,7 +99,8 @@ def delta_interval(entry: Entry, task: str, score: TaskScore, seed: int) -> Delt
     from the two scores and their prompt counts, else none with the reason."""
     outcomes = entry.ifeval_outcomes() if task == IFEVAL_TASK else None
     counts = entry.reported_regressions if task == IFEVAL_TASK else None
-    prompts = (_prompts(entry, "reference", task), _prompts(entry, "vlm", task))
+    bases = (score_basis(entry, "reference", task), score_basis(entry, "vlm", task))
+    prompts = tuple(basis.evaluated if basis else None for basis in bases)
     kind = delta_interval_kind(
         samples=outcomes is not None,
         counts=counts is not None,
