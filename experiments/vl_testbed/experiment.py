@@ -80,6 +80,16 @@ def load_base(base_dir: Path, dtype: str = "float32", device: str = "cpu") -> tu
     return model, AutoTokenizer.from_pretrained(base_dir)
 
 
+def attention_shape(config: Any) -> dict[str, int]:
+    """The attention shape of a causal LM's config (a composite one's text model), as :class:`Inputs` holds it."""
+    config = getattr(config, "text_config", config)
+    return {
+        "num_layers": config.num_hidden_layers,
+        "num_heads": config.num_attention_heads,
+        "num_kv_heads": config.num_key_value_heads,
+    }
+
+
 def trace_point(record: dict[str, Any]) -> TracePoint:
     """A monitor measurement (``Measurement.trace_record()``) as the results keep it."""
     return TracePoint(
