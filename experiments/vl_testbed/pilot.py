@@ -276,7 +276,7 @@ class Pilot:
         return {
             "setting": setting.name,
             "seed": seed,
-            "stage2": trained.to_dict(),
+            "stage2": trained.model_dump(),
             "visual": visual,
             "visual_gain": round(visual["accuracy"] - stage1["visual"]["accuracy"], 5),
             "sink": sink,
