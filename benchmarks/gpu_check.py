@@ -106,23 +106,19 @@ def byte_tokenizer() -> PreTrainedTokenizerFast:
     )
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def _timed(device: torch.device, action: Callable[[], Any]) -> tuple[Any, float, float | None]:
     """``action()``, its seconds, and the peak device memory it added (MiB; None off CUDA)."""
-    _sync(device)
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
-    before = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
+    if device.type != "cuda":
+        started = time.perf_counter()
+        return action(), time.perf_counter() - started, None
+    torch.cuda.synchronize(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    before = torch.cuda.memory_allocated(device)
     started = time.perf_counter()
     result = action()
-    _sync(device)
+    torch.cuda.synchronize(device)
     seconds = time.perf_counter() - started
-    peak = (torch.cuda.max_memory_allocated(device) - before) / 2**20 if device.type == "cuda" else None
-    return result, seconds, peak
+    return result, seconds, (torch.cuda.max_memory_allocated(device) - before) / 2**20
 
 
 def _repeated(device: torch.device, action: Callable[[], Any], reps: int) -> tuple[Any, dict[str, Any]]:

@@ -41,7 +41,7 @@ from experiments.interventions_pair.study_schema import (
     contrasts,
     run_measured,
 )
-from experiments.vl_testbed.experiment import STATE_FILE, Inputs, Testbed
+from experiments.vl_testbed.experiment import STATE_FILE, Inputs, Testbed, attention_shape
 from experiments.vl_testbed.precision import with_precision
 from experiments.vl_testbed.schema import BaseRecord, Results, RunKey, RunRecord
 from sinkbench.safe_io import write_json_atomic
@@ -398,10 +398,11 @@ class Study:
         return {"ablations": [*self.state.ablations, ablation]}
 
     def _ablation_gemma(self) -> dict[str, Any]:
+        from transformers import AutoConfig
+
         folder = self.study.gemma_dir
-        inputs = replace(
-            self.study.inputs, base_dir=folder, problems=[], sink_heads=[], shape=gemma_shape(folder)
-        )
+        shape = attention_shape(AutoConfig.from_pretrained(folder))
+        inputs = replace(self.study.inputs, base_dir=folder, problems=[], sink_heads=[], shape=shape)
         template = "Gemma 3's turn format (the base checkpoint ships none)"
         ablation = self._ablation("gemma", self._testbed("gemma", inputs, None), folder, template)
         return {"ablations": [*self.state.ablations, ablation]}
@@ -485,19 +486,6 @@ def _kind(tensor: str) -> str:
     """The kind of a tensor by its qualified name: ``model.layers.3.self_attn.q_proj.weight`` -> ``q_proj``,
     ``model.embed_tokens.weight`` -> ``embed_tokens``."""
     return tensor.removesuffix(".weight").removesuffix(".bias").rsplit(".", 1)[-1]
-
-
-def gemma_shape(folder: Path) -> dict[str, int]:
-    """The attention shape of a causal-LM folder."""
-    from transformers import AutoConfig
-
-    config = AutoConfig.from_pretrained(folder)
-    config = getattr(config, "text_config", config)
-    return {
-        "num_layers": config.num_hidden_layers,
-        "num_heads": config.num_attention_heads,
-        "num_kv_heads": config.num_key_value_heads,
-    }
 
 
 def write_gemma_folder(out: Path) -> Path:

@@ -80,6 +80,16 @@ def load_base(base_dir: Path, dtype: str = "float32", device: str = "cpu") -> tu
     return model, AutoTokenizer.from_pretrained(base_dir)
 
 
+def attention_shape(config: Any) -> dict[str, int]:
+    """The attention shape of a causal LM's config (a composite one's text model), as :class:`Inputs` holds it."""
+    config = getattr(config, "text_config", config)
+    return {
+        "num_layers": config.num_hidden_layers,
+        "num_heads": config.num_attention_heads,
+        "num_kv_heads": config.num_key_value_heads,
+    }
+
+
 def trace_point(record: dict[str, Any]) -> TracePoint:
     """A monitor measurement (``Measurement.trace_record()``) as the results keep it."""
     return TracePoint(
@@ -287,9 +297,7 @@ class Testbed:
         path.parent.mkdir(parents=True, exist_ok=True)
         unrecorded = path.with_suffix(".unrecorded")
         torch.save(vision_state(vlm), unrecorded)
-        made = SharedStages(
-            stage0=stage0, stage1=result.to_dict(), visual_after_stage1=self._visual(vlm, tokenizer)
-        )
+        made = SharedStages(stage0=stage0, stage1=result, visual_after_stage1=self._visual(vlm, tokenizer))
         if on_file is None:
             record = SeedRecord(seed=seed, **dict(made))
         else:
@@ -379,14 +387,14 @@ class Testbed:
                 "rows_unchanged": unchanged,
                 "lm_trained": spec.train_lm,
             },
-            stage2=result.to_dict(),
+            stage2=result,
             trace=trace,
             visual=visual,
             extraction=extraction,
             sink=sink,
             text=text,
             seconds={
-                "stage2": round(result.seconds, 1),
+                "stage2": result.seconds,
                 "monitor": round(sum(point.seconds for point in trace), 1),
                 "visual": round(extract_started - visual_started, 1),
                 "extract": round(screen_started - extract_started, 1),

@@ -41,9 +41,8 @@ from experiments.vl_testbed.mechanism import first_token_attention, image_prompt
 from experiments.vl_testbed.outcomes import ReferenceAnswers, answer_nll, generate
 from experiments.vl_testbed.page import GEMMA_PILOT_FILE, PILOT_FILE, RESULTS
 from experiments.vl_testbed.replies import ReplyMix, echo_rate, echoes_template
-from experiments.vl_testbed.run import IFEVAL, ROOT, gsm8k_problems, log_since, sink_heads
+from experiments.vl_testbed.run import FULL, IFEVAL, ROOT, gsm8k_problems, log_since, sink_heads
 from experiments.vl_testbed.scenes import question_items
-from experiments.vl_testbed.schema import RunGroup, TestbedConfig
 from experiments.vl_testbed.specs import StageSpec, VisionSpec
 from experiments.vl_testbed.train import pretrain_encoder, stage_data, train_stage, vision_state
 from experiments.vl_testbed.verdicts import S_SHIFT, VISUAL_GAIN, sink_moved
@@ -153,14 +152,8 @@ class Pilot:
         self.stage1_spec = dataclasses.replace(STAGE1, steps=2) if quick else STAGE1
         self.stage0_steps = 20 if quick else STAGE0_STEPS
         self.sink_heads, self.shape = sink_heads(self.base_dir, 0.1)
-        needs_text = TestbedConfig(
-            stage1=STAGE1,
-            doses={"x": STAGE1},
-            compare_dose="x",
-            text_share=0.25,
-            plan=(RunGroup(data="vl", dose="x", arms=("none",)),),
-        )
-        self.problems, self.text_source = gsm8k_problems(needs_text)
+        # the text25 setting's text-only chats: GSM8K's training problems, which FULL's text-only runs load too
+        self.problems, self.text_source = gsm8k_problems(FULL)
         self.docs, self.echo_indices = echo_prompts(8 if quick else ECHO_PROMPTS)
         self.prompts = [d["prompt"] for d in self.docs]
         settings = [dataclasses.asdict(s) for s in SETTINGS]
@@ -276,7 +269,7 @@ class Pilot:
         return {
             "setting": setting.name,
             "seed": seed,
-            "stage2": trained.to_dict(),
+            "stage2": trained.model_dump(),
             "visual": visual,
             "visual_gain": round(visual["accuracy"] - stage1["visual"]["accuracy"], 5),
             "sink": sink,

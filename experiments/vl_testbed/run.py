@@ -123,7 +123,7 @@ PRESETS = {"full": FULL, "pilot": PILOT, "quick": QUICK, "gpu": GPU}
 
 def sink_heads(base_dir: Path, top_frac: float) -> tuple[list[list[int]], dict[str, int]]:
     """The base LM's top ``top_frac`` heads by median G over every layer, and its attention shape."""
-    from experiments.vl_testbed.experiment import load_base
+    from experiments.vl_testbed.experiment import attention_shape, load_base
     from sinkbench.sink.heads import ALL_LAYERS, head_map, select_heads, selection_rule
     from sinkbench.sink.observe import observe
     from sinkbench.sink.options import ProbeOptions
@@ -133,13 +133,8 @@ def sink_heads(base_dir: Path, top_frac: float) -> tuple[list[list[int]], dict[s
     observations = observe(
         model, tokenizer, load_prompts(), ProbeOptions(num_layers=ALL_LAYERS), progress=False
     )
-    config = model.config
-    shape = {
-        "num_layers": config.num_hidden_layers,
-        "num_heads": config.num_attention_heads,
-        "num_kv_heads": config.num_key_value_heads,
-    }
-    return select_heads(head_map(observations), selection_rule(top_frac=top_frac)), shape
+    heads = select_heads(head_map(observations), selection_rule(top_frac=top_frac))
+    return heads, attention_shape(model.config)
 
 
 def _source(where: dict) -> dict:

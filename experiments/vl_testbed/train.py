@@ -12,7 +12,6 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -20,6 +19,7 @@ import torch
 
 from experiments.vl_testbed.replies import ReplyMix, vl_conversation
 from experiments.vl_testbed.scenes import CELLS, COLOURS, NUMBERS, SHAPES, caption_conversation, make_scene
+from experiments.vl_testbed.schema import StageRecord
 from experiments.vl_testbed.specs import StageSpec, VisionSpec
 from experiments.vl_testbed.text_chats import problem_turns, text_conversations
 from experiments.vl_testbed.vlm import IGNORE, encode, pixel_values
@@ -150,21 +150,6 @@ def set_language_model_trainable(vlm: torch.nn.Module, trainable: bool) -> None:
             parameter.requires_grad_(trainable)
 
 
-@dataclass(frozen=True)
-class StageResult:
-    """What a stage recorded: the loss at every step, the learning rates, its wall time, and the tokens that
-    entered the loss."""
-
-    loss: list[float]
-    lr: list[float]
-    seconds: float
-    supervised_tokens: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (the shape of :class:`~experiments.vl_testbed.schema.StageRecord`)."""
-        return {**asdict(self), "seconds": round(self.seconds, 1)}
-
-
 def train_stage(
     vlm: torch.nn.Module,
     tokenizer: Any,
@@ -173,7 +158,7 @@ def train_stage(
     seed: int,
     callbacks: Sequence[Any] = (),
     device: str = "cpu",
-) -> StageResult:
+) -> StageRecord:
     """Train ``vlm`` in place for one stage on ``device`` (``cpu`` or a CUDA device the model is on).
     ``callbacks`` are built from the trainer (``lambda trainer: ...``)."""
     from transformers import PrinterCallback, Trainer, TrainingArguments
@@ -215,10 +200,10 @@ def train_stage(
         seconds = time.perf_counter() - started
     set_language_model_trainable(vlm, True)
     history = trainer.state.log_history
-    return StageResult(
+    return StageRecord(
         loss=[round(h["loss"], 5) for h in history if "loss" in h],
         lr=[h["learning_rate"] for h in history if "loss" in h],
-        seconds=seconds,
+        seconds=round(seconds, 1),
         supervised_tokens=data.supervised_tokens,
     )
 
