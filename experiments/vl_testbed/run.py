@@ -167,8 +167,9 @@ def ifeval_inputs(count: int, rule: str) -> tuple[list[dict], list[int], dict]:
 
 
 def gsm8k_problems(config: TestbedConfig) -> tuple[list[dict], dict | None]:
-    """GSM8K training problems when the plan has text-only chats, and where they came from."""
-    if not (config.text_share > 0 or any(group.data == "text" for group in config.plan)):
+    """GSM8K training problems when the plan has text-only chats (``text``, ``text_matched`` or a text share),
+    and where they came from."""
+    if not (config.text_share > 0 or any(group.data != "vl" for group in config.plan)):
         return [], None
     source = gsm8k_train_source()
     data, where = load_task_data(source)

@@ -716,3 +716,24 @@ def test_the_presets_say_what_the_page_and_readme_say() -> None:
         gpu.doses["high"].lr == full.doses["high"].lr and gpu.doses["high"].steps > full.doses["high"].steps
     )
     assert set(driver.PRESETS) == {"full", "pilot", "quick", "gpu"}
+
+
+@pytest.mark.parametrize(
+    ("preset", "groups"), [("gpu", None), ("full", ["text_matched/high"]), ("full", ["vl/high"])]
+)
+def test_gsm8k_problems_are_loaded_for_every_plan_with_text_only_runs(
+    preset: str, groups: list[str] | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The GPU preset and ``--groups text_matched/high`` train text-only chats (token-matched ones) too."""
+    from experiments.vl_testbed import run as driver
+
+    config = driver.PRESETS[preset]
+    if groups:
+        config = config.model_copy(update={"plan": driver._only_groups(config, groups)})
+    where = {"files": [{"file": "gsm8k_train.jsonl", "sha256": "0" * 64}]}
+    loaded = {"train": [{"question": "1 + 1?", "answer": "#### 2"}]}
+    monkeypatch.setattr(driver, "load_task_data", lambda source: (loaded, where))
+    problems, source = driver.gsm8k_problems(config)
+    text_only = any(group.data != "vl" for group in config.plan)
+    assert (problems, source is not None) == ((loaded["train"], True) if text_only else ([], False))
+    assert text_only == (groups != ["vl/high"])
