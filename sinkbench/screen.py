@@ -20,18 +20,10 @@ def screen(
     output: Path | None = None,
     **probe_options: Any,
 ) -> tuple[dict[str, Any], str]:
-    """Measure S of ``model_spec`` and, with ``place_among``, place the model among the backbones of ``against``
-    (a submissions folder; None: the packaged snapshot of the seeded tables).
-
-    Args:
-        model_spec: hub id, local dir, ``.gguf`` file or embedded name (None: the embedded default).
-        place_among: add the placement (rank by S, predicted deltas) to the report.
-        against: the submissions folder to place the model in; None for the packaged snapshot.
-        output: also write the report here as JSON (atomically).
-        probe_options: the keyword arguments of :func:`sinkbench.sink.probe_model.probe_model`.
-
-    Returns:
-        The report (with ``placement`` when placed) and its printable text.
+    """Measure S of ``model_spec`` (:func:`sinkbench.sink.probe_model.probe_model`, with ``probe_options``) and,
+    with ``place_among``, place the model among the backbones of ``against`` (a submissions folder; None: the
+    packaged snapshot of the seeded tables): its rank by S and predicted deltas. Returns the report (with
+    ``placement`` when placed) and its printable text; ``output``: also write the report here as JSON (atomically).
     """
     data = None
     if place_among:  # read (and validate) the board first: a refusal should not wait for a probe
