@@ -72,7 +72,7 @@ def load_config(path: Path) -> PretrainedConfig:
         KeyError,
         OSError,
         StrictDataclassError,
-    ) as error:  # wrong-typed fields: StrictDataclass
+    ) as error:  # StrictDataclass: wrong-typed fields
         raise ExtractError(
             f"{config_file}: cannot be read as a transformers config ({one_line(error, 300)})"
         ) from error
