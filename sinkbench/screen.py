@@ -20,10 +20,12 @@ def screen(
     output: Path | None = None,
     **probe_options: Any,
 ) -> tuple[dict[str, Any], str]:
-    """Measure S of ``model_spec`` (:func:`sinkbench.sink.probe_model.probe_model`, with ``probe_options``) and,
-    with ``place_among``, place the model among the backbones of ``against`` (a submissions folder; None: the
-    packaged snapshot of the seeded tables): its rank by S and predicted deltas. Returns the report (with
-    ``placement`` when placed) and its printable text; ``output``: also write the report here as JSON (atomically).
+    """Measure S of ``model_spec`` and, with ``place_among``, place the model among the backbones of ``against``
+    (a submissions folder; None: the packaged snapshot of the seeded tables).
+
+    ``probe_options`` are :func:`sinkbench.sink.probe_model.probe_model`'s keywords; the placement adds the rank by
+    S and the predicted deltas; ``output``: also write the report here as JSON (atomically). Returns the report
+    (with ``placement`` when placed) and its printable text.
     """
     data = None
     if place_among:  # read (and validate) the board first: a refusal should not wait for a probe
