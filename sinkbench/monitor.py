@@ -227,13 +227,10 @@ class SinkStrengthCallback(TrainerCallback):
     Args:
         trainer: the ``Trainer`` whose model is monitored and through which values are logged.
         every_n_steps: measure when ``global_step`` is a multiple of this (and at the start).
-        prompts: calibration prompts (default: the 15 packaged ones).
-        options: probe options (default: :class:`~sinkbench.sink.options.ProbeOptions`).
+        prompts, options, trace_path: as :class:`SinkMonitor` takes them.
         tokenizer: default: the trainer's ``processing_class``.
-        warn_below: warn when S falls below this (nats).
-        stop_below: warn and stop training (``control.should_training_stop``) when S falls below this (nats).
-        max_drop: warn when S falls more than this (nats) below the first measurement.
-        trace_path: JSON Lines file receiving one line per measurement.
+        warn_below, stop_below, max_drop: the :class:`Thresholds` (nats); ``stop_below`` also stops training
+            (``control.should_training_stop``).
 
     Raises:
         ValueError: ``every_n_steps`` < 1, no tokenizer, or the trainer shards parameters (FSDP, ZeRO-3).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 
 def is_finite_number(value: object) -> bool:
@@ -22,3 +23,16 @@ def finite_or_none(value: object) -> float | None:
     except (TypeError, ValueError):
         return None
     return number if math.isfinite(number) else None
+
+
+def finite_values(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` for JSON: a float, or each number of a tuple (an interval, as a list), by :func:`finite_or_none`;
+    anything else as it is."""
+    converted = {}
+    for key, value in values.items():
+        if isinstance(value, tuple):
+            value = [finite_or_none(item) for item in value]
+        elif isinstance(value, float):
+            value = finite_or_none(value)
+        converted[key] = value
+    return converted

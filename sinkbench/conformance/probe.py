@@ -137,17 +137,12 @@ def _prompts(vocab_size: int) -> list[list[int]]:
 
 def _logits_difference(model: torch.nn.Module, tokens: list[int], labels: list[int]) -> float:
     """Largest |logit| difference between the model's eager attention and the probe's (recording)."""
-    from sinkbench.sink.attention import SinkRecorder, probe_mode, recording
+    from sinkbench.sink.attention import SinkRecorder, attention_implementation, probe_mode, recording
 
     ids = torch.tensor([tokens])
-    config = model.config.get_text_config()
-    previous = config._attn_implementation
     with torch.inference_mode():
-        try:
-            config._attn_implementation = "eager"
+        with attention_implementation([model.config.get_text_config()], "eager"):
             eager = model(input_ids=ids, use_cache=False).logits
-        finally:
-            config._attn_implementation = previous
         recorder = SinkRecorder(
             probed_layers=frozenset(labels), sink_mode="head", query_valid=torch.ones_like(ids, dtype=torch.bool),
             labels=labels,

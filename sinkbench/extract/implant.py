@@ -25,6 +25,7 @@ from sinkbench.extract.pipeline import (
     check_verified,
     new_output,
     plan_extraction,
+    source_record,
 )
 from sinkbench.extract.source import INDEX_FILE, file_hashes, load_config, resolve_source, weight_files
 from sinkbench.extract.verify import TOLERANCE, compare_logits
@@ -62,9 +63,7 @@ def implant_lm(
         lm: the causal-LM folder to implant (e.g. an ``extract_lm`` output, merged).
         out: the output VLM folder.
         verify: compare the text-only logits of the result with the causal LM's (float32).
-        overwrite: replace an existing ``out``.
-        revision: hub revision for a hub id.
-        tolerance: largest acceptable max |logit difference| for ``verify``.
+        overwrite, revision, tolerance: as for ``extract_lm``.
 
     Raises:
         ExtractError: an unsupported VLM, or a causal LM that does not fit its language model.
@@ -89,11 +88,7 @@ def implant_lm(
         check_verified(verification, tolerance, f"the implanted VLM's text-only logits differ from {lm}'s")
         record = {
             **report_header(),
-            "vlm": {
-                "id": plan.source.id,
-                "revision": plan.source.revision,
-                "files_sha256": file_hashes(plan.source.path, plan.files),
-            },
+            "vlm": source_record(plan),
             "lm": {"path": lm.name, "files_sha256": file_hashes(lm, sorted(set(lm_files.values())))},
             "family": plan.family.name,
             "tensors_replaced": replaced,

@@ -171,6 +171,15 @@ def _write(
     }
 
 
+def source_record(plan: ExtractionPlan) -> dict:
+    """The source VLM as a record names it: its id, hub revision and files' sha256."""
+    return {
+        "id": plan.source.id,
+        "revision": plan.source.revision,
+        "files_sha256": file_hashes(plan.source.path, plan.files),
+    }
+
+
 def _provenance(plan: ExtractionPlan, tokenizer: dict, weights: dict, verification: dict | None) -> dict:
     """The provenance record written beside the weights (a local reference tokenizer's files hashed too)."""
     origin = Path(tokenizer["from"])
@@ -178,11 +187,7 @@ def _provenance(plan: ExtractionPlan, tokenizer: dict, weights: dict, verificati
         tokenizer = {**tokenizer, "files_sha256": file_hashes(origin, [])}
     return {
         **report_header(),
-        "source": {
-            "id": plan.source.id,
-            "revision": plan.source.revision,
-            "files_sha256": file_hashes(plan.source.path, plan.files),
-        },
+        "source": source_record(plan),
         "family": plan.family.name,
         "vlm_model_type": plan.family.model_type,
         "causal_lm": {

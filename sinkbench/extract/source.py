@@ -67,12 +67,7 @@ def load_config(path: Path) -> PretrainedConfig:
     check_native(path)
     try:
         return AutoConfig.from_pretrained(path)
-    except (
-        ValueError,
-        KeyError,
-        OSError,
-        StrictDataclassError,
-    ) as error:  # wrong-typed fields: StrictDataclass
+    except (ValueError, KeyError, OSError, StrictDataclassError) as error:  # the last: wrong-typed fields
         raise ExtractError(
             f"{config_file}: cannot be read as a transformers config ({one_line(error, 300)})"
         ) from error

@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from sinkbench.errors import UserError
 from sinkbench.interventions.modules import norm_scales, projections, require_same_structure, scale_offset
 from sinkbench.models import ModelLike, load_all
-from sinkbench.numbers import finite_or_none
+from sinkbench.numbers import finite_values
 from sinkbench.provenance import report_header
 from sinkbench.safe_io import write_json_atomic
 from sinkbench.sink.options import ProbeOptions, band_layers
@@ -138,14 +138,6 @@ def _median(values: Sequence[float | None]) -> float | None:
     return float(np.median(kept)) if kept else None
 
 
-def _row_dict(row: DisplacementRow) -> dict[str, Any]:
-    """A row as JSON (a non-finite relative change, of a zero tensor, as null)."""
-    return {
-        key: finite_or_none(value) if isinstance(value, float) else value
-        for key, value in asdict(row).items()
-    }
-
-
 def weight_displacement(
     reference: ModelLike,
     endpoint: ModelLike,
@@ -164,9 +156,7 @@ def weight_displacement(
         endpoint: a model fine-tuned from it, e.g. the VLM-LM (same architecture and size).
         versus: a second endpoint of the same reference (e.g. the text-only one), for the ratios.
         window, band: summarise the last ``window`` decoder layers, or a layer band (``last-third``, ``10-19``).
-        output: also write the report here as JSON (atomically).
-        progress: show progress bars.
-        load_options: how specs are loaded (:func:`sinkbench.models.load_model`).
+        output, progress, load_options: as :func:`~sinkbench.sink.probe_model.probe_model` takes them.
 
     Returns ``rows`` (and ``versus_rows``) per layer and tensor, ``summary`` per tensor over the window, the window
     and each model's provenance.
@@ -188,8 +178,10 @@ def weight_displacement(
         "models": {role: item.info.to_dict() for role, item in loaded.items()},
         "window": {"layers": layers, "band": band, "last": None if band else window},
         "summary": summarize(rows, layers, versus_rows),
-        "rows": [_row_dict(row) for row in rows],
-        "versus_rows": [_row_dict(row) for row in versus_rows] if versus_rows is not None else None,
+        "rows": [finite_values(asdict(row)) for row in rows],  # a zero tensor's infinite change: null
+        "versus_rows": [finite_values(asdict(row)) for row in versus_rows]
+        if versus_rows is not None
+        else None,
         "seconds": round(time.perf_counter() - started, 3),
     }
     if output is not None:

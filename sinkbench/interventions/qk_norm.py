@@ -193,13 +193,11 @@ class QkNormReport(Report):
 
     def text(self) -> str:
         check = self.equivalence["max_abs_logit_diff_without_new_norms"]
-        return "\n".join(
-            [
-                f"{self.source_model_type} -> {self.target_architecture} with unit q_norm/k_norm "
-                f"(without them: max |logit diff| {check:.3g})",
-                *self.strength_lines(self.sink_strength),
-            ]
+        head = (
+            f"{self.source_model_type} -> {self.target_architecture} with unit q_norm/k_norm "
+            f"(without them: max |logit diff| {check:.3g})"
         )
+        return "\n".join([head, *self.strength_lines(self.sink_strength)])
 
 
 def _inject(run: Run[QkNormParameters]) -> Iterator[Output]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
@@ -177,23 +177,16 @@ class RandomControlReport(Report):
         return cls(seed, match, scope, method, max(errors, default=0.0), rows, strength)
 
     def text(self) -> str:
-        return "\n".join(
-            [
-                f"random control of {len(self.tensors)} tensors ({self.match} norm, {self.scope}), seed "
-                f"{self.seed}: realised norms within {self.max_relative_error:.2%} of their targets",
-                *self.strength_lines(self.sink_strength),
-            ]
+        head = (
+            f"random control of {len(self.tensors)} tensors ({self.match} norm, {self.scope}), seed "
+            f"{self.seed}: realised norms within {self.max_relative_error:.2%} of their targets"
         )
+        return "\n".join([head, *self.strength_lines(self.sink_strength)])
 
 
 def _control(run: Run[RandomControlParameters]) -> Iterator[Output]:
     control, rows = random_control(
-        run.loaded["reference"],
-        run.loaded["vlm_lm"],
-        seed=run.parameters.seed,
-        match=run.parameters.match,
-        scope=run.parameters.scope,
-        progress=run.progress,
+        run.loaded["reference"], run.loaded["vlm_lm"], **asdict(run.parameters), progress=run.progress
     )
     yield "", control, {"tensors": rows}
 

@@ -17,10 +17,11 @@ query chunks.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from transformers import AttentionInterface
@@ -210,11 +211,9 @@ def register_probe_attention() -> str:
 
 
 @contextmanager
-def probe_mode(model: torch.nn.Module) -> Iterator[None]:
-    """Route the model's attention through the probe for the duration of the block."""
-    name = register_probe_attention()
-    configs = {id(c): c for c in (model.config, model.config.get_text_config())}.values()
-    saved = [(config, config._attn_implementation) for config in configs]
+def attention_implementation(configs: Iterable[Any], name: str) -> Iterator[None]:
+    """Set each config's (each one once) attention implementation to ``name`` for the block, then restore it."""
+    saved = [(config, config._attn_implementation) for config in {id(c): c for c in configs}.values()]
     try:
         for config, _ in saved:
             config._attn_implementation = name
@@ -222,6 +221,14 @@ def probe_mode(model: torch.nn.Module) -> Iterator[None]:
     finally:
         for config, previous in saved:
             config._attn_implementation = previous
+
+
+@contextmanager
+def probe_mode(model: torch.nn.Module) -> Iterator[None]:
+    """Route the model's attention through the probe for the duration of the block."""
+    name = register_probe_attention()
+    with attention_implementation((model.config, model.config.get_text_config()), name):
+        yield
 
 
 def probe_attention(

@@ -23,7 +23,7 @@ import numpy as np
 
 from sinkbench.errors import UserError
 from sinkbench.models import ModelLike, as_loaded
-from sinkbench.numbers import finite_or_none
+from sinkbench.numbers import finite_values
 from sinkbench.provenance import report_header
 from sinkbench.safe_io import UnsafeFileError, file_sha256, read_jsonl, write_json_atomic
 from sinkbench.sink.metrics import POSITION0_MASS, SINK_STRENGTH
@@ -156,9 +156,7 @@ def bucket_strength(
         options: probe options.
         interval: the bootstraps (the second bucket's resampling uses ``seed + 1``).
         per_bucket: prompts drawn per bucket (seeded by ``interval.seed``); None: all of them.
-        output: also write the report here as JSON (atomically).
-        progress: show progress bars.
-        load_options: how a spec is loaded (:func:`sinkbench.models.load_model`).
+        output, progress, load_options: as :func:`~sinkbench.sink.probe_model.probe_model` takes them.
 
     Returns:
         The report: per bucket its statistics, the pass - fail differences, the rule and provenance.
@@ -186,7 +184,7 @@ def bucket_strength(
         "prompts_in_file": {name: len(buckets[name]) for name in BUCKETS},
         "per_bucket": per_bucket,
         "options": {**options.to_dict(), **{f"bootstrap_{k}": v for k, v in interval.to_dict().items()}},
-        "buckets": {name: _json(asdict(results[name])) for name in BUCKETS},
+        "buckets": {name: finite_values(asdict(results[name])) for name in BUCKETS},
         "pass_minus_fail": _differences(results, replicates, interval),
         "probe_seconds": round(time.perf_counter() - started, 3),
     }
@@ -208,18 +206,7 @@ def _differences(
         spread = replicates["pass"][index] - replicates["fail"][index]
         differences[name] = value
         differences[f"{name}_ci"] = None if value is None else _interval(spread, interval)
-    return _json(differences)
-
-
-def _json(values: dict[str, Any]) -> dict[str, Any]:
-    """Finite numbers as they are, intervals as lists, anything non-finite as null."""
-    converted = {}
-    for key, value in values.items():
-        if isinstance(value, tuple):
-            converted[key] = [finite_or_none(item) for item in value]
-        else:
-            converted[key] = finite_or_none(value) if isinstance(value, float) else value
-    return converted
+    return finite_values(differences)
 
 
 def format_buckets(report: dict[str, Any]) -> str:

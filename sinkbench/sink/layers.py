@@ -19,7 +19,13 @@ from dataclasses import dataclass
 import torch
 
 from sinkbench.errors import ModelNotSupported, UserError, described
-from sinkbench.sink.attention import AttentionCall, AttentionCensus, probe_mode, recording
+from sinkbench.sink.attention import (
+    AttentionCall,
+    AttentionCensus,
+    attention_implementation,
+    probe_mode,
+    recording,
+)
 from sinkbench.sink.options import band_layers
 
 #: Tokens of the census forward: enough for a causal mask to show.
@@ -170,16 +176,11 @@ def _decoder_depth(model: torch.nn.Module, default: int) -> int:
 
 def _why_no_calls(model: torch.nn.Module, ids: torch.Tensor) -> str:
     """Tell a model without softmax attention from one whose attention bypasses ``AttentionInterface``."""
-    config = model.config.get_text_config()
-    previous = config._attn_implementation
     try:
-        config._attn_implementation = "eager"
-        with torch.inference_mode():
+        with attention_implementation([model.config.get_text_config()], "eager"), torch.inference_mode():
             attentions = decoder_of(model)(input_ids=ids, use_cache=False, output_attentions=True).attentions
     except Exception:  # an eager forward that fails tells nothing more
         attentions = None
-    finally:
-        config._attn_implementation = previous
     if any(isinstance(a, torch.Tensor) and a.dim() == 4 for a in attentions or ()):
         return (
             "its attention does not go through transformers' AttentionInterface (the model runs attention code "

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from sinkbench.sink.attention import LEARNED_SINKS
+from sinkbench.sink.attention import LEARNED_SINKS, attention_implementation
 from sinkbench.sink.layers import AttentionLayout, attention_layout, decoder_of, input_device
 from sinkbench.sink.observe import encode_prompts
 from sinkbench.sink.options import ProbeOptions
@@ -43,18 +43,12 @@ def naive_observations_tokens(
     sink positions to measure G at (as ``observe_tokens`` takes them) instead of each head's argmax."""
     layout = attention_layout(model, token_ids[0])
     learned_sink = any(name in layout.variants for name in LEARNED_SINKS)
-    config = model.config.get_text_config()
-    previous = config._attn_implementation
-    config._attn_implementation = "eager"
-    try:
-        with torch.inference_mode():
-            forced = sink_positions or [None] * len(token_ids)
-            return [
-                _one_prompt(model, list(ids), options, layout, learned_sink, sinks)
-                for ids, sinks in zip(token_ids, forced, strict=True)
-            ]
-    finally:
-        config._attn_implementation = previous
+    forced = sink_positions or [None] * len(token_ids)
+    with attention_implementation([model.config.get_text_config()], "eager"), torch.inference_mode():
+        return [
+            _one_prompt(model, list(ids), options, layout, learned_sink, sinks)
+            for ids, sinks in zip(token_ids, forced, strict=True)
+        ]
 
 
 def _one_prompt(
