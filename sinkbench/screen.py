@@ -23,9 +23,15 @@ def screen(
     """Measure S of ``model_spec`` and, with ``place_among``, place the model among the backbones of ``against``
     (a submissions folder; None: the packaged snapshot of the seeded tables).
 
-    ``probe_options`` are :func:`sinkbench.sink.probe_model.probe_model`'s keywords; the placement adds the rank by
-    S and the predicted deltas; ``output``: also write the report here as JSON (atomically). Returns the report
-    (with ``placement`` when placed) and its printable text.
+    Args:
+        model_spec: hub id, local dir, ``.gguf`` file or embedded name (None: the embedded default).
+        place_among: add the placement (rank by S, predicted deltas) to the report.
+        against: the submissions folder to place the model in; None for the packaged snapshot.
+        output: also write the report here as JSON (atomically).
+        probe_options: the keyword arguments of :func:`sinkbench.sink.probe_model.probe_model`.
+
+    Returns:
+        The report (with ``placement`` when placed) and its printable text.
     """
     data = None
     if place_among:  # read (and validate) the board first: a refusal should not wait for a probe

@@ -178,18 +178,24 @@ def map_heads(
     prompts: str | None = None,
     top_frac: float | None = None,
     min_g: float | None = None,
+    dtype: str = "float32",
+    device: str | None = None,
+    device_map: str | None = None,
+    revision: str | None = None,
     output: Path | None = None,
     plot: Path | None = None,
     progress: bool = True,
-    **load_options: Any,
 ) -> dict[str, Any]:
     """Load a model as :func:`~sinkbench.sink.probe_model.probe_model` does, map its sink heads, and write the report (and plot) when asked.
 
     Args:
-        model_spec, prompts, progress, load_options: as :func:`~sinkbench.sink.probe_model.probe_model` takes them.
+        model_spec: hub id, local dir, ``.gguf`` file or embedded name (None: the embedded default).
         options: probe options; default: :class:`ProbeOptions` over every layer (:data:`ALL_LAYERS`).
+        prompts: a packaged calibration set or a prompts file; the default set when None.
         top_frac, min_g: the selection rule (:func:`selection_rule`).
+        dtype, device, device_map, revision: how the model is loaded (:func:`sinkbench.models.load_model`).
         output, plot: write the JSON report (atomically) and a layer x head SVG heatmap of the median G here.
+        progress: show a progress bar.
     """
     from sinkbench.models import load_model
     from sinkbench.sink.observe import observe
@@ -197,7 +203,7 @@ def map_heads(
     options = options or replace(ProbeOptions(), num_layers=ALL_LAYERS)
     rule = selection_rule(top_frac, min_g)
     calibration = load_calibration(prompts)
-    loaded = load_model(model_spec, **load_options)
+    loaded = load_model(model_spec, dtype=dtype, device=device, device_map=device_map, revision=revision)
     started = time.perf_counter()
     observations = observe(loaded.model, loaded.tokenizer, calibration.prompts, options, progress=progress)
     report = build_heads_report(

@@ -124,9 +124,11 @@ def pair_margin(
     Args:
         reference: reference LLM (hub id, dir, GGUF file or embedded name).
         vlm_lm: the extracted VLM-LM (``sinkbench extract-lm``): hub id or dir.
+        prompts: a packaged calibration set (``v1``, ``v2``) or a prompts file; the default set when None.
         options: probe options; ``sink_position`` must be ``head`` or ``first``.
         dtype, device, device_map, revisions: how the reference and the VLM-LM load (:func:`~sinkbench.models.load_model`).
-        prompts, output, progress: as :func:`~sinkbench.sink.probe_model.probe_model` takes them.
+        output: write the report here as JSON (atomically).
+        progress: show progress bars.
     """
     options = options or ProbeOptions()
     if options.sink_position not in PER_HEAD_SINK_MODES:

@@ -22,9 +22,12 @@ def probe_model(
     *,
     prompts: str | None = None,
     interval: IntervalOptions | None = None,
+    dtype: str = "float32",
+    device: str | None = None,
+    device_map: str | None = None,
+    revision: str | None = None,
     output: Path | None = None,
     progress: bool = True,
-    **load_options: Any,
 ) -> tuple[dict[str, Any], str]:
     """Measure S of ``model_spec`` (None: the embedded default); return its report and a printable profile.
 
@@ -33,14 +36,14 @@ def probe_model(
         options: probe options (defaults of :class:`ProbeOptions`).
         prompts: a packaged calibration set (``v1``, ``v2``) or a prompts file; the default set when None.
         interval: the bootstrap over prompts behind ``sink_strength_ci`` (``resamples=0``: none).
+        dtype, device, device_map, revision: how the model is loaded (:func:`sinkbench.models.load_model`).
         output: also write the report here as JSON (atomically).
         progress: show a progress bar.
-        load_options: how the model is loaded (:func:`sinkbench.models.load_model`'s keywords).
     """
     options = options or ProbeOptions()
     interval = interval or IntervalOptions()
     calibration = load_calibration(prompts)
-    loaded = load_model(model_spec, **load_options)
+    loaded = load_model(model_spec, dtype=dtype, device=device, device_map=device_map, revision=revision)
     started = time.perf_counter()
     summary, observations = measure(
         loaded.model, loaded.tokenizer, calibration.prompts, options, progress=progress
