@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
-from typing import Any
 
 import numpy as np
 
@@ -22,14 +21,13 @@ from sinkbench.leaderboard.content import (
     Prediction,
     Shown,
 )
+from sinkbench.leaderboard.entry_details import Row
 from sinkbench.leaderboard.precision import SourcePrecision
 from sinkbench.numbers import finite_or_none
 from sinkbench.submissions.catalogue import TASKS
 from sinkbench.submissions.entry import Entry
 from sinkbench.submissions.facts import llm_size, s_protocol, score_basis
 
-#: One row of an aggregated table, as ``DataFrame.to_dict("records")`` gives it.
-Row = dict[str, Any]
 #: An LLM as the entries name it: (Hub id, revision or None).
 LlmKey = tuple[str, str | None]
 

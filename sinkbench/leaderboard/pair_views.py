@@ -4,12 +4,12 @@ and its entry (descriptive fields, the per-prompt drill-down of IFEval regressio
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from sinkbench.leaderboard import entry_details as details
 from sinkbench.leaderboard.content import HeldOut, PairView, PlotRef, PromptChange, Regressions, TaskResult
+from sinkbench.leaderboard.entry_details import Row
 from sinkbench.leaderboard.plots import CategoryChart
 from sinkbench.leaderboard.precision import SourcePrecision
 from sinkbench.numbers import finite_or_none
@@ -19,8 +19,6 @@ from sinkbench.submissions.facts import llm_size, s_protocol, vlm_size
 from sinkbench.tables.pairs import OWN_S
 from sinkbench.tables.screening import s_interval
 
-#: One row of an aggregated table, as ``DataFrame.to_dict("records")`` gives it.
-Row = dict[str, Any]
 _OUTCOMES = ("both_pass", "lost", "gained", "both_fail")
 
 

@@ -81,7 +81,7 @@ class ScatterChart(Chart):
         """Zero line, fit line, one point per pair (colour and shape by QK-norm class, toggled from the legend),
         and the pairs' names while there are few enough to read; the view pans and zooms."""
         classes = sorted({p.qk_norm for p in self.points})
-        styles = [charts.qk_style(qk) for qk in classes]
+        styles = [charts.QK_STYLES.get(qk, charts.OTHER_STYLE) for qk in classes]
         domain = [f"QK-norm: {qk}" for qk in classes]
         frame = self.frame
         x = quantitative("S", "Sink Strength S of the reference LLM (nats)", scale=frame.scale("x"))

@@ -23,6 +23,7 @@ from sinkbench.leaderboard.content import (
     SiteViews,
     TaskColumn,
 )
+from sinkbench.leaderboard.entry_details import Row
 from sinkbench.leaderboard.history import BoardHistory
 from sinkbench.leaderboard.pair_views import order_pairs, pair_view
 from sinkbench.leaderboard.plots import ScatterChart, ScatterPoint
@@ -35,8 +36,6 @@ from sinkbench.tables.pairs import llm_keys
 
 #: The task the home page and the leaderboard's prediction column are about.
 HEADLINE_TASK = IFEVAL_TASK
-#: One row of an aggregated table, as ``DataFrame.to_dict("records")`` gives it.
-Row = dict[str, Any]
 T = TypeVar("T")
 
 
