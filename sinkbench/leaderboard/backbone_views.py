@@ -89,14 +89,11 @@ def _own_scores(entries: Sequence[Entry], precision: SourcePrecision) -> list[Ow
     sorted, backbones first); the other entries' scores of the same task are listed beside it, with their basis."""
     found: dict[str, list[tuple[Entry, Shown, str]]] = {}
     for entry in entries:
-        reported = entry.provenance == "reported"
         role = "backbone" if entry.kind == "backbone" else "reference"
         for task, score in entry.scores.items():
             if finite_or_none(score.reference_score) is not None:
-                digits = precision.digits(entry, "score", task) if reported else None
-                value = details.shown(
-                    score.reference_score, digits=digits, derived="reference_score" in score.derived
-                )
+                derived = "reference_score" in score.derived
+                value = precision.shown(score.reference_score, entry, "score", task, derived)
                 basis = score_basis(entry, role, task)
                 found.setdefault(task, []).append((entry, value, basis.label if basis else ""))
     scores = []
@@ -135,16 +132,12 @@ def backbone_view(
     measured = [entry for entry in own if entry.llm_side is not None]
     profiled = next((entry for entry in entries if entry.sink_profile is not None), None)
     protocol = s_protocol(primary)
-    reported = primary.provenance == "reported"
     return BackboneView(
         slug=slug,
         model=details.model_facts(first.llm, llm_size(first)),
         revisions=[key[1]] if key[1] else [],
         qk_norm=first.metadata.qk_norm,
-        sink_strength=details.shown(
-            row["sink_strength"] if row else None,
-            digits=precision.digits(primary, "sink_strength") if reported else None,
-        ),
+        sink_strength=precision.shown(row["sink_strength"] if row else None, primary, "sink_strength"),
         s_interval=_interval(row),
         s_bounds=(row["s_low"], row["s_high"]) if row and finite_or_none(row["s_low"]) is not None else None,
         s_kind=row["s_kind"] if row else "none",

@@ -1,5 +1,5 @@
-"""The per-entry details that pair and backbone pages share: model facts, numbers at their source's precision,
-raw files, every metric, data files, reproduce commands and the sink heatmap. Reads the entry model only."""
+"""The per-entry details that pair and backbone pages share: model facts, raw files, every metric, data files,
+reproduce commands and the sink heatmap. Reads the entry model only."""
 
 from __future__ import annotations
 
@@ -9,17 +9,9 @@ from typing import Any
 
 from sinkbench.charts import HeatmapChart
 from sinkbench.conformance.support import support
-from sinkbench.leaderboard.content import (
-    MEASURED_DIGITS,
-    DataFile,
-    MetricRow,
-    ModelFacts,
-    PlotRef,
-    RawFile,
-    Shown,
-)
+from sinkbench.leaderboard.content import DataFile, MetricRow, ModelFacts, PlotRef, RawFile
 from sinkbench.leaderboard.reproduce import Reproduction, local_data_files, reproduction
-from sinkbench.numbers import finite_or_none, is_finite_number
+from sinkbench.numbers import is_finite_number
 from sinkbench.submissions.catalogue import FOLDER_OF_KIND
 from sinkbench.submissions.entry import Entry, Side
 from sinkbench.submissions.facts import ModelSize
@@ -62,11 +54,6 @@ def model_facts(
         remeasurable=remeasure.accepted,
         remeasure=remeasure.text,
     )
-
-
-def shown(value: object, *, digits: int | None = None, derived: bool = False) -> Shown:
-    """A number for a page: measured ones (``digits`` None) with two decimals, reported ones with ``digits``."""
-    return Shown(finite_or_none(value), MEASURED_DIGITS if digits is None else digits, derived)
 
 
 def lm_eval_versions(sides: Iterable[Side]) -> list[str]:
