@@ -98,14 +98,13 @@ def _own_scores(entries: Sequence[Entry], precision: SourcePrecision) -> list[Ow
                 found.setdefault(task, []).append((entry, value, basis.label if basis else ""))
     scores = []
     for task in (task for task in TASKS if task in found):
-        (first, value, basis), *others = found[task]
+        (_, value, basis), *others = found[task]
         elsewhere = tuple(
             OtherScore(entry.name, details.label(entry.vlm) if entry.vlm else entry.name, shown, other_basis)
             for entry, shown, other_basis in others
             if (shown.value, other_basis) != (value.value, basis)
         )
-        coverage = first.scores[task].coverage
-        scores.append(OwnScore(task, TASKS[task].label, value, coverage, basis, elsewhere))
+        scores.append(OwnScore(task, TASKS[task].label, value, basis, elsewhere))
     return scores
 
 
@@ -116,7 +115,6 @@ def _interval(row: Row | None) -> tuple[float, float] | None:
 
 
 def backbone_view(
-    key: LlmKey,
     entries: list[Entry],
     screening: list[Row],
     pairs: list[PairView],
@@ -135,7 +133,6 @@ def backbone_view(
     return BackboneView(
         slug=slug,
         model=details.model_facts(first.llm, llm_size(first)),
-        revisions=[key[1]] if key[1] else [],
         qk_norm=first.metadata.qk_norm,
         sink_strength=precision.shown(row["sink_strength"] if row else None, primary, "sink_strength"),
         s_interval=_interval(row),

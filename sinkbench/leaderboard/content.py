@@ -142,7 +142,6 @@ class TaskResult:
     relative: float | None
     predicted: HeldOut
     delta_interval: tuple[float, float] | None = None
-    coverage: tuple[int, int] | None = None  # (evaluated, documents) of a testbed pair's --limit run
     reference_basis: str = ""
     vlm_basis: str = ""
     interval_kind: str = "none"
@@ -275,14 +274,12 @@ class OtherScore:
 
 @dataclass(frozen=True)
 class OwnScore:
-    """A backbone's own score on one task, in points; ``coverage`` is ``(evaluated, documents)`` of a
-    ``--limit`` run, None when the whole test set was evaluated; ``basis`` what it was measured on; ``elsewhere``
-    the model's other scores on this task on the board."""
+    """A backbone's own score on one task, in points; ``basis`` what it was measured on; ``elsewhere`` the model's
+    other scores on this task on the board."""
 
     task: str
     label: str
     score: Shown
-    coverage: tuple[int, int] | None = None
     basis: str = ""
     elsewhere: tuple[OtherScore, ...] = ()
 
@@ -342,7 +339,6 @@ class BackboneView(EntryView):
     """A text-only LLM (a reference LLM of pairs and/or a backbone entry): the Screening row and its page."""
 
     model: ModelFacts
-    revisions: list[str]
     rank: int | None
     role: str
     provenances: list[str]

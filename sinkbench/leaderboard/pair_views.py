@@ -40,7 +40,6 @@ def _task_result(row: Row, entry: Entry, precision: SourcePrecision) -> TaskResu
         finite_or_none(row["relative_degradation"]),
         _held_out(row),
         (low, high) if low is not None and high is not None else None,
-        entry.scores[task].coverage if task in entry.scores else None,
         row["reference_basis"] or "",
         row["vlm_basis"] or "",
         row["delta_ci_kind"],

@@ -172,14 +172,12 @@ class CategoryChart(Chart):
     def body(self) -> dict[str, Any]:
         """One bar per category in the given order, its count at its end (which makes an x axis redundant: one
         per entry page, the charts are kept to few texts, which is what rendering one costs)."""
-        y = nominal("category", None)
-        x = quantitative("lost", None, axis=None)
         return {
             "data": {"values": [{"category": name, "lost": count} for name, count in self.counts]},
             "height": 22 * max(len(self.counts), 1),
             "encoding": {
-                "y": y,
-                "x": x,
+                "y": nominal("category", None),
+                "x": quantitative("lost", None, axis=None),
                 "tooltip": [{"field": "category"}, {"field": "lost", "title": "prompts lost"}],
             },
             "layer": [

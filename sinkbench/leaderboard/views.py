@@ -178,7 +178,6 @@ def _backbone_views(
     backbones = sorted(
         (
             backbone_view(
-                key,
                 group,
                 screening.get(key, []),
                 pairs_of.get(slugs[key], []),
