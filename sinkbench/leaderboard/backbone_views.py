@@ -157,9 +157,7 @@ def backbone_view(
         data_files=details.data_files(e.llm_side for e in measured),
         reproduce=[block for e in measured for block in details.reproduce(e, e.llm_side, e.llm)],
         s_entry=primary.name,
-        submitted=min(dates)
-        if (dates := [submitted[e.name] for e in entries if e.name in (submitted or {})])
-        else None,
+        submitted=min((submitted[e.name] for e in entries if e.name in (submitted or {})), default=None),
     )
 
 

@@ -1,9 +1,7 @@
 """The contents of the leaderboard's pages: plain dataclasses the templates render.
 
-Built by :mod:`sinkbench.leaderboard.views`; numbers are points (deltas, scores) or nats (S), None when missing.
-A :class:`Shown` number carries how it may be shown: the decimals its source printed (reported values) and
-whether it was derived from published numbers rather than printed. User-supplied text is kept as plain strings;
-the templates escape it.
+Built by :mod:`sinkbench.leaderboard.views`; numbers are points (deltas, scores) or nats (S), None when missing
+(:class:`Shown`: with their decimals). User-supplied text is kept as plain strings; the templates escape it.
 """
 
 from __future__ import annotations
