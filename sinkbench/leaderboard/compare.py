@@ -239,9 +239,8 @@ def _backbone(view: BackboneView, fit: Callable[..., Basis]) -> CompareItem:
     for p in view.predictions:
         figures += [_prediction_figure(p, p.label, p.task, ref, fit), _observed_of_pairs(view, p)]
     for own in view.scores:
-        reported = own.basis.startswith("reported by ")
         key = fact_key("score", ref, own.task)
-        source = _score_basis(own.basis, reported)
+        source = _score_basis(own.basis, reported=own.basis.startswith("reported by "))
         figures.append(Figure(f"{own.label}: own score", _text(own.score), key, own.basis, own.label, source))
     url = f"backbones/{view.slug}.html"
     return CompareItem(f"backbone:{view.slug}", "backbone", view.label, url, figures, _profile(view.heatmap))
