@@ -1,16 +1,11 @@
-"""Every chart of sinkbench, declared once as a Vega-Lite specification and rendered twice from it: in the browser,
-interactive (hover, legend selections, zoom where it helps) by Vega-Embed, and as a static SVG (downloads, the
-README, papers, readers without JavaScript) by vl-convert, which runs the same Vega in-process: no browser, no
-network.
+"""Every chart of sinkbench, declared once as a Vega-Lite specification (a :class:`Chart`) and rendered twice from
+it: in the browser, interactive (hover, legend selections, zoom where it helps) by Vega-Embed, and as a static SVG
+(downloads, the README, papers, readers without JavaScript) by vl-convert, which runs the same Vega in-process: no
+browser, no network.
 
-A chart is a small frozen dataclass (:class:`Chart`): plain numbers and labels, a :attr:`~Chart.TITLE`, an
-:attr:`~Chart.alt` description and one :meth:`~Chart.body` of data, marks and encodings. The site vendors Vega,
-Vega-Lite and Vega-Embed as the one script vl-convert bundles (:func:`script_bundle`, :func:`licence_notice`) and loads it only on pages
-that hold a chart (:func:`load_where_needed`). Labels may be user text: Vega draws text as text (escaped in the
-SVG), and the page embeds a specification as JSON that no text can close (:func:`spec_json`). A rendering depends
-on its specification only (:func:`_numbered_from_zero`), so an unchanged site renders byte-identical charts; a
-build renders them in a second process (:class:`Rendering`) and keeps them between builds (:class:`ChartCache`).
-Scatter labels are placed clear of each other, of the points and of a fit line (:func:`place_labels`).
+Labels may be user text: Vega draws text as text (escaped in the SVG), and the page embeds a specification as JSON
+that no text can close (:func:`spec_json`). A rendering depends on its specification only, so an unchanged site
+renders byte-identical charts.
 """
 
 from __future__ import annotations
@@ -53,7 +48,8 @@ WIDTH = 560
 #: Colours of a set of arms or series, in order (Okabe-Ito: they stay apart under the common colour-vision
 #: deficiencies).
 SERIES_COLOURS = ("#D55E00", "#0072B2", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
-#: Colour and marker shape per QK-norm class, a shape each so that no reader depends on colour alone.
+#: Colour and marker shape per QK-norm class (:data:`OTHER_STYLE` for any other), a shape each so that no reader
+#: depends on colour alone.
 QK_STYLES: dict[str, tuple[str, str]] = {
     "per-head": ("#0072B2", "circle"),
     "layerwise": ("#E69F00", "square"),
@@ -289,10 +285,8 @@ class Rendering:
         self._script = None if process is None else process.script
         self._futures: list[Future[list[str]]] = []
         if process is not None:
-            try:
+            with contextlib.suppress(RuntimeError):  # the process is gone: all of it here
                 self._futures = [process.pool.submit(render_chunk, chunk) for chunk in self._chunks]
-            except RuntimeError:  # the process is gone: all of it here
-                self._futures = []
 
     def result(self) -> list[str]:
         """Every SVG, in the order of the specifications given (the new ones kept in the cache)."""
@@ -450,11 +444,6 @@ def spec_json(spec: dict[str, Any]) -> Markup:
     so no user text can close the element."""
     text = json.dumps(spec, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
-
-
-def qk_style(qk_norm: str) -> tuple[str, str]:
-    """(colour, Vega shape) of a QK-norm class."""
-    return QK_STYLES.get(qk_norm, OTHER_STYLE)
 
 
 #: Plot height of a scatter, font size of its point labels, and the estimated size of a label's characters (pixels:

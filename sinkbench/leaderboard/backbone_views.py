@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
-from typing import Any
 
 import numpy as np
 
@@ -22,14 +21,13 @@ from sinkbench.leaderboard.content import (
     Prediction,
     Shown,
 )
+from sinkbench.leaderboard.entry_details import Row
 from sinkbench.leaderboard.precision import SourcePrecision
 from sinkbench.numbers import finite_or_none
 from sinkbench.submissions.catalogue import TASKS
 from sinkbench.submissions.entry import Entry
 from sinkbench.submissions.facts import llm_size, s_protocol, score_basis
 
-#: One row of an aggregated table, as ``DataFrame.to_dict("records")`` gives it.
-Row = dict[str, Any]
 #: An LLM as the entries name it: (Hub id, revision or None).
 LlmKey = tuple[str, str | None]
 
@@ -91,26 +89,22 @@ def _own_scores(entries: Sequence[Entry], precision: SourcePrecision) -> list[Ow
     sorted, backbones first); the other entries' scores of the same task are listed beside it, with their basis."""
     found: dict[str, list[tuple[Entry, Shown, str]]] = {}
     for entry in entries:
-        reported = entry.provenance == "reported"
         role = "backbone" if entry.kind == "backbone" else "reference"
         for task, score in entry.scores.items():
             if finite_or_none(score.reference_score) is not None:
-                digits = precision.digits(entry, "score", task) if reported else None
-                value = details.shown(
-                    score.reference_score, digits=digits, derived="reference_score" in score.derived
-                )
+                derived = "reference_score" in score.derived
+                value = precision.shown(score.reference_score, entry, "score", task, derived)
                 basis = score_basis(entry, role, task)
                 found.setdefault(task, []).append((entry, value, basis.label if basis else ""))
     scores = []
     for task in (task for task in TASKS if task in found):
-        (first, value, basis), *others = found[task]
+        (_, value, basis), *others = found[task]
         elsewhere = tuple(
             OtherScore(entry.name, details.label(entry.vlm) if entry.vlm else entry.name, shown, other_basis)
             for entry, shown, other_basis in others
             if (shown.value, other_basis) != (value.value, basis)
         )
-        coverage = first.scores[task].coverage
-        scores.append(OwnScore(task, TASKS[task].label, value, coverage, basis, elsewhere))
+        scores.append(OwnScore(task, TASKS[task].label, value, basis, elsewhere))
     return scores
 
 
@@ -121,7 +115,6 @@ def _interval(row: Row | None) -> tuple[float, float] | None:
 
 
 def backbone_view(
-    key: LlmKey,
     entries: list[Entry],
     screening: list[Row],
     pairs: list[PairView],
@@ -137,16 +130,11 @@ def backbone_view(
     measured = [entry for entry in own if entry.llm_side is not None]
     profiled = next((entry for entry in entries if entry.sink_profile is not None), None)
     protocol = s_protocol(primary)
-    reported = primary.provenance == "reported"
     return BackboneView(
         slug=slug,
         model=details.model_facts(first.llm, llm_size(first)),
-        revisions=[key[1]] if key[1] else [],
         qk_norm=first.metadata.qk_norm,
-        sink_strength=details.shown(
-            row["sink_strength"] if row else None,
-            digits=precision.digits(primary, "sink_strength") if reported else None,
-        ),
+        sink_strength=precision.shown(row["sink_strength"] if row else None, primary, "sink_strength"),
         s_interval=_interval(row),
         s_bounds=(row["s_low"], row["s_high"]) if row and finite_or_none(row["s_low"]) is not None else None,
         s_kind=row["s_kind"] if row else "none",
@@ -169,9 +157,7 @@ def backbone_view(
         data_files=details.data_files(e.llm_side for e in measured),
         reproduce=[block for e in measured for block in details.reproduce(e, e.llm_side, e.llm)],
         s_entry=primary.name,
-        submitted=min(dates)
-        if (dates := [submitted[e.name] for e in entries if e.name in (submitted or {})])
-        else None,
+        submitted=min((submitted[e.name] for e in entries if e.name in (submitted or {})), default=None),
     )
 
 

@@ -165,9 +165,16 @@ def _prediction_text(found: Prediction | HeldOut) -> str:
 
 
 def _prediction_figure(
-    found: Prediction | HeldOut, *, group: str, row: str, kind: str, of: str, task: str, source: Basis
+    found: Prediction | HeldOut, group: str, task: str, of: str, fit: Callable[..., Basis]
 ) -> Figure:
-    """A predicted Δ of ``of`` on ``task``: the fact ``kind``, or ``kind_interval`` when uninformative."""
+    """A predicted Δ of ``of`` on ``task``: a backbone's :class:`Prediction` (fit on all pairs) or a pair's
+    :class:`HeldOut`, as the fact ``predicted_*``, or ``predicted_*_interval`` when uninformative."""
+    held_out = isinstance(found, HeldOut)
+    row, kind = (
+        ("held-out predicted Δ (leave-one-pair-out)", "predicted_held_out")
+        if held_out
+        else ("predicted Δ (fit on all pairs)", "predicted_all_pairs")
+    )
     text = _prediction_text(found)
     if isinstance(found, Prediction) and found.extrapolated and found.delta is not None:
         text += f" · extrapolated: {'; '.join(found.reasons)}"
@@ -176,7 +183,7 @@ def _prediction_figure(
         text,
         fact_key(kind if found.informative else f"{kind}_interval", of, task),
         group=group,
-        source=source if found.delta is not None else None,
+        source=fit(task, held_out=held_out) if found.delta is not None else None,
     )
 
 
@@ -230,18 +237,10 @@ def _backbone(view: BackboneView, fit: Callable[..., Basis]) -> CompareItem:
     ref = model_ref(view.model.model_id, view.model.revision)
     figures = _first_figures(view, ref, ("Size", format_billions(view.model.params_b)), ("Role", view.role))
     for p in view.predictions:
-        source = fit(p.task, held_out=False)
-        row = "predicted Δ (fit on all pairs)"
-        figures.append(
-            _prediction_figure(
-                p, group=p.label, row=row, kind="predicted_all_pairs", of=ref, task=p.task, source=source
-            )
-        )
-        figures.append(_observed_of_pairs(view, p))
+        figures += [_prediction_figure(p, p.label, p.task, ref, fit), _observed_of_pairs(view, p)]
     for own in view.scores:
-        reported = own.basis.startswith("reported by ")
         key = fact_key("score", ref, own.task)
-        source = _score_basis(own.basis, reported)
+        source = _score_basis(own.basis, reported=own.basis.startswith("reported by "))
         figures.append(Figure(f"{own.label}: own score", _text(own.score), key, own.basis, own.label, source))
     url = f"backbones/{view.slug}.html"
     return CompareItem(f"backbone:{view.slug}", "backbone", view.label, url, figures, _profile(view.heatmap))
@@ -266,21 +265,7 @@ def _pair(view: PairView, fit: Callable[..., Basis]) -> CompareItem:
             )
         )
         if not view.testbed:
-            row = "held-out predicted Δ (leave-one-pair-out)"
-            source = fit(result.task, held_out=True)
-            held = result.predicted
-            kind = "predicted_held_out"
-            figures.append(
-                _prediction_figure(
-                    held,
-                    group=result.label,
-                    row=row,
-                    kind=kind,
-                    of=view.slug,
-                    task=result.task,
-                    source=source,
-                )
-            )
+            figures.append(_prediction_figure(result.predicted, result.label, result.task, view.slug, fit))
     url = f"pairs/{view.slug}.html"
     return CompareItem(f"pair:{view.slug}", "pair", view.vlm.label, url, figures, _profile(view.heatmap))
 

@@ -1,9 +1,7 @@
 """The contents of the leaderboard's pages: plain dataclasses the templates render.
 
-Built by :mod:`sinkbench.leaderboard.views`; numbers are points (deltas, scores) or nats (S), None when missing.
-A :class:`Shown` number carries how it may be shown: the decimals its source printed (reported values) and
-whether it was derived from published numbers rather than printed. User-supplied text is kept as plain strings;
-the templates escape it.
+Built by :mod:`sinkbench.leaderboard.views`; numbers are points (deltas, scores) or nats (S), None when missing
+(:class:`Shown`: with their decimals). User-supplied text is kept as plain strings; the templates escape it.
 """
 
 from __future__ import annotations
@@ -142,7 +140,6 @@ class TaskResult:
     relative: float | None
     predicted: HeldOut
     delta_interval: tuple[float, float] | None = None
-    coverage: tuple[int, int] | None = None  # (evaluated, documents) of a testbed pair's --limit run
     reference_basis: str = ""
     vlm_basis: str = ""
     interval_kind: str = "none"
@@ -275,14 +272,12 @@ class OtherScore:
 
 @dataclass(frozen=True)
 class OwnScore:
-    """A backbone's own score on one task, in points; ``coverage`` is ``(evaluated, documents)`` of a
-    ``--limit`` run, None when the whole test set was evaluated; ``basis`` what it was measured on; ``elsewhere``
-    the model's other scores on this task on the board."""
+    """A backbone's own score on one task, in points; ``basis`` what it was measured on; ``elsewhere`` the model's
+    other scores on this task on the board."""
 
     task: str
     label: str
     score: Shown
-    coverage: tuple[int, int] | None = None
     basis: str = ""
     elsewhere: tuple[OtherScore, ...] = ()
 
@@ -342,7 +337,6 @@ class BackboneView(EntryView):
     """A text-only LLM (a reference LLM of pairs and/or a backbone entry): the Screening row and its page."""
 
     model: ModelFacts
-    revisions: list[str]
     rank: int | None
     role: str
     provenances: list[str]

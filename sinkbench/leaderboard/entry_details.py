@@ -1,21 +1,24 @@
-"""The per-entry details that pair and backbone pages share: model facts, numbers at their source's precision,
-raw files, every metric, data files, reproduce commands and the sink heatmap. Reads the entry model only."""
+"""The per-entry details that pair and backbone pages share: model facts, raw files, every metric, data files,
+reproduce commands and the sink heatmap. Reads the entry model only."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from sinkbench.charts import HeatmapChart
 from sinkbench.conformance.support import support
-from sinkbench.leaderboard.content import DataFile, MetricRow, ModelFacts, PlotRef, RawFile, Shown
+from sinkbench.leaderboard.content import DataFile, MetricRow, ModelFacts, PlotRef, RawFile
 from sinkbench.leaderboard.reproduce import Reproduction, local_data_files, reproduction
-from sinkbench.numbers import finite_or_none, is_finite_number
+from sinkbench.numbers import is_finite_number
 from sinkbench.submissions.catalogue import FOLDER_OF_KIND
 from sinkbench.submissions.entry import Entry, Side
 from sinkbench.submissions.facts import ModelSize
 from sinkbench.submissions.schema import ModelRef
 
+#: One row of an aggregated table, as ``DataFrame.to_dict("records")`` gives it.
+Row = dict[str, Any]
 _UNSAFE_SLUG = re.compile(r"[^a-z0-9._-]+")
 _RESULTS_STAMP = re.compile(r"results_(.+)\.json$")
 
@@ -51,12 +54,6 @@ def model_facts(
         remeasurable=remeasure.accepted,
         remeasure=remeasure.text,
     )
-
-
-def shown(value: object, *, digits: int | None = None, derived: bool = False) -> Shown:
-    """A number for a page: measured ones (``digits`` None) with two decimals, reported ones with ``digits``."""
-    number = finite_or_none(value)
-    return Shown(number, derived=derived) if digits is None else Shown(number, digits, derived)
 
 
 def lm_eval_versions(sides: Iterable[Side]) -> list[str]:

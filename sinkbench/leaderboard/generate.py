@@ -28,24 +28,22 @@ from sinkbench.tables.build import build_tables
 from sinkbench.tables.write import render_tables
 
 
+@dataclass
 class DrawnCharts:
     """The SVG files of a build's charts, rendered while the build goes on (:class:`sinkbench.charts.Rendering`):
     their paths at once, their texts (:meth:`texts`) once this process has nothing else to do, so that the
     drawing overlaps the pages and MkDocs."""
 
-    def __init__(self, paths: Sequence[str], rendering: Rendering) -> None:
-        self.paths = list(paths)
-        self.rendering = rendering
-        self._texts: dict[str, str] | None = None
-        self.seconds = 0.0  # waited for (and drawn here) in :meth:`texts`
+    paths: list[str]
+    rendering: Rendering
+    seconds: float = 0.0  # waited for (and drawn here) in :meth:`texts`
 
     def texts(self) -> dict[str, str]:
         """Each chart's SVG by its path (drawing here whatever the second process has not started)."""
-        if self._texts is None:
-            started = time.perf_counter()
-            self._texts = dict(zip(self.paths, self.rendering.result(), strict=True))
-            self.seconds = time.perf_counter() - started
-        return self._texts
+        started = time.perf_counter()
+        texts = dict(zip(self.paths, self.rendering.result(), strict=True))
+        self.seconds = time.perf_counter() - started
+        return texts
 
 
 @dataclass(frozen=True)
@@ -147,10 +145,10 @@ def data_timestamp(submissions_dir: Path, entries: Sequence[Entry]) -> str:
     stamped = source_date()
     if stamped is not None:
         return stamped
-    seconds = _last_commit(submissions_dir)
-    if seconds is None:
-        seconds = max((file.path.lstat().st_mtime for entry in entries for file in entry.files), default=0)
-    return _utc(seconds)
+    commit = (git_output(submissions_dir, "log", "-1", "--format=%ct", "--", ".", timeout=20) or "").strip()
+    if commit.isdigit():
+        return _utc(int(commit))
+    return _utc(max((file.path.lstat().st_mtime for entry in entries for file in entry.files), default=0))
 
 
 def source_date() -> str | None:
@@ -173,9 +171,3 @@ def source_date() -> str | None:
 
 def _utc(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def _last_commit(folder: Path) -> int | None:
-    """The commit time of the last change to ``folder`` in its git repository, or None outside one."""
-    text = (git_output(folder, "log", "-1", "--format=%ct", "--", ".", timeout=20) or "").strip()
-    return int(text) if text.isdigit() else None

@@ -4,12 +4,12 @@ and its entry (descriptive fields, the per-prompt drill-down of IFEval regressio
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from sinkbench.leaderboard import entry_details as details
 from sinkbench.leaderboard.content import HeldOut, PairView, PlotRef, PromptChange, Regressions, TaskResult
+from sinkbench.leaderboard.entry_details import Row
 from sinkbench.leaderboard.plots import CategoryChart
 from sinkbench.leaderboard.precision import SourcePrecision
 from sinkbench.numbers import finite_or_none
@@ -19,38 +19,27 @@ from sinkbench.submissions.facts import llm_size, s_protocol, vlm_size
 from sinkbench.tables.pairs import OWN_S
 from sinkbench.tables.screening import s_interval
 
-#: One row of an aggregated table, as ``DataFrame.to_dict("records")`` gives it.
-Row = dict[str, Any]
 _OUTCOMES = ("both_pass", "lost", "gained", "both_fail")
 
 
-def _task_result(row: Row, entry: Entry, precision: SourcePrecision | None) -> TaskResult:
+def _task_result(row: Row, entry: Entry, precision: SourcePrecision) -> TaskResult:
     """One task of a pair from its row of the pairs table; a reported pair's numbers are shown as its source printed
-    them (``precision`` is None for a measured pair)."""
+    them."""
     derived = set(str(row["derived"] or "").split(";"))
     task = row["task"]
     printed = finite_or_none(row["reported_delta"])
     low, high = finite_or_none(row["delta_ci_low"]), finite_or_none(row["delta_ci_high"])
-    delta_digits, score_digits = (
-        (precision.digits(entry, "delta", task), precision.digits(entry, "score", task))
-        if precision
-        else (None, None)
-    )
-    delta = details.shown(
-        printed if precision and printed is not None else row["delta"],
-        digits=delta_digits,
-        derived="delta" in derived,
-    )
+    reported = entry.provenance == "reported"
+    delta = printed if reported and printed is not None else row["delta"]
     return TaskResult(
         task,
         TASKS[task].label,
-        details.shown(row["reference_score"], digits=score_digits, derived="reference_score" in derived),
-        details.shown(row["vlm_score"], digits=score_digits, derived="vlm_score" in derived),
-        delta,
+        precision.shown(row["reference_score"], entry, "score", task, "reference_score" in derived),
+        precision.shown(row["vlm_score"], entry, "score", task, "vlm_score" in derived),
+        precision.shown(delta, entry, "delta", task, "delta" in derived),
         finite_or_none(row["relative_degradation"]),
         _held_out(row),
         (low, high) if low is not None and high is not None else None,
-        entry.scores[task].coverage if task in entry.scores else None,
         row["reference_basis"] or "",
         row["vlm_basis"] or "",
         row["delta_ci_kind"],
@@ -127,7 +116,6 @@ def pair_view(
     """The view of one pair from its rows of the pairs and regressions tables; ``precision`` gives the decimals
     of reported numbers, ``submitted`` the date it joined the board."""
     meta = entry.metadata
-    source = precision if entry.provenance == "reported" else None
     protocol = s_protocol(entry)
     s_source = next((row["s_source"] for row in rows if row["s_source"] != OWN_S), "")
     s_derived = bool(meta.reported and meta.reported.sink_strength.derived)
@@ -140,11 +128,7 @@ def pair_view(
         vlm=details.model_facts(entry.vlm, vlm_size(entry), vlm=True, on_hub=not entry.testbed),
         reference=details.model_facts(entry.llm, llm_size(entry)),
         reference_slug=reference_slug,
-        sink_strength=details.shown(
-            entry.sink_strength,
-            digits=source.digits(entry, "sink_strength") if source else None,
-            derived=s_derived,
-        ),
+        sink_strength=precision.shown(entry.sink_strength, entry, "sink_strength", derived=s_derived),
         s_protocol=protocol.label if protocol else None,
         sink_metrics=sorted(entry.sink_metrics.items()),
         qk_norm=meta.qk_norm,
@@ -155,7 +139,7 @@ def pair_view(
         links=list(meta.links),
         notes=meta.notes,
         lm_eval_versions=details.lm_eval_versions(present),
-        results=[_task_result(row, entry, source) for row in rows],
+        results=[_task_result(row, entry, precision) for row in rows],
         raw_files=details.raw_files(entry),
         metrics=details.all_metrics(sides) if present else [],
         heatmap=details.heatmap(entry),

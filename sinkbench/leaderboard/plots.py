@@ -81,7 +81,7 @@ class ScatterChart(Chart):
         """Zero line, fit line, one point per pair (colour and shape by QK-norm class, toggled from the legend),
         and the pairs' names while there are few enough to read; the view pans and zooms."""
         classes = sorted({p.qk_norm for p in self.points})
-        styles = [charts.qk_style(qk) for qk in classes]
+        styles = [charts.QK_STYLES.get(qk, charts.OTHER_STYLE) for qk in classes]
         domain = [f"QK-norm: {qk}" for qk in classes]
         frame = self.frame
         x = quantitative("S", "Sink Strength S of the reference LLM (nats)", scale=frame.scale("x"))
@@ -172,14 +172,12 @@ class CategoryChart(Chart):
     def body(self) -> dict[str, Any]:
         """One bar per category in the given order, its count at its end (which makes an x axis redundant: one
         per entry page, the charts are kept to few texts, which is what rendering one costs)."""
-        y = nominal("category", None)
-        x = quantitative("lost", None, axis=None)
         return {
             "data": {"values": [{"category": name, "lost": count} for name, count in self.counts]},
             "height": 22 * max(len(self.counts), 1),
             "encoding": {
-                "y": y,
-                "x": x,
+                "y": nominal("category", None),
+                "x": quantitative("lost", None, axis=None),
                 "tooltip": [{"field": "category"}, {"field": "lost", "title": "prompts lost"}],
             },
             "layer": [

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from sinkbench.leaderboard.content import MEASURED_DIGITS, Shown
+from sinkbench.numbers import finite_or_none
 from sinkbench.submissions.entry import Entry
 from sinkbench.submissions.schema import BackboneMetadata
 
@@ -60,3 +62,11 @@ class SourcePrecision:
         ``score``)."""
         citation = entry.metadata.citation.source if entry.metadata.citation else ""
         return self._digits.get((citation, quantity, task), 0)
+
+    def shown(
+        self, value: object, entry: Entry, quantity: str, task: str = "", derived: bool = False
+    ) -> Shown:
+        """``value`` of ``entry`` for a page: measured, with two decimals; reported, with those its source prints
+        ``quantity`` of ``task`` with (:meth:`digits`)."""
+        digits = self.digits(entry, quantity, task) if entry.provenance == "reported" else MEASURED_DIGITS
+        return Shown(finite_or_none(value), digits, derived)

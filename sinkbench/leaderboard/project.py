@@ -92,16 +92,14 @@ def build_site(
             raise SiteBuildFailed(f"MkDocs stopped the build: {error.message}") from None
         generated = plugin.generated
         plots = generated.charts.seconds  # waited for at the end of MkDocs' build
-        timings = {**generated.timings, "mkdocs": time.perf_counter() - plugin.finished_generating - plots}
-        timings["plots"] = plots
+        mkdocs = time.perf_counter() - plugin.finished_generating - plots
+        timings = {**generated.timings, "mkdocs": mkdocs, "plots": plots}
         built = time.perf_counter()
     timings["publish"] = time.perf_counter() - built  # flushed to disk and moved into place
     timings["total"] = time.perf_counter() - started
-    pages = [
-        page for page in Path(out_dir).rglob("*.html") if page.name != "404.html"
-    ]  # generated and static
+    pages = sum(page.name != "404.html" for page in Path(out_dir).rglob("*.html"))  # generated and static
     return BuildReport(
-        Path(out_dir).absolute(), len(pages), len(generated.charts.paths), len(generated.raw_files), timings
+        Path(out_dir).absolute(), pages, len(generated.charts.paths), len(generated.raw_files), timings
     )
 
 

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
-from sinkbench.leaderboard.backbone_views import LlmKey, backbone_slugs, backbone_view, rank_order
+from sinkbench.leaderboard.backbone_views import backbone_slugs, backbone_view, rank_order
 from sinkbench.leaderboard.content import (
     BackboneView,
     CorrelationRow,
@@ -23,6 +23,7 @@ from sinkbench.leaderboard.content import (
     SiteViews,
     TaskColumn,
 )
+from sinkbench.leaderboard.entry_details import Row
 from sinkbench.leaderboard.history import BoardHistory
 from sinkbench.leaderboard.pair_views import order_pairs, pair_view
 from sinkbench.leaderboard.plots import ScatterChart, ScatterPoint
@@ -35,8 +36,6 @@ from sinkbench.tables.pairs import llm_keys
 
 #: The task the home page and the leaderboard's prediction column are about.
 HEADLINE_TASK = IFEVAL_TASK
-#: One row of an aggregated table, as ``DataFrame.to_dict("records")`` gives it.
-Row = dict[str, Any]
 T = TypeVar("T")
 
 
@@ -137,13 +136,14 @@ def _scatter(correlation: CorrelationRow, pairs: Sequence[PairView]) -> PlotRef:
     return PlotRef(f"plots/scatter-{correlation.task}.svg", chart, caption)
 
 
-def _pair_views(
-    tables: AggregateTables,
-    keys: dict[str, LlmKey],
-    slugs: dict[LlmKey, str],
-    precision: SourcePrecision,
-    submitted: dict[str, str],
-) -> list[PairView]:
+def _entry_views(
+    tables: AggregateTables, submitted: dict[str, str]
+) -> tuple[list[PairView], list[BackboneView]]:
+    """Every pair, in leaderboard order, and every LLM of the entries, in screening order (rank by S; unranked
+    last); ``submitted`` is each entry's date on the board (by entry name)."""
+    keys = llm_keys(tables.entries)
+    slugs = backbone_slugs(keys.values())
+    precision = SourcePrecision(tables.entries)
     pair_rows = _grouped(tables.pairs.to_dict("records"), itemgetter("entry"))
     regressions = {row["entry"]: row for row in tables.regressions.to_dict("records")}  # one row per pair
     pairs = [
@@ -158,18 +158,7 @@ def _pair_views(
         for entry in tables.entries
         if entry.kind == "pair"
     ]
-    return order_pairs(pairs, HEADLINE_TASK)
-
-
-def _backbone_views(
-    tables: AggregateTables,
-    pairs: list[PairView],
-    keys: dict[str, LlmKey],
-    slugs: dict[LlmKey, str],
-    precision: SourcePrecision,
-    submitted: dict[str, str],
-) -> list[BackboneView]:
-    """Every LLM of the entries, in screening order (rank by S; unranked last)."""
+    pairs = order_pairs(pairs, HEADLINE_TASK)
     by_llm = _grouped(tables.entries, lambda entry: keys[entry.name])
     screening = _grouped(
         tables.screening.to_dict("records"),
@@ -179,7 +168,6 @@ def _backbone_views(
     backbones = sorted(
         (
             backbone_view(
-                key,
                 group,
                 screening.get(key, []),
                 pairs_of.get(slugs[key], []),
@@ -192,7 +180,7 @@ def _backbone_views(
         key=rank_order,
     )
     _describe_references(pairs, backbones)
-    return backbones
+    return pairs, backbones
 
 
 def _describe_references(pairs: list[PairView], backbones: list[BackboneView]) -> None:
@@ -209,11 +197,7 @@ def build_views(tables: AggregateTables, history: BoardHistory | None = None) ->
     """Shape the aggregated tables and the entries they were built from into the contents of every page;
     ``history`` (of the submissions folder) gives each entry's date on the board and the changelog."""
     history = history or BoardHistory(available=False)
-    keys = llm_keys(tables.entries)
-    slugs = backbone_slugs(keys.values())
-    precision = SourcePrecision(tables.entries)
-    pairs = _pair_views(tables, keys, slugs, precision, history.submitted)
-    backbones = _backbone_views(tables, pairs, keys, slugs, precision, history.submitted)
+    pairs, backbones = _entry_views(tables, history.submitted)
     labels = {pair.slug: pair.vlm.label for pair in pairs}
     records = tables.correlations.to_dict("records")
     rho = {row["task"]: finite_or_none(row["spearman"]) for row in records}
