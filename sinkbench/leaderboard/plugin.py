@@ -12,8 +12,13 @@ Its options in ``mkdocs.yml`` (paths relative to that file)::
           experiment_pages: [training.md]  # pages the experiments give; a build without them says so
           seed: 0                        # of the bootstrap and permutation tests
 
-It also does for every page what a theme hook would (each ``on_*`` method says what), with all state on the plugin
-instance (one per build). Invalid submissions end the build with MkDocs' own error, listing every problem.
+It also does for every page what a theme hook would, with all state on the plugin instance (one per build): HTML
+blocks bypass Markdown (:mod:`.raw_blocks`); search indexes an entry page by its names and model ids and the table
+pages without the rows listing entries; an entry page lights its table's navigation tab; the 404 page links
+relatively; the theme's shared parts render once per folder (:mod:`.shared_partials`); a page with an interactive
+chart loads the Vega-Embed script; and the build fails when two pages show one fact as two numbers without saying
+why (:mod:`.consistency`). ``mkdocs serve`` also watches the submissions and experiments folders. Invalid
+submissions end the build with MkDocs' own error, listing every problem.
 """
 
 from __future__ import annotations
@@ -173,14 +178,12 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
             self._contents[page.file.src_uri] = page.content
             page.content = indexed
         folder, _, rest = page.file.src_uri.partition("/")
+        # an entry page lights its table's tab; a page of the navigation (no target) lights its own tab only
         target = TAB_OF_FOLDER.get(folder) if rest else None
-        tab = next(
-            (item for item in nav.items if getattr(getattr(item, "file", None), "src_uri", None) == target),
-            None,
-        )
-        if tab is not None and not tab.active:
-            tab.active = True
-            self._lit.append(tab)
+        for tab in nav.items if target else ():
+            if getattr(getattr(tab, "file", None), "src_uri", None) == target and not tab.active:
+                tab.active = True
+                self._lit.append(tab)
         return context
 
     @event_priority(-100)  # after it

@@ -67,10 +67,11 @@ def test_entry_page_has_the_theme_the_escaped_name_and_its_own_title(site: Path)
 
 def test_an_entry_page_lights_the_tab_of_the_table_that_lists_it(site: Path) -> None:
     tab = re.compile(
-        r'<li class="md-tabs__item( md-tabs__item--active)?">\s*<a href="(?:\.\./)?([a-z]+)\.html"'
+        r'<li class="md-tabs__item( md-tabs__item--active)?">\s*<a href="(?:\.\./)?([a-z/]+)\.html"'
     )
     pages = {"pairs/markup.html": "leaderboard", "backbones/org--markup-llm.html": "screening"}
-    pages["downloads.html"] = "downloads"  # a page of the navigation lights its own tab only
+    # a page of the navigation lights its own tab only (not the Guide's section too)
+    pages |= {"downloads.html": "downloads", "index.html": "index"}
     for page, expected in pages.items():
         active = [name for flag, name in tab.findall((site / page).read_text(encoding="utf-8")) if flag]
         assert active == [expected], page
