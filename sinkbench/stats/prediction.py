@@ -124,18 +124,18 @@ def jackknife_plus_held_out(x: ArrayLike, y: ArrayLike, confidence: float = CONF
             np.abs(residuals, out=residuals)  # pair j against the line without i and j
             at_held_out = np.multiply(slope, x[i], out=cov)
             at_held_out += intercept
-        exists = np.isfinite(slope)
-        # loo_lines' no-line rule, on the scale of all the data: the two pairs' terms taken off the totals leave
-        # rounding noise of that scale where the others share one S
-        exists &= var > 1e-12 * max(1.0, sum_xx)
-        exists[diagonal] = True
-        every_line = exists.all(axis=1)
-        values = np.subtract(at_held_out, residuals, out=var)
-        values[diagonal] = np.inf
-        low = np.partition(values, n - 1 - k, axis=1)[:, n - 1 - k]
-        values = np.add(at_held_out, residuals, out=slope)
-        values[diagonal] = np.inf
-        high = np.partition(values, k - 1, axis=1)[:, k - 1]
+            exists = np.isfinite(slope)
+            # loo_lines' no-line rule, on the scale of all the data: the two pairs' terms taken off the totals
+            # leave rounding noise of that scale where the others share one S
+            exists &= var > 1e-12 * max(1.0, sum_xx)
+            exists[diagonal] = True
+            every_line = exists.all(axis=1)
+            values = np.subtract(at_held_out, residuals, out=var)
+            values[diagonal] = np.inf
+            low = np.partition(values, n - 1 - k, axis=1)[:, n - 1 - k]
+            values = np.add(at_held_out, residuals, out=slope)
+            values[diagonal] = np.inf
+            high = np.partition(values, k - 1, axis=1)[:, k - 1]
         lows[held] = np.where(every_line, low, np.nan)
         highs[held] = np.where(every_line, high, np.nan)
     return lows, highs

@@ -4,6 +4,7 @@ coverage, and coverage over many synthetic draws with known error distributions.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from unittest.mock import patch
 
@@ -96,6 +97,19 @@ def test_jackknife_plus_held_out_equals_an_interval_per_pair_whatever_the_ties_a
         for got, expected in ((lows[i], low[0]), (highs[i], high[0])):
             assert math.isnan(got) == math.isnan(expected), (i, got, expected)
             assert math.isnan(got) or got == pytest.approx(expected, rel=1e-9, abs=1e-9), i
+
+
+def test_held_out_intervals_without_some_inner_lines_raise_no_warning() -> None:
+    """Two pairs at S = 0 leave inner lines with no slope (infinite values, masked): no RuntimeWarning reaches the
+    user, and the intervals are those of one interval per left-out pair."""
+    x = np.array([0.001, 0.004, 0.0, 0.0])
+    y = np.random.default_rng(0).standard_t(2, size=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lows, highs = prediction.jackknife_plus_held_out(x, y)
+    for i in range(len(x)):
+        low, high = prediction.jackknife_plus_interval(np.delete(x, i), np.delete(y, i), x[i : i + 1])
+        assert np.allclose([lows[i], highs[i]], [low[0], high[0]], rtol=1e-9, atol=1e-9, equal_nan=True), i
 
 
 @settings(max_examples=80, deadline=None)
