@@ -1,11 +1,17 @@
-"""Every chart of sinkbench, declared once as a Vega-Lite specification (a :class:`Chart`) and rendered twice from
-it: in the browser, interactive (hover, legend selections, zoom where it helps) by Vega-Embed, and as a static SVG
-(downloads, the README, papers, readers without JavaScript) by vl-convert, which runs the same Vega in-process: no
-browser, no network.
+"""Every chart of sinkbench, declared once as a Vega-Lite specification and rendered twice from it: in the browser,
+interactive (hover, legend selections, zoom where it helps) by Vega-Embed, and as a static SVG (downloads, the
+README, papers, readers without JavaScript) by vl-convert, which runs the same Vega in-process: no browser, no
+network.
 
-Labels may be user text: Vega draws text as text (escaped in the SVG), and the page embeds a specification as JSON
-that no text can close (:func:`spec_json`). A rendering depends on its specification only, so an unchanged site
-renders byte-identical charts.
+A chart is a small frozen dataclass (:class:`Chart`): plain numbers and labels, a :attr:`~Chart.TITLE`, an
+:attr:`~Chart.alt` description and one :meth:`~Chart.body` of data, marks and encodings. The site vendors Vega,
+Vega-Lite and Vega-Embed as the one script vl-convert bundles (:func:`script_bundle`, :func:`licence_notice`) and
+loads it only on pages that hold a chart (:func:`load_where_needed`). Labels may be user text: Vega draws text as
+text (escaped in the SVG), and the page embeds a specification as JSON that no text can close (:func:`spec_json`). A
+rendering depends on its specification only (:func:`_numbered_from_zero`), so an unchanged site renders
+byte-identical charts; a build renders them in a second process (:class:`Rendering`) and keeps them between builds
+(:class:`ChartCache`). Scatter labels are placed clear of each other, of the points and of a fit line
+(:func:`place_labels`).
 """
 
 from __future__ import annotations
