@@ -201,7 +201,8 @@ def render_chunk(specs: Sequence[dict[str, Any]]) -> list[str]:
 
 class ChartCache:
     """Rendered SVGs kept between builds, one file per specification, named by a hash of the specification and the
-    renderer's versions (so a changed chart, Vega-Lite or vl-convert never reads an old file). A file a build used
+    renderer's versions (so a changed chart, Vega-Lite or vl-convert never reads an old file), and the chart script
+    bundled for those versions (:attr:`script_path`). A file a build used
     is touched; files no build used for :data:`KEEP_DAYS` days are removed. Written atomically; a cache that cannot
     be read or written is passed over (the chart is rendered), never an error."""
 
@@ -225,7 +226,7 @@ class ChartCache:
         return text
 
     def put(self, path: Path, svg: str) -> None:
-        """Keep ``svg`` at ``path`` (:meth:`path`)."""
+        """Keep ``svg`` at ``path`` (:meth:`path`, :attr:`script_path`)."""
         with contextlib.suppress(OSError):
             self.folder.mkdir(parents=True, exist_ok=True)
             with tempfile.NamedTemporaryFile(
@@ -233,6 +234,12 @@ class ChartCache:
             ) as out:
                 out.write(svg)
             os.replace(out.name, path)
+
+    @property
+    def script_path(self) -> Path:
+        """Where the site's chart script (:func:`script_bundle`) is kept: a build that finds it there and every
+        chart in the cache starts no second process."""
+        return self.folder / f"vega-embed-{VEGA_LITE}-vl-convert-{_renderer_version()}.js"
 
     def prune(self) -> None:
         """Remove the files no build used for :data:`KEEP_DAYS` days."""
@@ -320,11 +327,19 @@ class Rendering:
         return svgs
 
     def script(self) -> str:
-        """The site's chart script (:func:`script_bundle`), from the second process where it made it."""
+        """The site's chart script (:func:`script_bundle`): from the cache, else from the second process where it
+        bundled it, else bundled here (and kept in the cache)."""
+        kept = self._cache.get(self._cache.script_path) if self._cache else None
+        if kept is not None:
+            return kept
+        script = None
         if self._script is not None:
             with contextlib.suppress(BrokenProcessPool, CancelledError):
-                return self._script.result()
-        return script_bundle()
+                script = self._script.result()
+        script = script or script_bundle()
+        if self._cache is not None:
+            self._cache.put(self._cache.script_path, script)
+        return script
 
     def cancel(self) -> None:
         """Stop the second process (what it has not started is dropped)."""

@@ -85,10 +85,12 @@ def generate_site(
     started = time.perf_counter()
     # invalid submissions stop the build before a process starts
     entries = load_valid_entries(submissions_dir)
-    # The charts' SVGs need nothing the pages make: a second process (where a second core allows), started now so
-    # that its engine is loaded by the time the charts are known, renders them while this one renders the pages and
-    # MkDocs runs; the plugin asks for what is left at the end.
-    process = start_process()
+    # The charts' SVGs need nothing the pages make: a second process (where a second core allows) renders them while
+    # this one renders the pages and MkDocs runs; the plugin asks for what is left at the end. Where the cache lacks
+    # the chart script, the process is started now to bundle it meanwhile (about a second); else only once charts
+    # are missing from the cache.
+    cache = None if chart_cache is None else ChartCache(chart_cache)
+    process = None if cache is not None and cache.script_path.is_file() else start_process()
     try:
         tables = build_tables(entries, seed=seed)
         views = build_views(tables, board_history(submissions_dir))
@@ -97,7 +99,6 @@ def generate_site(
         compare = ComparePage.of(views)
         timings["aggregate"] = time.perf_counter() - started
         plots = views.plots()
-        cache = None if chart_cache is None else ChartCache(chart_cache)
         rendering = Rendering([plot.chart.spec() for plot in plots], cache, process)
     except BaseException:
         if process is not None:

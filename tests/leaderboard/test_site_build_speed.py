@@ -18,11 +18,12 @@ import jinja2
 import pytest
 
 from sinkbench import charts
-from sinkbench.leaderboard import shared_partials
+from sinkbench.leaderboard import generate, shared_partials
 from sinkbench.leaderboard.plots import CategoryChart
-from sinkbench.leaderboard.project import BUILD_GC_THRESHOLD, fewer_collections
+from sinkbench.leaderboard.project import BUILD_GC_THRESHOLD, build_site, fewer_collections
 
 pytestmark = pytest.mark.timeout(120)
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "submissions"
 
 
 def _specs(count: int) -> list[dict]:
@@ -236,6 +237,39 @@ def test_the_cache_forgets_what_no_build_used_for_a_week(tmp_path: Path) -> None
         os.utime(path, (week_ago, week_ago))
     charts.Rendering(specs[:1], cache).result()  # uses the first one (touched), not the second
     assert [path.name for path in cache.folder.iterdir()] == [cache.path(specs[0]).name]
+
+
+def test_a_rebuild_from_a_full_cache_bundles_nothing_and_starts_no_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chart script is kept beside the charts: a rebuild whose cache holds it and every chart starts no second
+    process (a core for about a second a build) and publishes the same bytes."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1796000000")
+    cache = tmp_path / "cache"
+    build_site(FIXTURES, tmp_path / "first", chart_cache=cache)
+    kept = charts.ChartCache(cache)
+    script = (tmp_path / "first" / charts.SCRIPT).read_text(encoding="utf-8")
+    assert kept.get(kept.script_path) == script == charts.script_bundle()
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a second process or a bundle although the cache holds everything")
+
+    for module in (charts, generate):
+        monkeypatch.setattr(module, "start_process", refused)
+    monkeypatch.setattr(charts, "script_bundle", refused)
+    report = build_site(FIXTURES, tmp_path / "second", chart_cache=cache)
+    assert report.plots > charts.Rendering.MIN_FOR_PROCESS
+    first, second = (_files(tmp_path / name) for name in ("first", "second"))
+    assert first.keys() == second.keys() and [name for name in first if first[name] != second[name]] == []
+    kept.script_path.write_bytes(b"\xff not text")  # a broken file: bundled again, and kept again
+    monkeypatch.undo()
+    assert charts.Rendering([], kept).script() == script == kept.get(kept.script_path)
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {
+        path.relative_to(folder).as_posix(): path.read_bytes() for path in folder.rglob("*") if path.is_file()
+    }
 
 
 @pytest.mark.slow  # a fresh interpreter
