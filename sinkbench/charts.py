@@ -202,9 +202,9 @@ def render_chunk(specs: Sequence[dict[str, Any]]) -> list[str]:
 class ChartCache:
     """Rendered SVGs kept between builds, one file per specification, named by a hash of the specification and the
     renderer's versions (so a changed chart, Vega-Lite or vl-convert never reads an old file), and the chart script
-    bundled for those versions (:attr:`script_path`). A file a build used
-    is touched; files no build used for :data:`KEEP_DAYS` days are removed. Written atomically; a cache that cannot
-    be read or written is passed over (the chart is rendered), never an error."""
+    bundled for those versions (:attr:`script_path`). A file a build used is touched; files no build used for
+    :data:`KEEP_DAYS` days are removed. Written atomically; a cache that cannot be read or written is passed over
+    (the chart is rendered, the script bundled), never an error."""
 
     KEEP_DAYS = 7
 
