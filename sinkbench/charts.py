@@ -225,14 +225,14 @@ class ChartCache:
             return None
         return text
 
-    def put(self, path: Path, svg: str) -> None:
-        """Keep ``svg`` at ``path`` (:meth:`path`, :attr:`script_path`)."""
+    def put(self, path: Path, text: str) -> None:
+        """Keep ``text`` at ``path`` (:meth:`path`, :attr:`script_path`)."""
         with contextlib.suppress(OSError):
             self.folder.mkdir(parents=True, exist_ok=True)
             with tempfile.NamedTemporaryFile(
                 "w", encoding="utf-8", dir=self.folder, suffix=".part", delete=False
             ) as out:
-                out.write(svg)
+                out.write(text)
             os.replace(out.name, path)
 
     @property

@@ -88,9 +88,9 @@ def generate_site(
     # The charts' SVGs need nothing the pages make: a second process (where a second core allows) renders them while
     # this one renders the pages and MkDocs runs; the plugin asks for what is left at the end. Where the cache lacks
     # the chart script, the process is started now to bundle it meanwhile (about a second); else only once charts
-    # are missing from the cache.
+    # are missing from the cache (reading the script touches it: the cache's pruning keeps it).
     cache = None if chart_cache is None else ChartCache(chart_cache)
-    process = None if cache is not None and cache.script_path.is_file() else start_process()
+    process = None if cache is not None and cache.get(cache.script_path) is not None else start_process()
     try:
         tables = build_tables(entries, seed=seed)
         views = build_views(tables, board_history(submissions_dir))
