@@ -15,16 +15,17 @@ import json
 import time
 from pathlib import Path
 
-from sinkbench.models import load_model
+from sinkbench.models import EMBEDDED_MODELS, load_model
 from sinkbench.provenance import report_header
-from sinkbench.sink.observe import measure
 from sinkbench.sink.options import IntervalOptions, ProbeOptions
 from sinkbench.sink.prompts import PACKAGED_SETS, load_calibration
-from sinkbench.sink.uncertainty import sink_strength_interval
 
 
 def measure_sets(model_name: str) -> list[dict]:
     """S and its interval on every packaged set for one model (loaded once)."""
+    from sinkbench.sink.observe import measure  # torch comes in here, not at import: --help stays instant
+    from sinkbench.sink.uncertainty import sink_strength_interval
+
     loaded = load_model(model_name)
     rows = []
     for name in PACKAGED_SETS:
@@ -51,7 +52,14 @@ def measure_sets(model_name: str) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
-    parser.add_argument("--models", nargs="+", default=["smollm2-135m-instruct", "gemma3-270m"])
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        default=list(EMBEDDED_MODELS),
+        metavar="MODEL",
+        help="models to measure: embedded names, local folders, .gguf files or hub ids (default: the embedded "
+        f"{', '.join(EMBEDDED_MODELS)})",
+    )
     parser.add_argument(
         "--out", type=Path, default=None, help="also write the rows as JSON (default: print only)"
     )
