@@ -6,7 +6,7 @@ their results files through their schema here, a bad file being one line naming 
 
 from __future__ import annotations
 
-import shutil
+import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +20,7 @@ from sinkbench.leaderboard.content import PlotRef
 from sinkbench.leaderboard.experiment_pages import PAGE_FOLDER
 from sinkbench.leaderboard.pages import make_environment
 from sinkbench.leaderboard.sources import SiteSources
-from sinkbench.safe_io import UnsafeFileError, read_json
+from sinkbench.safe_io import UnsafeFileError, building, created_mode, read_json, staging_prefix
 
 Schema = TypeVar("Schema", bound=BaseModel)
 #: The repository's root, against which the pages name the files they were made from.
@@ -75,12 +75,14 @@ def fragment(page: str, markdown: str, plots: Sequence[PlotRef]) -> dict[str, st
 
 
 def write_fragment(folder: Path, files: dict[str, str]) -> Path:
-    """Replace ``folder``'s page folder with ``files``; returns the page folder."""
+    """Replace ``folder``'s page folder with ``files`` as a whole (written beside it, then swapped in: a failed
+    write leaves the old folder as it was); returns the page folder."""
     target = folder / PAGE_FOLDER
-    shutil.rmtree(target, ignore_errors=True)
-    for path, text in files.items():
-        (target / path).parent.mkdir(parents=True, exist_ok=True)
-        (target / path).write_text(text, encoding="utf-8")
+    with building(target, staging_prefix(target), replace=True) as staging:
+        staging.chmod(created_mode(0o777))  # as mkdir makes a folder, not the staging folder's 0o700
+        for path, text in files.items():
+            (staging / path).parent.mkdir(parents=True, exist_ok=True)
+            (staging / path).write_text(text, encoding="utf-8")
     return target
 
 
@@ -94,9 +96,17 @@ def committed_fragment(folder: Path) -> dict[str, str]:
     }
 
 
-def page_command(name: str, folder: Path, page_files: Callable[[], dict[str, str]]) -> None:
+def page_command(
+    name: str, folder: Path, page_files: Callable[[], dict[str, str]], argv: Sequence[str] | None = None
+) -> None:
     """``python -m experiments.<name>.page``: render the experiment's page into ``folder/page/``; a bad results
-    file ends the command with its one-line message, which starts with ``name``."""
+    file ends the command with its one-line message, which starts with ``name``. It takes no options but
+    ``--help`` (``argv``: the command line's arguments, by default ``sys.argv``'s)."""
+    argparse.ArgumentParser(
+        prog=f"python -m experiments.{name}.page",
+        description=f"Render the {name} experiment's site page from its committed results into "
+        f"{shown_path(folder / PAGE_FOLDER)}/, replacing that folder as a whole.",
+    ).parse_args(argv)
     try:
         target = write_fragment(folder, page_files())
     except UserError as error:

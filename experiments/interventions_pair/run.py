@@ -20,25 +20,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import shutil
 import sys
 import time
 from pathlib import Path
 
-import torch
-
-from experiments.interventions_pair.study import (
-    STEPS,
-    STUDY_FILE,
-    Study,
-    StudyInputs,
-    recipe_in,
-    write_gemma_folder,
-)
-from experiments.page_fragment import shown_path
-from experiments.vl_testbed.experiment import Inputs
+# torch, the models and the study's runs come in with main() (--help stays fast)
+from experiments.interventions_pair.study_schema import STEPS
+from experiments.page_fragment import SourceInvalid, read_results, shown_path
 from experiments.vl_testbed.precision import PRECISIONS, check_precision, precision_of
 from experiments.vl_testbed.run import (
     RESULTS,
@@ -48,7 +38,7 @@ from experiments.vl_testbed.run import (
     machine_record,
     recorded_command,
 )
-from experiments.vl_testbed.schema import Results
+from experiments.vl_testbed.schema import TESTBED_SIZE_LIMIT, Results
 from sinkbench.errors import UserError
 from sinkbench.provenance import report_header
 from sinkbench.tasks._data import DATA_DIR_ENV, DataUnavailable
@@ -60,11 +50,25 @@ OUT = Path(__file__).resolve().parent / "results" / "interventions_pair.json"
 def main() -> None:
     """Run or resume the study."""
     args = _parser().parse_args()
-    torch.set_num_threads(args.threads)
+    started = time.perf_counter()
+    try:  # before torch loads: a wrong file is told at once
+        fix = "pass --testbed the results of `python -m experiments.vl_testbed.run`"
+        committed = read_results(Results, args.testbed, str(args.testbed), TESTBED_SIZE_LIMIT, fix)
+    except SourceInvalid as error:
+        raise SystemExit(f"interventions_pair: {error}") from None
+    import torch
+
+    from experiments.interventions_pair.study import (
+        STUDY_FILE,
+        Study,
+        StudyInputs,
+        recipe_in,
+        write_gemma_folder,
+    )
+    from experiments.vl_testbed.experiment import Inputs
     from sinkbench.models import resolve_model
 
-    started = time.perf_counter()
-    committed = Results.model_validate(json.loads(args.testbed.read_text(encoding="utf-8")))
+    torch.set_num_threads(args.threads)
     if args.precision and args.precision != precision_of(committed.config):
         committed = recipe_in(committed, args.precision)
     config = committed.config

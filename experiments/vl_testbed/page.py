@@ -7,7 +7,7 @@ is in the file (its ``analysis`` block holds the statistics) or read from it in 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -435,9 +435,9 @@ def page_files(results: Path = RESULTS / TESTBED_FILE) -> dict[str, str]:
     return fragment("training.md", markdown, list(charts.values()))
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     """``python -m experiments.vl_testbed.page``: render the page into ``experiments/vl_testbed/page/``."""
-    page_command("vl_testbed", HERE, page_files)
+    page_command("vl_testbed", HERE, page_files, argv)
 
 
 if __name__ == "__main__":

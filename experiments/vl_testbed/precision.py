@@ -11,8 +11,6 @@ from __future__ import annotations
 import dataclasses
 import time
 
-import torch
-
 from experiments.vl_testbed.schema import TestbedConfig
 from sinkbench.errors import UserError
 
@@ -47,6 +45,8 @@ def bfloat16_slowdown(size: int = 256, repeats: int = 5) -> float:
     """How many times longer a ``size`` x ``size`` matmul takes in bfloat16 than in float32 on this CPU: the
     fastest of ``repeats`` timings of each, after one warm-up (the fastest, because other work on the machine can
     only slow a timing down, and a slowed float32 timing would hide the difference)."""
+    import torch
+
     generator = torch.Generator().manual_seed(0)
     left, right = torch.randn(size, size, generator=generator), torch.randn(size, size, generator=generator)
 

@@ -24,17 +24,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import torch
-
+# torch and the models come in with the commands that use them (--help stays fast)
 from experiments.page_fragment import write_fragment
-from experiments.vl_testbed.experiment import Inputs, Testbed, ifeval_subset_record
 from experiments.vl_testbed.ifeval_short import MAX_WORDS_IN_TEXT, short_answer_prompts
-from experiments.vl_testbed.outcomes import TRIVIAL_ANSWERS, non_trivial_prompts
 from experiments.vl_testbed.page import HERE, RESULTS, TESTBED_FILE, page_files
 from experiments.vl_testbed.precision import PRECISIONS, check_precision, precision_of, with_precision
 from experiments.vl_testbed.schema import RunGroup, RunKey, TestbedConfig
+from experiments.vl_testbed.specs import StageSpec
 from experiments.vl_testbed.text_chats import gsm8k_train_source
-from experiments.vl_testbed.train import StageSpec
 from sinkbench.errors import UserError
 from sinkbench.provenance import report_header
 from sinkbench.tasks._data import DATA_DIR_ENV, DataUnavailable, load_task_data
@@ -145,6 +142,9 @@ def _source(where: dict) -> dict:
 def ifeval_inputs(count: int, rule: str) -> tuple[list[dict], list[int], dict]:
     """The first ``count`` IFEval prompts of the short-answer subset (``rule`` short_answer) or of all, which of them
     both trivial answers fail, and the record of where they came from."""
+    from experiments.vl_testbed.experiment import ifeval_subset_record
+    from experiments.vl_testbed.outcomes import TRIVIAL_ANSWERS, non_trivial_prompts
+
     data, where = load_task_data(IFEVAL)
     docs = [dict(doc) for doc in data[IFEVAL.split]]
     kept = short_answer_prompts(docs) if rule == "short_answer" else list(range(len(docs)))
@@ -179,8 +179,12 @@ def gsm8k_problems(config: TestbedConfig) -> tuple[list[dict], dict | None]:
 def main() -> None:
     """Run or resume the experiment, then draw its charts."""
     args = _parser().parse_args()
-    torch.set_num_threads(args.threads)
+    import torch
+
+    from experiments.vl_testbed.experiment import Inputs, Testbed
     from sinkbench.models import load_model, resolve_model
+
+    torch.set_num_threads(args.threads)
 
     started = time.perf_counter()
     preset = "quick" if args.quick else args.preset
@@ -234,6 +238,8 @@ def main() -> None:
 def machine_record(device: str, note: str | None) -> dict:
     """What a results file records of the machine: CPUs, torch threads, device, the load average now, a note, and
     this session's software (:func:`session_software`)."""
+    import torch
+
     return {
         "cpus": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
@@ -248,6 +254,7 @@ def session_software() -> dict[str, str]:
     """When this session started, its CPU model and the versions of the libraries the numbers depend on: a run
     resumed in another session may not reproduce the first bit for bit."""
     import numpy
+    import torch
     import transformers
 
     cpu = next(

@@ -266,7 +266,7 @@ def test_a_broken_results_file_is_one_line_and_renders_nothing(
     monkeypatch.setattr(page, "page_files", lambda: page_files(tiny_results / TESTBED_FILE))
     monkeypatch.setattr(page, "HERE", tiny_results)
     with pytest.raises(SystemExit) as raised:
-        page.main()
+        page.main([])
     assert str(raised.value).startswith(f"vl_testbed page: {TESTBED_FILE}: <file>: is not valid JSON")
     assert "\n" not in str(raised.value) and not (tiny_results / "page").exists()
 

@@ -1,0 +1,57 @@
+"""An experiment's page command and page folder: ``--help`` writes nothing; the folder is replaced as a whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from experiments.page_fragment import committed_fragment, page_command, write_fragment
+
+
+def _never() -> dict[str, str]:
+    raise AssertionError("the page was rendered")
+
+
+def _old_page(folder: Path) -> None:
+    write_fragment(folder, {"old.md": "old page", "plots/old.svg": "<svg/>"})
+
+
+def test_help_prints_the_command_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    _old_page(tmp_path)
+    with pytest.raises(SystemExit) as stopped:
+        page_command("demo", tmp_path, _never, ["--help"])
+    assert stopped.value.code == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert shown.startswith("usage: python -m experiments.demo.page [-h]")
+    assert "Render the demo experiment's site page from its committed results" in shown
+    assert committed_fragment(tmp_path) == {"old.md": "old page", "plots/old.svg": "<svg/>"}
+
+
+def test_an_unknown_option_is_a_usage_error_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    _old_page(tmp_path)
+    with pytest.raises(SystemExit) as stopped:
+        page_command("demo", tmp_path, _never, ["--out", "elsewhere"])
+    assert stopped.value.code == 2
+    assert "unrecognized arguments: --out elsewhere" in capsys.readouterr().err
+    assert set(committed_fragment(tmp_path)) == {"old.md", "plots/old.svg"}
+
+
+def test_the_command_replaces_the_page_folder_as_a_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    _old_page(tmp_path)
+    page_command("demo", tmp_path, lambda: {"page.md": "new", "plots/a.svg": "<svg>a</svg>"}, [])
+    assert committed_fragment(tmp_path) == {"page.md": "new", "plots/a.svg": "<svg>a</svg>"}
+    assert capsys.readouterr().out.startswith("wrote ")
+    assert [path.name for path in tmp_path.iterdir()] == ["page"]  # no staging folder left beside it
+
+
+def test_a_failed_write_leaves_the_old_page_folder_as_it_was(tmp_path: Path) -> None:
+    _old_page(tmp_path)
+    with pytest.raises(UnicodeEncodeError):  # a lone surrogate cannot be written as UTF-8
+        write_fragment(tmp_path, {"page.md": "new", "plots/bad.svg": "\ud800"})
+    assert committed_fragment(tmp_path) == {"old.md": "old page", "plots/old.svg": "<svg/>"}
+    assert [path.name for path in tmp_path.iterdir()] == ["page"]
