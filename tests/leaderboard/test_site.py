@@ -191,7 +191,8 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> SiteSources:
 @pytest.fixture(scope="module")
 def site(submissions_dir: Path, sources: SiteSources, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("built") / "site"
-    report = build_site(submissions_dir, out, sources=sources)
+    # the project's chart cache, which its other builds fill: these charts need no second process
+    report = build_site(submissions_dir, out, sources=sources, chart_cache=SOURCES_DIR / ".cache" / "charts")
     assert report.site_dir == out.resolve()
     return out
 

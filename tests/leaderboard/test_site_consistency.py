@@ -383,8 +383,8 @@ def test_a_page_that_contradicts_another_stops_the_build(tmp_path: Path) -> None
     )
     template.write_text(text.replace(original, wrong, 1), encoding="utf-8")
     out = tmp_path / "site"
-    with pytest.raises(InconsistentFigures) as raised:
-        build_site(FIXTURES, out, sources=SiteSources(sources))
+    with pytest.raises(InconsistentFigures) as raised:  # charts from the project's cache: no second process
+        build_site(FIXTURES, out, sources=SiteSources(sources), chart_cache=SOURCES_DIR / ".cache" / "charts")
     message = str(raised.value)
     assert message.startswith("s|") and "leaderboard.md" in message and "Fix:" in message
     assert not out.exists()
