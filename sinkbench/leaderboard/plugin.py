@@ -214,21 +214,22 @@ class LeaderboardPlugin(BasePlugin[LeaderboardOptions]):
         return charts.load_where_needed(output, page.url)
 
     def on_post_build(self, config: MkDocsConfig) -> None:
-        """Write the charts (drawing those still left), then fail the build when two pages show one fact as two
-        numbers and neither says why (:meth:`FactBook.problems`)."""
+        """Fail the build when two pages show one fact as two numbers and neither says why
+        (:meth:`FactBook.problems`), checked while the second process still draws (a failing build does not wait for
+        the charts); else write the charts, drawing those still left."""
         _release_api_memos()
-        if self._charts:  # generated
-            drawn = self.generated.charts
-            texts = {**drawn.texts(), charts.SCRIPT: drawn.rendering.script()}
-            for file in self._charts:
-                file.content_string = texts[file.src_uri]
-                file.write()
         problems = self.facts.problems()
         if problems:
             error = InconsistentFigures(problems)
             if self.raise_user_errors:
                 raise error
             raise PluginError(_message(error))
+        if self._charts:  # generated
+            drawn = self.generated.charts
+            texts = {**drawn.texts(), charts.SCRIPT: drawn.rendering.script()}
+            for file in self._charts:
+                file.content_string = texts[file.src_uri]
+                file.write()
 
     def on_build_error(self, error: Exception) -> None:
         """Stop drawing the charts (MkDocs reports the error that stopped the build)."""

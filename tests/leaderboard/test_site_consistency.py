@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from sinkbench import charts
 from sinkbench.cli.failures import run_command
 from sinkbench.leaderboard.compare import ComparePage
 from sinkbench.leaderboard.consistency import (
@@ -366,9 +367,23 @@ def test_the_training_page_quotes_the_testbed_models_figures_as_facts_of_the_pai
     ).read_text(encoding="utf-8")
 
 
-def test_a_page_that_contradicts_another_stops_the_build(tmp_path: Path) -> None:
+def test_a_page_that_contradicts_another_stops_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A template that prints a pair's S one hundredth off on the Leaderboard, under the same fact and basis as the
-    pair's page, fails the build, naming the fact, both figures and both pages; nothing is published."""
+    pair's page, fails the build, naming the fact, both figures and both pages; nothing is published. The build
+    fails without waiting for its charts, and stops the process drawing them."""
+    stopped = []
+    monkeypatch.setattr(
+        charts, "_cores", lambda: 2
+    )  # charts drawn in a second process (an empty chart cache)
+    monkeypatch.setattr(
+        charts.Rendering, "result", lambda self: pytest.fail("the failing build drew its charts")
+    )
+    cancel = charts.Rendering.cancel
+    monkeypatch.setattr(
+        charts.Rendering, "cancel", lambda self: stopped.append(self._process) or cancel(self)
+    )
     sources = tmp_path / "sources"
     sources.mkdir()
     shutil.copyfile(SOURCES_DIR / "mkdocs.yml", sources / "mkdocs.yml")
@@ -383,11 +398,12 @@ def test_a_page_that_contradicts_another_stops_the_build(tmp_path: Path) -> None
     )
     template.write_text(text.replace(original, wrong, 1), encoding="utf-8")
     out = tmp_path / "site"
-    with pytest.raises(InconsistentFigures) as raised:  # charts from the project's cache: no second process
-        build_site(FIXTURES, out, sources=SiteSources(sources), chart_cache=SOURCES_DIR / ".cache" / "charts")
+    with pytest.raises(InconsistentFigures) as raised:
+        build_site(FIXTURES, out, sources=SiteSources(sources))
     message = str(raised.value)
     assert message.startswith("s|") and "leaderboard.md" in message and "Fix:" in message
     assert not out.exists()
+    assert stopped and stopped[0] is not None  # the process was still there, and was stopped
 
 
 def test_a_training_page_figure_times_1_2_stops_the_build_with_a_readable_refusal(
