@@ -9,7 +9,6 @@ Deltas follow ``delta = -12 + 5 S + noise`` so the statistics have something to 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import tempfile
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sinkbench.cli.parser import CommandParser
 from sinkbench.submissions import load_submissions
 from sinkbench.submissions.catalogue import (
     FORMAT_TASKS,
@@ -152,7 +152,7 @@ def bench(count: int) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = CommandParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000], help="entries per board")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (wall times grow with load)")

@@ -18,7 +18,6 @@ Run (the first build, not timed, warms the caches):
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import statistics
@@ -29,6 +28,7 @@ import pytest
 from bench_site import EXPERIMENTS, board_like
 
 from sinkbench import charts
+from sinkbench.cli.parser import CommandParser
 from sinkbench.leaderboard import generate, project, raw_blocks, shared_partials
 
 #: Each piece, as the (module, name, replacement) that switch it off.
@@ -57,7 +57,7 @@ def build_seconds(root: Path, out: Path, without: str | None = None) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = CommandParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=1000, help="entries of the synthetic board")
     parser.add_argument("--repeat", type=int, default=3, help="builds with and builds without each piece")
     parser.add_argument(

@@ -17,13 +17,13 @@ Usage: ``python benchmarks/bench_monitor.py [--reps N]`` (N >= 3, default 5).
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import tempfile
 import time
 
 import torch
 
+from sinkbench.cli.parser import CommandParser
 from sinkbench.models import load_model
 from sinkbench.monitor import SinkMonitor, SinkStrengthCallback
 from sinkbench.sink.observe import encode_prompts
@@ -74,7 +74,7 @@ def _idle_step_seconds(model: torch.nn.Module, tokenizer) -> float:
 
 def main() -> None:
     """Print the per-repetition times and the ratios' median and range."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = CommandParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=5, help="timed repetitions, >= 3 (default: %(default)s)")
     args = parser.parse_args()
     if args.reps < 3:

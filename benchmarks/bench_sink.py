@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from sinkbench.cli.parser import CommandParser
+
 ROUTES = ("forward", "probe", "naive")
 _MEMORY_FLOOR_MIB = 1.0
 
@@ -95,7 +97,7 @@ def _spawn(route: str, length: int, reps: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = CommandParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="one repetition at 2,048 tokens only")
     parser.add_argument("--reps", type=int, default=3, help="timed repetitions per route (default 3)")
     parser.add_argument("--worker", choices=ROUTES, help=argparse.SUPPRESS)

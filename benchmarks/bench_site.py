@@ -15,7 +15,6 @@ Every chart is rendered (an empty chart cache) unless ``--warm``, which times a 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -28,6 +27,7 @@ from pathlib import Path
 import numpy as np
 from bench_aggregate import _write, generate
 
+from sinkbench.cli.parser import CommandParser
 from sinkbench.leaderboard.project import build_site
 from sinkbench.submissions.catalogue import TASKS
 from sinkbench.submissions.schema import SCHEMA_VERSION
@@ -247,7 +247,7 @@ def bench(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = CommandParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000], help="entries per board")
     parser.add_argument(
         "--profiles", type=float, default=0.3, help="fraction of measured entries with a profile"

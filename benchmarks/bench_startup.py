@@ -10,13 +10,13 @@ each, of the paired differences, and of the ``.pth`` line itself executed in thi
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
 import sys
 import time
 
+from sinkbench.cli.parser import CommandParser
 from sinkbench.harness.plugin import AUTOLOAD_ENV, PTH_LINE
 
 FINDER = "SinkbenchLmEvalFinder"
@@ -59,7 +59,7 @@ def summary(label: str, seconds: list[float]) -> str:
 
 def main() -> int:
     """Run the benchmark and print one line per measurement; exit 1 when the hook is not installed."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = CommandParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=40, help="Rounds (one start-up each way). Default: 40.")
     parser.add_argument("--code", default="pass", help="What each interpreter runs. Default: pass.")
     args = parser.parse_args()

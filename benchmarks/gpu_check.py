@@ -21,7 +21,6 @@ Usage: ``python benchmarks/gpu_check.py [--tiny] [--device cuda] [--dtype bfloat
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import math
@@ -47,6 +46,7 @@ from transformers import (
 )
 
 import sinkbench
+from sinkbench.cli.parser import CommandParser
 from sinkbench.extract import extract_lm
 from sinkbench.monitor import SinkMonitor
 from sinkbench.sink.naive import naive_observations
@@ -276,7 +276,7 @@ def run(
 
 def main(argv: list[str] | None = None) -> int:
     """Print the report as one JSON line; exit 1 when a check failed."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = CommandParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--tiny", action="store_true", help="tiny shapes, seconds on a CPU (default: 7B shapes)"
     )

@@ -19,7 +19,6 @@ Not yet run on the board's real models: this machine has neither a GPU nor the H
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -28,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from sinkbench.cli.parser import CommandParser
 from sinkbench.leaderboard.entry_details import slugify
 from sinkbench.safe_io import file_sha256
 from sinkbench.sink.metrics import SINK_STRENGTH
@@ -180,7 +180,7 @@ def _stand_ins(values: Sequence[str]) -> dict[str, Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = CommandParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--submissions", type=Path, default=Path("submissions"), help="the board (default: %(default)s)"
     )

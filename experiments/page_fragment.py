@@ -6,7 +6,6 @@ their results files through their schema here, a bad file being one line naming 
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Generic, TypeVar
 import jinja2
 from pydantic import BaseModel, ValidationError
 
+from sinkbench.cli.parser import CommandParser
 from sinkbench.errors import UserError
 from sinkbench.leaderboard.content import PlotRef
 from sinkbench.leaderboard.experiment_pages import PAGE_FOLDER
@@ -102,7 +102,7 @@ def page_command(
     """``python -m experiments.<name>.page``: render the experiment's page into ``folder/page/``; a bad results
     file ends the command with its one-line message, which starts with ``name``. It takes no options but
     ``--help`` (``argv``: the command line's arguments, by default ``sys.argv``'s)."""
-    argparse.ArgumentParser(
+    CommandParser(
         prog=f"python -m experiments.{name}.page",
         description=f"Render the {name} experiment's site page from its committed results into "
         f"{shown_path(folder / PAGE_FOLDER)}/, replacing that folder as a whole.",

@@ -18,7 +18,6 @@ Offline, ``SINKBENCH_DATA_DIR=DIR`` reads ``ifeval_input_data.jsonl`` and ``gsm8
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import shutil
@@ -39,6 +38,7 @@ from experiments.vl_testbed.run import (
     recorded_command,
 )
 from experiments.vl_testbed.schema import TESTBED_SIZE_LIMIT, Results
+from sinkbench.cli.parser import CommandParser
 from sinkbench.errors import UserError
 from sinkbench.provenance import report_header
 from sinkbench.tasks._data import DATA_DIR_ENV, DataUnavailable
@@ -127,8 +127,8 @@ def main() -> None:
     print(f"done in {time.perf_counter() - started:.0f} s; wrote {out}")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def _parser() -> CommandParser:
+    parser = CommandParser(
         prog=f"python -m {__spec__.name}", description=" ".join(__doc__.split("\n\n")[0].split())
     )
     parser.add_argument(

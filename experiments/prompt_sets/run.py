@@ -10,11 +10,11 @@ Prints one row per model and set; ``--out`` also writes the rows as JSON (float3
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from pathlib import Path
 
+from sinkbench.cli.parser import CommandParser
 from sinkbench.models import EMBEDDED_MODELS, load_model
 from sinkbench.provenance import report_header
 from sinkbench.sink.options import IntervalOptions, ProbeOptions
@@ -51,7 +51,7 @@ def measure_sets(model_name: str) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
+    parser = CommandParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--models",
         nargs="+",

@@ -22,7 +22,6 @@ checkpoint asked in Gemma 3's turn format, as the interventions study asks it
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import shutil
@@ -48,6 +47,7 @@ from experiments.vl_testbed.train import pretrain_encoder, stage_data, train_sta
 from experiments.vl_testbed.verdicts import S_SHIFT, VISUAL_GAIN, sink_moved
 from experiments.vl_testbed.visual import visual_accuracy
 from experiments.vl_testbed.vlm import build_vlm, save_vlm
+from sinkbench.cli.parser import CommandParser
 from sinkbench.safe_io import write_json_atomic
 
 
@@ -408,9 +408,7 @@ def echo_prompts(count: int = ECHO_PROMPTS) -> tuple[list[dict[str, Any]], list[
 
 def main() -> None:
     """Run or resume the pilot."""
-    parser = argparse.ArgumentParser(
-        prog="python -m experiments.vl_testbed.pilot", description=__doc__.splitlines()[0]
-    )
+    parser = CommandParser(prog="python -m experiments.vl_testbed.pilot", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--settings", nargs="+", choices=list(BY_NAME), help="settings to run (default: all, in order)"
     )

@@ -15,7 +15,6 @@ sized for one H200 (see ``GPU``).
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import shlex
@@ -32,6 +31,7 @@ from experiments.vl_testbed.precision import PRECISIONS, check_precision, precis
 from experiments.vl_testbed.schema import RunGroup, RunKey, TestbedConfig
 from experiments.vl_testbed.specs import StageSpec
 from experiments.vl_testbed.text_chats import gsm8k_train_source
+from sinkbench.cli.parser import CommandParser
 from sinkbench.errors import UserError
 from sinkbench.provenance import report_header
 from sinkbench.tasks._data import DATA_DIR_ENV, DataUnavailable, load_task_data
@@ -306,8 +306,8 @@ def log_since(started: float) -> Callable[[str], None]:
     return lambda message: print(f"[{time.perf_counter() - started:7.1f} s] {message}", flush=True)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
+def _parser() -> CommandParser:
+    parser = CommandParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--quick", action="store_true", help="a smoke run of a few minutes (the 'quick' preset)"
     )

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from collections.abc import Sequence
 
+from sinkbench.cli.parser import CommandParser
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the sweeps; with ``--write`` replace the committed JSON and page, else print the summary lines."""
-    parser = argparse.ArgumentParser(prog="python -m sinkbench.conformance", description=__doc__)
+    parser = CommandParser(prog="python -m sinkbench.conformance", description=__doc__)
     choice = parser.add_mutually_exclusive_group()  # --write records the full sweep only
     choice.add_argument(
         "--write",
