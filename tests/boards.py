@@ -1,5 +1,5 @@
-"""The repository's own board, for the tests that read it: its submissions folder and the paper's six headline
-pairs (Table 1, the ones its Tables 4 and 10 are computed on)."""
+"""The repository's own board, for the tests that read it: its submissions folder, its chart cache and the paper's
+six headline pairs (Table 1, the ones its Tables 4 and 10 are computed on)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ from pathlib import Path
 
 #: The repository's submissions: the real board.
 REPO_SUBMISSIONS = Path(__file__).resolve().parents[1] / "submissions"
+#: The project's chart cache (the site plugin's default, beside ``mkdocs.yml``), which its builds fill: a test that
+#: builds from a copy of the site sources takes its charts from there, and starts no second process to draw them.
+PROJECT_CHART_CACHE = Path(__file__).resolve().parents[1] / ".cache" / "charts"
 #: The paper's (arXiv 2609.00746) Table 10, as transcribed in shared/paper/FACTS.md: the held-out predicted IFEval
 #: delta of each of its six headline pairs (leave-one-pair-out linear fit on S), by entry name.
 TABLE_10_PREDICTED = {

@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
+from boards import PROJECT_CHART_CACHE
 from commands import help_text
 from markupsafe import Markup
 
@@ -191,8 +192,8 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> SiteSources:
 @pytest.fixture(scope="module")
 def site(submissions_dir: Path, sources: SiteSources, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("built") / "site"
-    # the project's chart cache, which its other builds fill: these charts need no second process
-    report = build_site(submissions_dir, out, sources=sources, chart_cache=SOURCES_DIR / ".cache" / "charts")
+    # charts from the project's cache: no second process
+    report = build_site(submissions_dir, out, sources=sources, chart_cache=PROJECT_CHART_CACHE)
     assert report.site_dir == out.resolve()
     return out
 
