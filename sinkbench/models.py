@@ -13,6 +13,7 @@ import functools
 import importlib.util
 import os
 import re
+import struct
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -133,7 +134,12 @@ def dequantized_dir(gguf: Path, cache_dir: Path | None = None, progress: bool = 
         quantized = AutoModelForCausalLM.from_pretrained(
             gguf.parent, gguf_file=gguf.name, dtype=torch.float32, **NO_HUB_KERNELS
         )
-    except (OSError, ValueError, KeyError) as error:  # a truncated file, an architecture the loader lacks
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        struct.error,
+    ) as error:  # a truncated file, an unknown architecture
         raise UserError(f"MODEL {gguf}: cannot be read as a GGUF model ({one_line(error)})") from error
     config = quantized.config
     config.quantization_config = None

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sinkbench.errors import SinkbenchError
+from sinkbench.errors import SinkbenchError, UserError
 
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
@@ -117,6 +117,18 @@ def _decode(raw: bytes) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise UnsafeFileError(f"is not UTF-8 (byte {error.start}).", "save the file as UTF-8") from error
+
+
+def read_text(path: Path) -> str:
+    """A text file's contents, decoded as UTF-8.
+
+    Raises:
+        UserError: the file is not UTF-8, in one line naming it and the fix.
+    """
+    try:
+        return _decode(Path(path).read_bytes())
+    except UnsafeFileError as error:
+        raise UserError(f"{path}: {error.message}", error.fix) from None
 
 
 def read_json(path: Path, limit: int) -> Any:

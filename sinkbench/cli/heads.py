@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from sinkbench.cli import options
-from sinkbench.cli.parser import add_command, arg, exclusive
+from sinkbench.cli.parser import add_command, arg, exclusive, finite_float
 from sinkbench.sink.options import ALL_LAYERS, DEFAULT_TOP_FRAC, ProbeOptions
 
 
@@ -16,9 +16,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         options.model_argument("model to map"),
         options.output("the head map", required=True),
         exclusive(
-            arg("--top-frac", type=float, metavar="F", shown=f"{DEFAULT_TOP_FRAC:g}",
+            arg("--top-frac", type=finite_float, metavar="F", shown=f"{DEFAULT_TOP_FRAC:g}",
                 help="select the top fraction F of heads by median G"),
-            arg("--min-g", type=float, metavar="G", shown="not used",
+            arg("--min-g", type=finite_float, metavar="G", shown="not used",
                 help="select every head whose median G is at least G, instead of --top-frac"),
         ),
         arg("--plot", metavar="FILE.svg", help="also draw a layer x head heatmap", shown="none"),

@@ -19,7 +19,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sinkbench.cli.parser import Argument, arg, group
+from sinkbench.cli.parser import Argument, arg, finite_float, group
 from sinkbench.models import DEFAULT_MODEL, DTYPES
 from sinkbench.sink.options import ProbeOptions
 from sinkbench.sink.prompts import DEFAULT_SET, PACKAGED_SETS
@@ -65,6 +65,7 @@ def model_options(
             if typing.get_origin(kind) is abc.Sequence:
                 kind = _comma_separated
                 cli["shown"] = cli.get("shown") or ",".join(cli["default"])
+            kind = finite_float if kind is float else kind
             typed = {"action": "store_true"} if kind is bool else {} if kind is str else {"type": kind}
             arg(flag, **typed, **cli)(parser)
 

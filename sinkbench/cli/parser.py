@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import inspect
+import math
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -72,6 +73,33 @@ class CommandParser(argparse.ArgumentParser):
                 self.error(f"unknown option {name}{nearest(name, options)}")
             if "=" not in word and len(known) == 1 and options[known[0]].nargs != 0:
                 next(words, None)  # its value
+
+
+def whole_number(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``low`` (to ``high``), e.g. a seed or a port."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low or (high is not None and value > high):
+            bounds = f"from {low} to {high}" if high is not None else f">= {low}"
+            raise argparse.ArgumentTypeError(f"{text} is out of range; give a whole number {bounds}")
+        return value
+
+    return parse
+
+
+def finite_float(text: str) -> float:
+    """An argparse type: a number, neither NaN nor infinite."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text} is not a finite number")
+    return value
 
 
 def arg(*flags: str, help: str, shown: str | None = None, **kwargs: Any) -> Argument:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from sinkbench.cli.extras import require_extra
 from sinkbench.cli.options import FROM_THE_ROOT, SUBMISSIONS, folder, missing_paths
-from sinkbench.cli.parser import add_command, arg, group
+from sinkbench.cli.parser import add_command, arg, group, whole_number
 from sinkbench.leaderboard.sources import EXPERIMENTS_DIR
 
 
@@ -32,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_command(
         actions, "serve", _serve, sources,
         arg("--host", default="127.0.0.1", help="address to listen on"),
-        arg("--port", type=int, default=8000, help="port to listen on"),
+        arg("--port", type=whole_number(0, 65535), default=8000, help="port to listen on"),
         command_label="site serve",
     )  # fmt: skip
 
@@ -48,7 +49,7 @@ def _build(args: argparse.Namespace) -> int:
     require_extra("site")
     from sinkbench.leaderboard.project import build_site
 
-    if missing_paths("site build", [args.submissions], f"{FROM_THE_ROOT}: --submissions DIR"):
+    if _missing_sources("site build", args):
         return 2
     report = build_site(args.submissions, args.out, experiments_dir=args.experiments)
     print(
@@ -67,7 +68,24 @@ def _serve(args: argparse.Namespace) -> int:
     require_extra("site")
     from sinkbench.leaderboard.project import serve_site
 
-    if missing_paths("site serve", [args.submissions], f"{FROM_THE_ROOT}: --submissions DIR"):
+    if _missing_sources("site serve", args):
         return 2
     serve_site(args.submissions, experiments_dir=args.experiments, host=args.host, port=args.port)
     return 0
+
+
+def _missing_sources(command: str, args: argparse.Namespace) -> bool:
+    """Print one line when --submissions is missing, or an --experiments given is not a folder (the default may
+    be absent, in an installed package: the pages then say so); whether either is."""
+    from sinkbench.cli.failures import printable
+
+    if missing_paths(command, [args.submissions], f"{FROM_THE_ROOT}: --submissions DIR"):
+        return True
+    if args.experiments != EXPERIMENTS_DIR and not args.experiments.is_dir():
+        print(
+            f"sinkbench {command}: --experiments {printable(args.experiments)} is not a folder; pass the folder "
+            "holding the experiments (experiments/ at the repository's root)",
+            file=sys.stderr,
+        )
+        return True
+    return False

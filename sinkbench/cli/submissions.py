@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from sinkbench.cli.options import ENTRY_OUTPUT, FROM_THE_ROOT, SUBMISSIONS, folder, keywords, missing_paths
-from sinkbench.cli.parser import add_command, arg
+from sinkbench.cli.parser import add_command, arg, whole_number
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_command(
         subparsers, "aggregate", _aggregate, SUBMISSIONS,
         folder("--out", "output folder, replaced as a whole (a folder sinkbench did not write is refused)"),
-        arg("--seed", type=int, default=0, help="seed of the bootstrap and permutation tests"),
+        arg("--seed", type=whole_number(0), default=0, help="seed of the bootstrap and permutation tests"),
     )  # fmt: skip
     add_command(
         subparsers, "import-reported", _import_reported,

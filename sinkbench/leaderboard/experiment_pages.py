@@ -15,6 +15,7 @@ from pathlib import Path
 from sinkbench.errors import UserError
 from sinkbench.leaderboard.consistency import Fact, FactBook, basis_signature, fact_key, model_ref
 from sinkbench.leaderboard.content import BackboneView, OtherScore, OwnScore, Shown
+from sinkbench.safe_io import read_text
 
 #: The folder of an experiment holding its page.
 PAGE_FOLDER = "page"
@@ -39,7 +40,7 @@ def experiment_pages(folder: Path | None, expected: Sequence[str] = ()) -> Exper
     """Every file under ``folder/*/page/`` (None: none), and a short note for each ``expected`` page none gives.
 
     Raises:
-        UserError: a file there is a link, or two experiments publish the same path.
+        UserError: a file there is a link, a page is not UTF-8, or two experiments publish the same path.
     """
     pages: dict[str, str] = {}
     files: dict[str, Path] = {}
@@ -55,7 +56,7 @@ def experiment_pages(folder: Path | None, expected: Sequence[str] = ()) -> Exper
             if path in pages or path in files:
                 raise UserError(f"{source}: {path} is published by two experiments. Fix: rename one of them")
             if source.suffix == ".md":
-                pages[path] = source.read_text(encoding="utf-8")
+                pages[path] = read_text(source)
             else:
                 files[path] = source
     where = f"`{folder.as_posix()}`" if folder else "this build (no experiments folder given)"

@@ -171,6 +171,8 @@ class IntervalOptions:
     def __post_init__(self) -> None:
         if not (isinstance(self.resamples, int) and self.resamples >= 0):
             raise UserError(f"resamples must be a whole number >= 0, got {self.resamples!r}")
+        if not (isinstance(self.seed, int) and self.seed >= 0):
+            raise UserError(f"the bootstrap's seed must be a whole number >= 0, got {self.seed!r}")
         if not 0.0 < self.confidence < 1.0:
             raise UserError(f"confidence must lie strictly between 0 and 1, got {self.confidence!r}")
 

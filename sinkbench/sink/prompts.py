@@ -12,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 
 from sinkbench.errors import UserError
+from sinkbench.safe_io import read_text
 
 #: Most prompts a calibration file may hold.
 MAX_PROMPTS = 10_000
@@ -47,7 +48,7 @@ def load_calibration(spec: str | Path | None = None) -> CalibrationSet:
             raise FileNotFoundError(
                 f"Calibration prompts {name!r} are neither a packaged set ({', '.join(PACKAGED_SETS)}) nor a file."
             )
-        prompts = _parse_prompts(file.read_text("utf-8"), name, jsonl=file.suffix in (".jsonl", ".json"))
+        prompts = _parse_prompts(read_text(file), name, jsonl=file.suffix in (".jsonl", ".json"))
     digest = hashlib.sha256(json.dumps(prompts, ensure_ascii=False).encode("utf-8")).hexdigest()
     return CalibrationSet(name, tuple(prompts), digest)
 

@@ -302,7 +302,13 @@ def _copy_run(run: Run, model: Model, target: Path, shown: str) -> list[dict[str
 def _copy_profile(profile: Path | None, model: Model, folder: Path) -> list[dict[str, str]]:
     if profile is None:
         return []
-    clean, changed = redact(_read_json(profile, "sink_profile"), model_id=model.id, file="sink_profile.json")
+    data = _read_json(profile, "sink_profile")
+    if not isinstance(data, dict):
+        raise SubmitError(
+            f"{profile}: <file>: is a JSON {type(data).__name__}, not an object. Fix: pass the report "
+            "`sinkbench screen --output` wrote"
+        )
+    clean, changed = redact(data, model_id=model.id, file="sink_profile.json")
     if isinstance(clean.get("model"), dict) and clean["model"].get("source") in ("dir", "gguf"):
         clean["model"]["id"] = model.id
     (folder / "sink_profile.json").write_text(json.dumps(clean, indent=2) + "\n", encoding="utf-8")

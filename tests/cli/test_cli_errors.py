@@ -224,3 +224,55 @@ def test_a_model_that_cannot_be_used_is_one_line_with_the_fix(
     logging.set_verbosity(verbosity)
     last = printed.err.strip().splitlines()[-1]  # transformers' loading bar may come first
     assert last.startswith("sinkbench ") and expected.format(**values) in last, printed.err
+
+
+#: An option value out of its range: refused by the parser (exit 2, naming the option) before anything is loaded.
+OUT_OF_RANGE = {
+    "aggregate --seed": (["aggregate", "--out", "{tmp}/tables", "--seed", "-1"], "--seed: -1 is out of range"),
+    "site serve --port": (["site", "serve", "--port", "99999"], "--port: 99999 is out of range"),
+    "heads --min-g": (["heads", "--output", "{tmp}/h.json", "--min-g", "nan"], "--min-g: nan is not a finite number"),
+    "buckets --threshold": (
+        ["buckets", "a", "--samples", "{tmp}/s.jsonl", "--threshold", "inf"], "--threshold: inf is not a finite number"
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(OUT_OF_RANGE))
+def test_an_option_value_out_of_range_is_refused_before_anything_runs(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv, expected = OUT_OF_RANGE[case]
+    with pytest.raises(SystemExit) as stopped:
+        main([part.format(tmp=tmp_path) for part in argv])
+    assert stopped.value.code == 2
+    assert f"error: argument {expected}" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_negative_bootstrap_seed_is_one_line_before_the_model_loads(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sinkbench import models
+
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("the model was loaded"))
+    assert main(["screen", "--seed", "-1", "--against", "none"]) == 1
+    assert capsys.readouterr().err == (
+        "sinkbench screen: the bootstrap's seed must be a whole number >= 0, got -1\n"
+    )
+
+
+@pytest.mark.parametrize("action", ["build", "serve"])
+@pytest.mark.parametrize("given", ["missing", "a-file"])
+def test_an_experiments_folder_that_is_not_one_is_refused(
+    action: str, given: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mistyped --experiments is refused (the site would build with its pages saying there are no results)."""
+    if given == "a-file":
+        (tmp_path / given).write_text("not a folder", encoding="utf-8")
+    argv = ["site", action, "--submissions", str(FIXTURES), "--experiments", str(tmp_path / given)]
+    assert main([*argv, *(["--out", str(tmp_path / "site")] if action == "build" else [])]) == 2
+    assert capsys.readouterr().err == (
+        f"sinkbench site {action}: --experiments {tmp_path / given} is not a folder; pass the folder holding the "
+        "experiments (experiments/ at the repository's root)\n"
+    )
+    assert not (tmp_path / "site").exists()

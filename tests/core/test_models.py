@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import time
 
 import pytest
 
 from sinkbench import models
 from sinkbench.errors import ModelNotSupported, UserError
-from sinkbench.models import DEFAULT_MODEL, embedded_gguf_path, load_model, resolve_model
+from sinkbench.models import DEFAULT_MODEL, dequantized_dir, embedded_gguf_path, load_model, resolve_model
 from sinkbench.sink.options import ProbeOptions
 from sinkbench.sink.prompts import load_prompts
 
@@ -37,6 +38,19 @@ def test_resolve_names_what_is_wrong_with_a_spec(tmp_path, monkeypatch, spec, me
     monkeypatch.chdir(tmp_path)
     with pytest.raises(UserError, match=message):
         resolve_model(spec)
+
+
+@pytest.mark.parametrize(
+    "content", [b"", b"GGUF\0garbage"]
+)  # empty; the right magic, then a truncated header
+def test_a_broken_gguf_file_is_one_line_naming_it(tmp_path, content):
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(content)
+    with pytest.raises(
+        UserError, match=rf"^MODEL {re.escape(str(broken))}: cannot be read as a GGUF model \("
+    ):
+        dequantized_dir(broken, cache_dir=tmp_path / "cache", progress=False)
+    assert not (tmp_path / "cache").exists()
 
 
 def test_resolve_rejects_folders_that_are_not_models(tmp_path):

@@ -45,6 +45,17 @@ def test_a_link_or_a_path_published_twice_is_refused(tmp_path: Path) -> None:
         experiment_pages(tmp_path)
 
 
+def test_a_page_that_is_not_utf8_is_one_line_naming_it(tmp_path: Path) -> None:
+    _page(tmp_path / "one", {"one.md": "# One\n"})
+    (tmp_path / "one" / "page" / "one.md").write_bytes(b"# One \xff\n")
+    with pytest.raises(UserError) as refused:
+        experiment_pages(tmp_path)
+    assert (
+        str(refused.value)
+        == f"{tmp_path}/one/page/one.md: is not UTF-8 (byte 6). Fix: save the file as UTF-8"
+    )
+
+
 def test_the_site_publishes_the_pages_and_refuses_one_that_replaces_a_board_page(tmp_path: Path) -> None:
     experiments = tmp_path / "experiments"
     _page(experiments / "study", {"training.md": "# Study\n\nMeasured 1.5.\n", "plots/study.svg": "<svg/>"})

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from tiny_models import tiny_causal_lm, tiny_tokenizer
 
+from sinkbench.errors import UserError
 from sinkbench.sink.options import ProbeOptions
 from sinkbench.sink.prompts import PACKAGED_SETS, load_calibration, load_prompts
 
@@ -69,6 +70,15 @@ def test_bad_prompt_files_name_file_and_line(tmp_path, content, message):
     path.write_text(content)
     with pytest.raises(ValueError, match=message):
         load_prompts(path)
+
+
+@pytest.mark.parametrize("name", ["p.jsonl", "p.txt"])
+def test_a_prompt_file_that_is_not_utf8_names_it_and_the_fix(tmp_path, name):
+    path = tmp_path / name
+    path.write_bytes(b"ok\n\xff\n")
+    with pytest.raises(UserError) as refused:
+        load_prompts(path)
+    assert str(refused.value) == f"{path}: is not UTF-8 (byte 3). Fix: save the file as UTF-8"
 
 
 def test_missing_prompt_file(tmp_path):

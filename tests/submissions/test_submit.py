@@ -487,6 +487,18 @@ def test_a_bad_option_is_refused_by_its_field_before_anything_is_written(runs, t
     assert not (out / "pairs").exists() and not [p for p in out.iterdir() if p.name != ".submissions.lock"]
 
 
+@pytest.mark.slow  # three lm_eval runs, each in a fresh interpreter (the runs fixture)
+def test_a_profile_that_is_not_a_json_object_is_one_line(runs, tmp_path, capsys) -> None:
+    profile, out = tmp_path / "profile.json", tmp_path / "submissions"
+    profile.write_text("[]", encoding="utf-8")
+    assert main(_pair_args(runs, out, *REFERENCE_ID, "--profile", str(profile))) == 1
+    assert capsys.readouterr().err == (
+        f"sinkbench submit: {profile}: <file>: is a JSON list, not an object. "
+        "Fix: pass the report `sinkbench screen --output` wrote\n"
+    )
+    assert not (out / "pairs").exists()
+
+
 def test_the_schema_version_has_one_home() -> None:
     root = Path(__file__).resolve().parents[2]
     writers = [
