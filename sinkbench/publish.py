@@ -4,7 +4,8 @@
 one atomic, durable step (:func:`sinkbench.safe_io.install_directory`). An exclusive ``flock`` on ``.<out>.lock``
 keeps a second writer out (it fails at once, in one line), and the ``.<out>.staging-*`` folders a killed run left
 are deleted under it. ``out`` is refused when it exists and lacks :data:`MARKER` (a mistyped ``--out`` never
-replaces a user's folder) or holds a read-only folder (the old output could not be deleted). Operating-system
+replaces a user's folder), when its marker names another kind of output (the tables never replace a site or a
+checkpoint folder), or when it holds a read-only folder (the old output could not be deleted). Operating-system
 errors become :class:`PublishError`: one line naming the path and the reason.
 """
 
@@ -12,11 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Literal, TextIO
 
 from sinkbench.errors import SinkbenchError, UserError
 from sinkbench.safe_io import created_mode, install_directory, overlap, scratch_folder, staging_prefix
@@ -26,8 +28,10 @@ try:
 except ImportError:  # not POSIX: no lock
     fcntl = None
 
-#: The file that marks a folder as an output of sinkbench (safe to replace).
+#: The file that marks a folder as an output of sinkbench (safe to replace by an output of its kind).
 MARKER = ".sinkbench-output"
+#: What a published folder holds: ``aggregate``'s tables, a built site, or an intervention's checkpoints.
+OutputKind = Literal["tables", "site", "checkpoints"]
 
 
 class PublishError(SinkbenchError, OSError):
@@ -98,8 +102,9 @@ def _folder_mode(out: Path) -> int:
         return created_mode(0o777)
 
 
-def _check_owned(out: Path) -> None:
-    """Refuse to replace anything but a missing folder, an empty one, or an earlier output of sinkbench."""
+def _check_owned(out: Path, kind: OutputKind) -> None:
+    """Refuse to replace anything but a missing folder, an empty one, or an earlier output of sinkbench of
+    ``kind`` (a marker that names no kind, written before kinds were, counts as any)."""
     if not os.path.lexists(out):
         return
     if out.is_symlink() or not out.is_dir():
@@ -109,6 +114,11 @@ def _check_owned(out: Path) -> None:
             f"{out} exists and was not written by sinkbench (no {MARKER} in it); choose a new or empty --out, "
             "or remove that folder first"
         )
+    written = _written_kind(out / MARKER)
+    if written not in (None, kind):
+        raise PublishError(
+            f"{out} holds sinkbench's {written}, not {kind}; choose another --out, or remove that folder first"
+        )
     locked = next((folder for folder, _, _ in os.walk(out) if not os.access(folder, os.W_OK | os.X_OK)), None)
     if locked is not None:
         raise PublishError(
@@ -117,19 +127,30 @@ def _check_owned(out: Path) -> None:
         )
 
 
+def _written_kind(marker: Path) -> str | None:
+    """The kind of output a :data:`MARKER` file names, or None (none named, or no marker)."""
+    with contextlib.suppress(OSError), marker.open("rb") as stream:
+        found = re.match(rb"written by sinkbench \((\w+)\)", stream.read(100))
+        return found.group(1).decode() if found else None
+    return None
+
+
 @contextlib.contextmanager
-def publishing(out: Path) -> Iterator[Path]:
-    """Yield an empty staging folder, published as ``out`` when the block succeeds (see the module docstring);
-    PublishError when ``out`` is locked by another run, is not a sinkbench output, or cannot be written."""
+def publishing(out: Path, kind: OutputKind) -> Iterator[Path]:
+    """Yield an empty staging folder, published as ``out`` (holding ``kind``) when the block succeeds (see the
+    module docstring); PublishError when ``out`` is locked by another run, is not a sinkbench output of ``kind``, or
+    cannot be written."""
     out = Path(os.path.abspath(out))
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         with exclusive(out):
-            _check_owned(out)
+            _check_owned(out, kind)
             staging = scratch_folder(out)
             try:
                 yield staging
-                (staging / MARKER).write_text("written by sinkbench; the next run replaces this folder\n")
+                (staging / MARKER).write_text(
+                    f"written by sinkbench ({kind}); the next run that writes {kind} replaces this folder\n"
+                )
                 staging.chmod(_folder_mode(out))
                 install_directory(staging, out, replace=True)
             finally:

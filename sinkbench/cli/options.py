@@ -172,6 +172,24 @@ def missing_paths(command: str, paths: Sequence[Path], fix: str) -> bool:
     return bool(missing)
 
 
+def holds_no_entry(command: str, root: Path, option: str = "--submissions") -> bool:
+    """Print one line when the submissions root ``root`` holds no entry folder (``pairs/NAME/``,
+    ``backbones/NAME/``); whether it holds none. An empty board is far more often a mistyped folder than a board,
+    and its tables or site would replace full ones."""
+    from sinkbench.cli.failures import printable
+    from sinkbench.submissions.catalogue import KIND_OF_FOLDER
+
+    kinds = [root / kind for kind in KIND_OF_FOLDER if (root / kind).is_dir()]
+    if any(child.is_dir() for kind in kinds for child in kind.iterdir()):
+        return False
+    print(
+        f"sinkbench {command}: no entry in {printable(root)} (no pairs/NAME/ or backbones/NAME/ folder); pass "
+        f"the submissions root that holds them as {option} DIR",
+        file=sys.stderr,
+    )
+    return True
+
+
 def folder(option: str, help: str, default: str | Path | None = None, shown: str | None = None) -> Argument:
     """A folder option, ``option DIR``; required when ``default`` is None."""
     where = {"required": True} if default is None else {"default": Path(default)}

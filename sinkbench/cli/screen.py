@@ -61,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if wanted and against is not None and options.holds_no_entry("screen", against, "--against"):
+        return 1
     from sinkbench.screen import screen
 
     _, text = screen(

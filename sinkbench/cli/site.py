@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from sinkbench.cli.extras import require_extra
-from sinkbench.cli.options import FROM_THE_ROOT, SUBMISSIONS, folder, missing_paths
+from sinkbench.cli.options import FROM_THE_ROOT, SUBMISSIONS, folder, holds_no_entry, missing_paths
 from sinkbench.cli.parser import add_command, arg, group, whole_number
 from sinkbench.leaderboard.sources import EXPERIMENTS_DIR
 
@@ -51,6 +51,8 @@ def _build(args: argparse.Namespace) -> int:
 
     if _missing_sources("site build", args):
         return 2
+    if holds_no_entry("site build", args.submissions):
+        return 1
     report = build_site(args.submissions, args.out, experiments_dir=args.experiments)
     print(
         f"Built {report.pages} pages, {report.plots} charts and {report.raw_files} raw files into "

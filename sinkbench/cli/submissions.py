@@ -6,7 +6,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from sinkbench.cli.options import ENTRY_OUTPUT, FROM_THE_ROOT, SUBMISSIONS, folder, keywords, missing_paths
+from sinkbench.cli.options import (
+    ENTRY_OUTPUT,
+    FROM_THE_ROOT,
+    SUBMISSIONS,
+    folder,
+    holds_no_entry,
+    keywords,
+    missing_paths,
+)
 from sinkbench.cli.parser import add_command, arg, whole_number
 
 
@@ -72,6 +80,8 @@ def _aggregate(args: argparse.Namespace) -> int:
 
     if missing_paths("aggregate", [args.submissions], f"{FROM_THE_ROOT}: --submissions DIR"):
         return 2
+    if holds_no_entry("aggregate", args.submissions):
+        return 1
     tables = aggregate_submissions(args.submissions, args.out, seed=args.seed)
     for row in tables.correlations.itertuples():
         print(

@@ -174,7 +174,7 @@ def write_intervention(
     head = {**report_header(), "intervention": spec.kind}
     head["inputs"] = {role: item.info.to_dict() for role, item in loaded.items()}
     sweep = spec.sweep(parameters)
-    with publishing(out) as staging:
+    with publishing(out, "checkpoints") as staging:
         inputs = None if probe is None else {role: measured(item) for role, item in loaded.items()}
         run = Run(parameters, loaded, progress, inputs)
         for folder, model, record in spec.transform(run):

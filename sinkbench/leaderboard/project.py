@@ -77,7 +77,7 @@ def build_site(
     sources = sources or SiteSources()
     sources.check()
     refuse_overlap(out_dir, submissions_dir, "--submissions")
-    with publishing(Path(out_dir)) as site_dir:
+    with publishing(Path(out_dir), "site") as site_dir:
         plugins = _plugins(sources, submissions_dir, experiments_dir, seed)
         if chart_cache is not None:
             plugins[PLUGIN_NAME]["chart_cache"] = str(Path(chart_cache).absolute())

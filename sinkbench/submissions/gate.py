@@ -171,6 +171,26 @@ def load_valid_entries(root: Path | str) -> tuple[Entry, ...]:
     return loaded.entries
 
 
+def refuse_entry_folder(out: Path) -> None:
+    """Refuse an ``--out`` that entries cannot go into: a kind folder (``pairs/``, ``backbones/``), an entry, or
+    a folder of an entry (an entry goes into a submissions root, under its kind's folder).
+
+    Raises:
+        UserError: one line naming ``--out`` and what to pass instead.
+    """
+    if out.name in KIND_OF_FOLDER:
+        raise UserError(
+            f"--out {out} is the {out.name}/ folder of a submissions root; pass the root that holds it "
+            f"({out.parent})"
+        )
+    for folder in (out, out.parent):
+        if (folder / "metadata.json").is_file():
+            raise UserError(
+                f"--out {out} is inside the entry {folder}; pass the submissions root that holds pairs/ and "
+                "backbones/"
+            )
+
+
 #: Every rule on one entry, in the order their problems are listed.
 ENTRY_RULES: tuple[EntryRule, ...] = (
     metadata.rule_kind_matches_folder,

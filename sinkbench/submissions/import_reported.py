@@ -28,7 +28,7 @@ from sinkbench.publish import exclusive
 from sinkbench.safe_io import UnsafeFileError, check_size, install_directory, scratch_folder
 from sinkbench.submissions import SubmissionsInvalid, load_entry, load_submissions
 from sinkbench.submissions.entry import Entry, Problem
-from sinkbench.submissions.gate import run_rules
+from sinkbench.submissions.gate import refuse_entry_folder, run_rules
 from sinkbench.submissions.metadata_rules import rule_no_duplicates
 from sinkbench.submissions.read_entry import validation_problems
 from sinkbench.submissions.schema import ENTRY_NAME_PATTERN, SCHEMA_VERSION, PairMetadata, metadata_json
@@ -347,7 +347,9 @@ def import_reported(
     Raises:
         ImportFailed: any problem in the CSV or the entries built from it, or an existing entry
             without ``force``; nothing is written then.
+        sinkbench.errors.UserError: ``out_dir`` is an entry, a folder of one, or a kind folder.
     """
+    refuse_entry_folder(out_dir)
     groups, problems = _group(csv_path, csv_path.name)
     # Nothing goes into out_dir until every entry passes.
     with tempfile.TemporaryDirectory(prefix="sinkbench-import-") as built:

@@ -26,7 +26,13 @@ from sinkbench.models import cached_gguf
 from sinkbench.safe_io import UnsafeFileError, file_sha256, install_directory, read_json
 from sinkbench.submissions.catalogue import FOLDER_OF_KIND, FORMAT_TASKS, IFEVAL_TASK, SINK_TASK
 from sinkbench.submissions.facts import model_args
-from sinkbench.submissions.gate import SubmissionsInvalid, load_entry, load_submissions, run_rules
+from sinkbench.submissions.gate import (
+    SubmissionsInvalid,
+    load_entry,
+    load_submissions,
+    refuse_entry_folder,
+    run_rules,
+)
 from sinkbench.submissions.lm_eval_rules import detect_qk_norm
 from sinkbench.submissions.local_paths import redact
 from sinkbench.submissions.metadata_rules import rule_no_duplicates
@@ -338,6 +344,7 @@ def _stage_and_install(
         raise SubmitError(
             f"--name {name!r} is not an entry name: use a-z, 0-9, '.', '_', '-' (e.g. qwen3-vl-8b)"
         )
+    refuse_entry_folder(out)
     kind_folder = FOLDER_OF_KIND[fields["kind"]]
     target = out / kind_folder / name
     schema = PairMetadata if fields["kind"] == "pair" else BackboneMetadata

@@ -21,6 +21,6 @@ def aggregate_submissions(submissions_dir: Path, out_dir: Path, *, seed: int = 0
     """
     refuse_overlap(out_dir, submissions_dir, "--submissions")
     tables = build_tables(load_valid_entries(submissions_dir), seed=seed)
-    with publishing(Path(out_dir)) as staging:
+    with publishing(Path(out_dir), "tables") as staging:
         write_tables(tables, staging)
     return tables

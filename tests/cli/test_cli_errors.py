@@ -276,3 +276,27 @@ def test_an_experiments_folder_that_is_not_one_is_refused(
         "experiments (experiments/ at the repository's root)\n"
     )
     assert not (tmp_path / "site").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["aggregate", "--submissions", "{empty}", "--out", "{tmp}/tables"], "--submissions"),
+        (["site", "build", "--submissions", "{empty}", "--out", "{tmp}/site"], "--submissions"),
+        (["screen", "--against", "{empty}"], "--against"),
+    ],
+    ids=["aggregate", "site build", "screen"],
+)
+def test_a_submissions_folder_without_entries_is_refused(
+    argv: list[str], option: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty board is far more often a mistyped folder: it would publish empty tables or an empty site."""
+    empty = tmp_path / "empty"
+    (empty / "pairs").mkdir(parents=True)
+    assert main([part.format(empty=empty, tmp=tmp_path) for part in argv]) == 1
+    command = " ".join(argv[:2]) if argv[0] == "site" else argv[0]
+    assert capsys.readouterr().err == (
+        f"sinkbench {command}: no entry in {empty} (no pairs/NAME/ or backbones/NAME/ folder); pass the "
+        f"submissions root that holds them as {option} DIR\n"
+    )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["empty"]

@@ -493,6 +493,33 @@ def test_an_out_that_sinkbench_did_not_write_is_refused_and_kept(
     assert os.path.islink(out) == (kind == "a link to an output")
 
 
+def test_an_output_of_another_kind_is_refused_and_kept(
+    references: References, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mistyped --out naming another command's output is not replaced: the tables never replace a site, a site
+    never replaces the tables, and neither replaces an intervention's checkpoints."""
+    site, tables, checkpoints = tmp_path / "site", tmp_path / "tables", tmp_path / "checkpoints"
+    shutil.copytree(references["site build/new"], site)
+    shutil.copytree(references["aggregate/new"], tables)
+    with publish.publishing(checkpoints, "checkpoints") as staging:
+        (staging / "intervention.json").write_text("{}\n", encoding="utf-8")
+    for command, out, kind, held in (
+        (AGGREGATE, site, "tables", "site"),
+        (SITE, tables, "site", "tables"),
+        (AGGREGATE, checkpoints, "tables", "checkpoints"),
+        (SITE, checkpoints, "site", "checkpoints"),
+    ):
+        before = snapshot(out)
+        capsys.readouterr()
+        assert main(command.argv(references["new"], out)) == 1
+        assert capsys.readouterr().err == (
+            f"sinkbench {command.name}: {out} holds sinkbench's {held}, not {kind}; choose another --out, or remove "
+            "that folder first\n"
+        )
+        assert snapshot(out) == before
+    assert main(SITE.argv(references["new"], site)) == 0  # its own kind it replaces
+
+
 def test_leftovers_are_matched_by_name_not_by_pattern(references: References, tmp_path: Path) -> None:
     """An ``--out`` named like a glob pattern cleans up its own leftovers only, not another output's."""
     other = tmp_path / ".out-other.staging-abc"

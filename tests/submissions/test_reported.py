@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from sinkbench.cli import main
+from sinkbench.errors import UserError
 from sinkbench.submissions import load_submissions
 from sinkbench.submissions.import_reported import ImportFailed, entry_name, import_reported
 from sinkbench.tables.build import build_tables
@@ -127,6 +128,27 @@ def test_duplicate_of_an_existing_vlm_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ImportFailed) as raised:
         import_reported(write_csv(tmp_path / "b.csv", [ROW]), source=SOURCE, out_dir=out)
     assert "already submitted as s/pairs/renamed" in raised.value.problems[0].message
+
+
+@pytest.mark.parametrize("where", ["pairs", "pairs/entry", "pairs/entry/vlm"])
+def test_an_out_that_is_not_a_submissions_root_is_refused_and_nothing_is_written(
+    tmp_path: Path, where: str
+) -> None:
+    """An --out that names the pairs/ folder, an entry or a folder of one would nest the new entries inside."""
+    out = tmp_path / "s"
+    (out / "pairs" / "entry" / "vlm").mkdir(parents=True)
+    (out / "pairs" / "entry" / "metadata.json").write_text("{}", encoding="utf-8")
+    before = sorted(out.rglob("*"))
+    given = out / where
+    expected = (
+        f"--out {given} is the pairs/ folder of a submissions root; pass the root that holds it ({out})"
+        if where == "pairs"
+        else f"--out {given} is inside the entry {out / 'pairs' / 'entry'}; pass the submissions root"
+    )
+    with pytest.raises(UserError) as refused:
+        import_reported(write_csv(tmp_path / "a.csv", [ROW]), source=SOURCE, out_dir=given)
+    assert str(refused.value).startswith(expected)
+    assert sorted(out.rglob("*")) == before
 
 
 def test_entry_names_are_safe() -> None:
