@@ -318,13 +318,31 @@ def _stage(
 
 
 def _conflicts(entries: Sequence[Entry], out_dir: Path, *, force: bool) -> list[Problem]:
-    """Existing entries that would be overwritten (without ``force``) and duplicates of existing VLMs."""
+    """Existing entries that would be overwritten (without ``force``; a measured one, which holds more than its
+    ``metadata.json``, even with it) and duplicates of existing VLMs."""
     names = {entry.name for entry in entries}
-    problems = [
-        Problem(entry.directory, "", "already exists.", "pass --force to replace it, or remove it first")
-        for entry in entries
-        if os.path.lexists(out_dir / "pairs" / entry.name) and not force
-    ]
+    problems = []
+    for entry in entries:
+        folder = out_dir / "pairs" / entry.name
+        if not os.path.lexists(folder):
+            continue
+        measured = folder.is_dir() and any(path.name != "metadata.json" for path in folder.iterdir())
+        if not force:
+            problems.append(
+                Problem(
+                    entry.directory, "", "already exists.", "pass --force to replace it, or remove it first"
+                )
+            )
+        elif measured and not folder.is_symlink():
+            problems.append(
+                Problem(
+                    entry.directory,
+                    "",
+                    "is a measured entry (it holds results files, not only metadata.json); reported numbers never "
+                    "replace measured ones.",
+                    "name the VLM's entry differently, or remove the measured entry yourself first",
+                )
+            )
     existing = [entry for entry in load_submissions(out_dir).entries if entry.name not in names]
     problems.extend(rule_no_duplicates([*existing, *entries]))
     return problems

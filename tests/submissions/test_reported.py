@@ -130,6 +130,23 @@ def test_duplicate_of_an_existing_vlm_is_refused(tmp_path: Path) -> None:
     assert "already submitted as s/pairs/renamed" in raised.value.problems[0].message
 
 
+def test_force_never_replaces_a_measured_entry(tmp_path: Path) -> None:
+    out = tmp_path / "s"
+    import_reported(write_csv(tmp_path / "a.csv", [ROW]), source=SOURCE, out_dir=out)
+    measured = out / "pairs" / "vlm-a" / "vlm"
+    measured.mkdir()
+    (measured / "results.json").write_text("{}", encoding="utf-8")  # as a measured entry's run folder
+    before = sorted((path, path.read_bytes() if path.is_file() else b"") for path in out.rglob("*"))
+    with pytest.raises(ImportFailed) as raised:
+        import_reported(write_csv(tmp_path / "b.csv", [ROW]), source=SOURCE, out_dir=out, force=True)
+    (problem,) = raised.value.problems
+    assert (
+        problem.message.startswith("is a measured entry")
+        and "remove the measured entry yourself" in problem.fix
+    )
+    assert sorted((path, path.read_bytes() if path.is_file() else b"") for path in out.rglob("*")) == before
+
+
 @pytest.mark.parametrize("where", ["pairs", "pairs/entry", "pairs/entry/vlm"])
 def test_an_out_that_is_not_a_submissions_root_is_refused_and_nothing_is_written(
     tmp_path: Path, where: str
