@@ -97,6 +97,17 @@ class AblationParameters:
         ABLATION_SETTINGS, "single (each norm alone) and/or joint (all at once), comma-separated", metavar="S"
     )
 
+    def __post_init__(self) -> None:
+        """Refuse what no model could run, before one loads (the widest K a model allows is checked on it)."""
+        if self.kinds is not None and not self.kinds:
+            raise UserError("--norms names no norm; name one or more, or leave it out for the paper's")
+        if self.top_k < 1:
+            raise UserError(f"--top-k {self.top_k}: choose 1 or more channels")
+        unknown = sorted(set(self.settings) - set(ABLATION_SETTINGS))
+        if unknown or not self.settings:
+            named = ", ".join(unknown) if unknown else "names no setting"
+            raise UserError(f"--settings {named}: choose from {', '.join(ABLATION_SETTINGS)}")
+
 
 @dataclass(frozen=True)
 class MergeParameters:

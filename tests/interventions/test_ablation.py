@@ -79,8 +79,23 @@ def test_single_and_joint_settings() -> None:
         "input_layernorm": ("input_layernorm",)
     }  # joint would repeat it
     assert ablation_settings(["a", "b"], ["joint"]) == {"joint": ("a", "b")}
-    with pytest.raises(UserError, match="--settings both: choose from single, joint"):
-        ablation_settings(["a"], ["both"])
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"settings": ["both"]}, "--settings both: choose from single, joint"),
+        ({"settings": []}, "--settings names no setting: choose from single, joint"),
+        ({"top_k": 0}, "--top-k 0: choose 1 or more channels"),
+        ({"kinds": []}, "--norms names no norm; name one or more, or leave it out for the paper's"),
+    ],
+)
+def test_parameters_no_model_could_run_are_refused_before_one_loads(changes: dict, message: str) -> None:
+    from sinkbench.interventions.settings import AblationParameters
+
+    with pytest.raises(UserError) as refused:
+        AblationParameters(**changes)
+    assert str(refused.value) == message
 
 
 def test_the_paper_norms_the_model_has_are_the_default() -> None:
