@@ -7,7 +7,10 @@ an exit status: :mod:`sinkbench.cli.failures`, and for the stock ``lm_eval`` :mo
 
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Sequence
+from pathlib import Path
 
 
 def _collapsed(error: BaseException, limit: int) -> str:
@@ -51,3 +54,14 @@ class ProblemsFound(UserError):
 
 class ModelNotSupported(UserError):
     """A model that sinkbench cannot measure or extract; the message names its model type and the reason."""
+
+
+def os_reason(error: OSError) -> str:
+    """Why an operating-system call failed, in words: its reason, or the file that stands where a folder is
+    needed (making a folder there reports only "File exists" or "Not a directory")."""
+    path = os.fsdecode(error.filename) if isinstance(error.filename, (str, bytes)) else None
+    if path and error.errno in (errno.EEXIST, errno.ENOTDIR):
+        blocking = next((folder for folder in (Path(path), *Path(path).parents) if folder.is_file()), None)
+        if blocking is not None:
+            return f"{blocking} is a file, not a folder"
+    return error.strerror or str(error)

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal, TextIO
 
-from sinkbench.errors import SinkbenchError, UserError
+from sinkbench.errors import SinkbenchError, UserError, os_reason
 from sinkbench.safe_io import created_mode, install_directory, overlap, scratch_folder, staging_prefix
 
 try:
@@ -165,4 +165,4 @@ def _os_error_line(out: Path, error: OSError) -> str:
     """One line naming ``out``, the reason, and the path that failed when it is another one (a scratch folder)."""
     failed = os.fsdecode(error.filename) if isinstance(error.filename, (str, bytes)) else None
     at = f" (at {failed})" if failed and failed not in (str(out), str(out.parent)) else ""
-    return f"cannot write {out}: {error.strerror or error}{at}"
+    return f"cannot write {out}: {os_reason(error)}{at}"

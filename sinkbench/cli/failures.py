@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from sinkbench.errors import ProblemsFound, SinkbenchError
+from sinkbench.errors import ProblemsFound, SinkbenchError, os_reason
 from sinkbench.submissions import SubmissionsInvalid
 
 #: Exit status of a command stopped with Ctrl-C (128 + SIGINT, as a shell reports it).
@@ -32,8 +32,10 @@ def run_command(command: str, handler: Callable[[], int]) -> int:
     except SinkbenchError as error:
         print(printable(f"sinkbench {command}: {error}"), file=sys.stderr)
     except OSError as error:
-        where = f"{os.fsdecode(error.filename)}: " if isinstance(error.filename, (str, bytes)) else ""
-        print(printable(f"sinkbench {command}: {where}{error.strerror or error}"), file=sys.stderr)
+        path = os.fsdecode(error.filename) if isinstance(error.filename, (str, bytes)) else ""
+        reason = os_reason(error)
+        where = f"{path}: " if path and not reason.startswith(path) else ""
+        print(printable(f"sinkbench {command}: {where}{reason}"), file=sys.stderr)
     except KeyboardInterrupt:
         print(f"sinkbench {command}: interrupted", file=sys.stderr)
         return INTERRUPTED

@@ -300,3 +300,20 @@ def test_a_submissions_folder_without_entries_is_refused(
         f"submissions root that holds them as {option} DIR\n"
     )
     assert sorted(path.name for path in tmp_path.iterdir()) == ["empty"]
+
+
+def test_a_file_where_a_folder_is_needed_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Making a folder under a file, or where a file is, reports "File exists": the line names the file instead."""
+    from sinkbench.cli.failures import run_command
+
+    blocking = tmp_path / "a-file"
+    blocking.write_text("not a folder", encoding="utf-8")
+    out = blocking / "tables"
+    assert main(["aggregate", "--submissions", str(FIXTURES), "--out", str(out)]) == 1
+    assert (
+        capsys.readouterr().err
+        == f"sinkbench aggregate: cannot write {out}: {blocking} is a file, not a folder\n"
+    )
+    assert run_command("submit", lambda: blocking.mkdir(parents=True, exist_ok=True)) == 1
+    assert capsys.readouterr().err == f"sinkbench submit: {blocking} is a file, not a folder\n"
+    assert blocking.read_text(encoding="utf-8") == "not a folder"
