@@ -21,7 +21,7 @@ import numpy as np
 from sinkbench.errors import UserError
 from sinkbench.numbers import finite_or_none
 from sinkbench.provenance import report_header
-from sinkbench.safe_io import write_json_atomic
+from sinkbench.safe_io import write_json_atomic, write_text_atomic
 from sinkbench.sink.metrics import G_THRESHOLD, SHARE_G_ABOVE
 from sinkbench.sink.options import ALL_LAYERS, DEFAULT_TOP_FRAC, ProbeOptions
 from sinkbench.sink.prompts import CalibrationSet, load_calibration
@@ -212,5 +212,5 @@ def map_heads(
     if output is not None:
         write_json_atomic(report, output)
     if plot is not None:
-        plot.write_text(heads_svg(report), encoding="utf-8")
+        write_text_atomic(plot, heads_svg(report))
     return report

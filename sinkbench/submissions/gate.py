@@ -140,11 +140,14 @@ def load_submissions(paths: Path | str | Iterable[Path | str] = "submissions") -
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
     entries: list[Entry] = []
     problems: list[Problem] = []
-    checked = 0
+    checked, seen = 0, set()
     for item in map(Path, items):
         root, folders, found = _entry_folders(item)
         problems.extend(found)
         for folder in folders:
+            if folder.resolve() in seen:  # named twice (a root and one of its entries): loaded once
+                continue
+            seen.add(folder.resolve())
             checked += 1
             shown = f"{root.name}/{folder.relative_to(root).as_posix()}"
             name_problems = _name_problems(folder, shown)

@@ -368,7 +368,7 @@ def import_reported(
         sinkbench.errors.UserError: ``out_dir`` is an entry, a folder of one, or a kind folder.
     """
     refuse_entry_folder(out_dir)
-    groups, problems = _group(csv_path, csv_path.name)
+    groups, problems = _group(csv_path, csv_path.name or str(csv_path))
     # Nothing goes into out_dir until every entry passes.
     with tempfile.TemporaryDirectory(prefix="sinkbench-import-") as built:
         entries, found = _stage(

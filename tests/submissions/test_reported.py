@@ -130,6 +130,14 @@ def test_duplicate_of_an_existing_vlm_is_refused(tmp_path: Path) -> None:
     assert "already submitted as s/pairs/renamed" in raised.value.problems[0].message
 
 
+def test_a_folder_given_as_the_csv_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ImportFailed) as raised:
+        import_reported(Path("."), source=SOURCE, out_dir=tmp_path / "s")
+    assert str(raised.value.problems[0]).startswith(".: <file>: is not a regular file.")
+    assert not (tmp_path / "s").exists()
+
+
 def test_force_never_replaces_a_measured_entry(tmp_path: Path) -> None:
     out = tmp_path / "s"
     import_reported(write_csv(tmp_path / "a.csv", [ROW]), source=SOURCE, out_dir=out)

@@ -54,6 +54,14 @@ def test_valid_fixtures_load_without_problems() -> None:
     }
 
 
+def test_an_entry_named_twice_is_loaded_once() -> None:
+    """A root and one of its own entries given together: no entry is a duplicate of itself."""
+    once = load_submissions(FIXTURES)
+    twice = load_submissions([FIXTURES, FIXTURES, FIXTURES / "pairs" / "tiny-vlm"])
+    assert twice.problems == () and twice.checked == once.checked == 4
+    assert [entry.name for entry in twice.entries] == [entry.name for entry in once.entries]
+
+
 def test_measured_pair_numbers_come_from_the_results_files() -> None:
     entry = next(entry for entry in load_submissions(FIXTURES).entries if entry.name == "tiny-vlm")
     ifeval = entry.scores["ifeval_strict"]
