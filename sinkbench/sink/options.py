@@ -88,22 +88,34 @@ class ProbeOptions:
     use_flash_kernel: bool = True
 
     def __post_init__(self) -> None:
-        checks = {
-            "num_layers": _positive_int(self.num_layers),
-            "layer_band": self.layer_band is None or _valid_band(self.layer_band),
-            "sink_position": self.sink_position in SINK_MODES,
-            "keep_degenerate": isinstance(self.keep_degenerate, bool),
-            "chat_template": self.chat_template in CHAT_TEMPLATE_MODES,
-            "padding_side": self.padding_side in PADDING_SIDES,
-            "batch_size": _positive_int(self.batch_size),
-            "max_tokens": _positive_int(self.max_tokens) and self.max_tokens >= 2,
-            "use_flash_kernel": isinstance(self.use_flash_kernel, bool),
-        }
-        bad = [name for name, ok in checks.items() if not ok]
-        if bad == ["layer_band"]:
+        """Refuse a value no probe takes, naming the field, its command-line option and what it takes."""
+        if not (self.layer_band is None or _valid_band(self.layer_band)):
             raise UserError(_band_error(self.layer_band))
+        checks = {
+            "num_layers": (_positive_int(self.num_layers), "a whole number >= 1"),
+            "sink_position": (self.sink_position in SINK_MODES, f"one of {', '.join(SINK_MODES)}"),
+            "keep_degenerate": (isinstance(self.keep_degenerate, bool), "true or false"),
+            "chat_template": (
+                self.chat_template in CHAT_TEMPLATE_MODES,
+                f"one of {', '.join(CHAT_TEMPLATE_MODES)}",
+            ),
+            "padding_side": (self.padding_side in PADDING_SIDES, f"one of {', '.join(PADDING_SIDES)}"),
+            "batch_size": (_positive_int(self.batch_size), "a whole number >= 1"),
+            "max_tokens": (_positive_int(self.max_tokens) and self.max_tokens >= 2, "a whole number >= 2"),
+            "use_flash_kernel": (isinstance(self.use_flash_kernel, bool), "true or false"),
+        }
+        options = {
+            item.name: item.metadata.get("flag", "--" + item.name.replace("_", "-"))
+            for item in fields(self)
+            if item.metadata
+        }
+        bad = [
+            f"{name}{f' ({options[name]})' if name in options else ''} {getattr(self, name)!r}: give {wanted}"
+            for name, (ok, wanted) in checks.items()
+            if not ok
+        ]
         if bad:
-            raise UserError(f"Invalid probe option(s) {bad}: got {[getattr(self, n) for n in bad]}.")
+            raise UserError(f"invalid probe option(s): {'; '.join(bad)}")
 
     @classmethod
     def from_mapping(cls, values: dict[str, Any] | None) -> ProbeOptions:

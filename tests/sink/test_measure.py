@@ -95,6 +95,12 @@ def test_options_validation_and_unknown_keys():
         ProbeOptions(sink_position="middle")
     with pytest.raises(ValueError, match="num_layers"):
         ProbeOptions(num_layers=0)
+    with pytest.raises(UserError) as refused:
+        ProbeOptions(batch_size=0, max_tokens=1)
+    assert str(refused.value) == (
+        "invalid probe option(s): batch_size (--batch-size) 0: give a whole number >= 1; max_tokens 1: give a "
+        "whole number >= 2"
+    )
 
 
 def test_chat_template_modes():
