@@ -199,6 +199,7 @@ ENTRY_RULES: tuple[EntryRule, ...] = (
     metadata.rule_kind_matches_folder,
     metadata.rule_provenance_contents,
     metadata.rule_revisions_recorded,
+    metadata.rule_pair_of_two_models,
     metadata.rule_required_tasks,
     lm_eval.rule_lm_eval_records_complete,
     lm_eval.rule_task_in_one_file,

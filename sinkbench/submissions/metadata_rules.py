@@ -98,6 +98,20 @@ def rule_revisions_recorded(entry: Entry) -> Iterator[Problem]:
             )
 
 
+def rule_pair_of_two_models(entry: Entry) -> Iterator[Problem]:
+    """A pair compares two models: its VLM is not its reference LLM (one Hub id, case aside, at one revision)."""
+    vlm, llm = entry.vlm, entry.llm
+    if entry.kind != "pair" or vlm is None or llm is None:
+        return
+    if vlm.id.casefold() == llm.id.casefold() and vlm.revision == llm.revision:
+        yield Problem(
+            entry.metadata_file,
+            "vlm.id",
+            f"the VLM {vlm.id!r} is the reference LLM itself (same id and revision).",
+            "give the VLM's own id and revision: a pair measures what VL fine-tuning changed",
+        )
+
+
 def _required_tasks(entry: Entry) -> dict[str, tuple[str, ...]]:
     if entry.testbed:  # a testbed pair feeds no fit: S and the headline task are enough
         return {"reference": (SINK_TASK, IFEVAL_TASK), "vlm": (IFEVAL_TASK,)}

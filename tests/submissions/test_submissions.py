@@ -201,6 +201,9 @@ RULE_CASES = [
      "holds raw result files"),
     ("revision missing", _metadata(f"{PAIR}/metadata.json", _set(["vlm", "revision"], None)),
      f"{PAIR}/metadata.json", "vlm.revision", "revision is not recorded"),
+    ("pair of one model", _metadata(REPORTED, lambda d: d["vlm"].update(
+        id=d["reference_llm"]["id"].upper(), revision=d["reference_llm"]["revision"])), REPORTED, "vlm.id",
+     "is the reference LLM itself"),
     ("required task missing", _remove_ifeval_from_vlm, f"{PAIR}/vlm", "results",
      "required tasks missing: gsm8k_cot_strict"),
     ("reported headline missing", _metadata(REPORTED, lambda d: d["reported"]["tasks"].pop(0)), REPORTED,
