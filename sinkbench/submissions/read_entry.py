@@ -272,6 +272,14 @@ def _load_sides(kind: str, folder: Path, shown: str, out: _Collector) -> dict[st
     for path in _items(folder, shown, out):
         if path.name in PAIR_SIDES and path.is_dir() and not path.is_symlink():
             sides[path.name] = _load_side(path.name, path, f"{shown}/{path.name}", out, frozenset())
+        elif path.name in PAIR_SIDES:
+            what = "a link" if path.is_symlink() else "not a folder"
+            out.add(
+                f"{shown}/{path.name}",
+                "",
+                f"is {what}; a pair's {path.name}/ is a plain folder holding that side's lm-eval run.",
+                f"replace it by the folder of the {path.name} side's results and samples files",
+            )
         elif path.name not in _ENTRY_FILES:
             out.add(
                 f"{shown}/{path.name}",

@@ -201,6 +201,8 @@ RULE_CASES = [
      "holds raw result files"),
     ("revision missing", _metadata(f"{PAIR}/metadata.json", _set(["vlm", "revision"], None)),
      f"{PAIR}/metadata.json", "vlm.revision", "revision is not recorded"),
+    ("side that is a file", lambda root: [shutil.rmtree(root / PAIR / "vlm"), (root / PAIR / "vlm").write_text("x")],
+     f"{PAIR}/vlm", "", "is not a folder; a pair's vlm/ is a plain folder"),
     ("pair of one model", _metadata(REPORTED, lambda d: d["vlm"].update(
         id=d["reference_llm"]["id"].upper(), revision=d["reference_llm"]["revision"])), REPORTED, "vlm.id",
      "is the reference LLM itself"),
