@@ -99,15 +99,16 @@ def rule_revisions_recorded(entry: Entry) -> Iterator[Problem]:
 
 
 def rule_pair_of_two_models(entry: Entry) -> Iterator[Problem]:
-    """A pair compares two models: its VLM is not its reference LLM (one Hub id, case aside, at one revision)."""
+    """A pair compares two models: its VLM is not its reference LLM (one Hub id, case aside, at revisions that may
+    name the same weights, as :func:`rule_no_duplicates` compares them)."""
     vlm, llm = entry.vlm, entry.llm
     if entry.kind != "pair" or vlm is None or llm is None:
         return
-    if vlm.id.casefold() == llm.id.casefold() and vlm.revision == llm.revision:
+    if vlm.id.lower() == llm.id.lower() and _same_weights(vlm.revision, llm.revision):
         yield Problem(
             entry.metadata_file,
             "vlm.id",
-            f"the VLM {vlm.id!r} is the reference LLM itself (same id and revision).",
+            f"the VLM {vlm.id!r} is the reference LLM itself (same id, revisions that may name the same weights).",
             "give the VLM's own id and revision: a pair measures what VL fine-tuning changed",
         )
 

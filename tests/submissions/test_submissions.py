@@ -206,6 +206,8 @@ RULE_CASES = [
     ("pair of one model", _metadata(REPORTED, lambda d: d["vlm"].update(
         id=d["reference_llm"]["id"].upper(), revision=d["reference_llm"]["revision"])), REPORTED, "vlm.id",
      "is the reference LLM itself"),
+    ("pair of one model, unpinned", _metadata(REPORTED, lambda d: d["vlm"].update(
+        id=d["reference_llm"]["id"], revision="main")), REPORTED, "vlm.id", "is the reference LLM itself"),
     ("required task missing", _remove_ifeval_from_vlm, f"{PAIR}/vlm", "results",
      "required tasks missing: gsm8k_cot_strict"),
     ("reported headline missing", _metadata(REPORTED, lambda d: d["reported"]["tasks"].pop(0)), REPORTED,
