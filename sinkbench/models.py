@@ -134,12 +134,8 @@ def dequantized_dir(gguf: Path, cache_dir: Path | None = None, progress: bool = 
         quantized = AutoModelForCausalLM.from_pretrained(
             gguf.parent, gguf_file=gguf.name, dtype=torch.float32, **NO_HUB_KERNELS
         )
-    except (
-        OSError,
-        ValueError,
-        KeyError,
-        struct.error,
-    ) as error:  # a truncated file, an unknown architecture
+    # a truncated file, a header cut short (struct.error), an architecture the loader lacks
+    except (OSError, ValueError, KeyError, struct.error) as error:
         raise UserError(f"MODEL {gguf}: cannot be read as a GGUF model ({one_line(error)})") from error
     config = quantized.config
     config.quantization_config = None

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from sinkbench.cli.parser import Argument, arg, finite_float, group
 from sinkbench.models import DEFAULT_MODEL, DTYPES
-from sinkbench.sink.options import ProbeOptions
+from sinkbench.sink.options import ProbeOptions, option_flag
 from sinkbench.sink.prompts import DEFAULT_SET, PACKAGED_SETS
 
 Model = TypeVar("Model")
@@ -55,7 +55,7 @@ def model_options(
             cli.update(changes.get(field.name, {}))
             if "help" not in cli or field.name in skip or (only is not None and field.name not in only):
                 continue
-            flag = cli.pop("flag", "--" + field.name.replace("_", "-"))
+            flag = cli.pop("flag", option_flag(field))
             kind = hints[field.name]
             if type(None) in typing.get_args(kind):  # X | None: X
                 kind = next(part for part in typing.get_args(kind) if part is not type(None))

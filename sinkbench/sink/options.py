@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import Field, asdict, dataclass, field, fields
 from typing import Any
 
 from sinkbench.errors import UserError
@@ -51,6 +51,12 @@ def option(default: Any, help: str, **cli: Any) -> Any:
     ``help`` (the CLI adds the default) and argparse keywords ``cli`` (``metavar``; ``choices``, a mapping giving
     each choice's meaning; ``flag`` and ``dest`` where not the field's name; ``shown``: how the default reads)."""
     return field(default=default, metadata={"help": help, **cli})
+
+
+def option_flag(item: Field) -> str:
+    """The command-line option of an options-model field made by :func:`option`: its ``flag``, else
+    ``--num-layers`` for ``num_layers``."""
+    return item.metadata.get("flag", "--" + item.name.replace("_", "-"))
 
 
 @dataclass(frozen=True)
@@ -104,11 +110,7 @@ class ProbeOptions:
             "max_tokens": (_positive_int(self.max_tokens) and self.max_tokens >= 2, "a whole number >= 2"),
             "use_flash_kernel": (isinstance(self.use_flash_kernel, bool), "true or false"),
         }
-        options = {
-            item.name: item.metadata.get("flag", "--" + item.name.replace("_", "-"))
-            for item in fields(self)
-            if item.metadata
-        }
+        options = {item.name: option_flag(item) for item in fields(self) if item.metadata}
         bad = [
             f"{name}{f' ({options[name]})' if name in options else ''} {getattr(self, name)!r}: give {wanted}"
             for name, (ok, wanted) in checks.items()

@@ -317,6 +317,15 @@ def _stage(
     return entries, problems
 
 
+def _measured(folder: Path) -> bool:
+    """Whether an entry folder holds more than a reported entry's ``metadata.json`` (results files)."""
+    return (
+        folder.is_dir()
+        and not folder.is_symlink()
+        and any(p.name != "metadata.json" for p in folder.iterdir())
+    )
+
+
 def _conflicts(entries: Sequence[Entry], out_dir: Path, *, force: bool) -> list[Problem]:
     """Existing entries that would be overwritten (without ``force``; a measured one, which holds more than its
     ``metadata.json``, even with it) and duplicates of existing VLMs."""
@@ -326,14 +335,13 @@ def _conflicts(entries: Sequence[Entry], out_dir: Path, *, force: bool) -> list[
         folder = out_dir / "pairs" / entry.name
         if not os.path.lexists(folder):
             continue
-        measured = folder.is_dir() and any(path.name != "metadata.json" for path in folder.iterdir())
         if not force:
             problems.append(
                 Problem(
                     entry.directory, "", "already exists.", "pass --force to replace it, or remove it first"
                 )
             )
-        elif measured and not folder.is_symlink():
+        elif _measured(folder):
             problems.append(
                 Problem(
                     entry.directory,
