@@ -113,23 +113,21 @@ def _displacement(args: argparse.Namespace) -> None:
     --versus (a second endpoint of the same reference, e.g. the text-only one) it also gives each layer's
     ratio of the two operator norms and, per projection, the median over the window of layers.
     """
-    from pathlib import Path
-
     from sinkbench.interventions.displacement import format_displacement, weight_displacement
     from sinkbench.interventions.plots import displacement_svg
     from sinkbench.safe_io import write_text_atomic
 
+    output, plot = options.output_path(args), options.output_path(args, "plot")  # checked before the work
     report = weight_displacement(
         args.reference,
         args.endpoint,
         band=args.layer_band,
-        output=options.output_path(args),
+        output=output,
         **options.keywords(args, "versus", "window"),
         **_common(args),
     )
     print(format_displacement(report))
-    if args.plot:
-        plot = Path(args.plot)
+    if plot is not None:
         plot.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(plot, displacement_svg(report))
     for what, where in (("report", args.output), ("plot", args.plot)):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sinkbench.cli.parser import Argument, arg, finite_float, group
+from sinkbench.errors import UserError
 from sinkbench.models import DEFAULT_MODEL, DTYPES
 from sinkbench.sink.options import ProbeOptions, option_flag
 from sinkbench.sink.prompts import DEFAULT_SET, PACKAGED_SETS
@@ -135,9 +136,22 @@ def keywords(args: argparse.Namespace, *names: str) -> dict[str, Any]:
 
 
 def output_path(args: argparse.Namespace, option: str = "output") -> Path | None:
-    """``--output`` (or another file option) as a path, None when left out."""
+    """``--output`` (or another file option) as a path, None when left out; checked before the command's work, so
+    that a report is never computed only to find it cannot be written.
+
+    Raises:
+        UserError: the path is a folder, or a file stands where one of its folders would be.
+    """
     value = getattr(args, option)
-    return Path(value) if value else None
+    if not value:
+        return None
+    path, flag = Path(value), f"--{option.replace('_', '-')}"
+    if path.is_dir():
+        raise UserError(f"{flag} {value} is a folder", f"give a file name, e.g. {path / 'report.json'}")
+    blocking = next((folder for folder in path.parents if folder.exists() and not folder.is_dir()), None)
+    if blocking is not None:
+        raise UserError(f"{flag} {value}: {blocking} is a file, not a folder", "give a path inside a folder")
+    return path
 
 
 def print_report(text: str, args: argparse.Namespace) -> int:

@@ -317,3 +317,33 @@ def test_a_file_where_a_folder_is_needed_is_named(tmp_path: Path, capsys: pytest
     assert run_command("submit", lambda: blocking.mkdir(parents=True, exist_ok=True)) == 1
     assert capsys.readouterr().err == f"sinkbench submit: {blocking} is a file, not a folder\n"
     assert blocking.read_text(encoding="utf-8") == "not a folder"
+
+
+#: Per command writing a report: its arguments, the report's flag and the function doing the work (never called).
+REPORT_COMMANDS = {
+    "screen": (["screen", "--against", "none"], "--output", "sinkbench.screen.screen"),
+    "heads": (["heads", "--output", "{tmp}/h.json"], "--plot", "sinkbench.sink.heads.map_heads"),
+    "margin": (["margin", "smollm2-135m-instruct", "gemma3-270m"], "--output", "sinkbench.sink.margin.pair_margin"),
+    "buckets": (["buckets", "a", "--samples", "s.jsonl"], "--output", "sinkbench.sink.buckets.bucket_strength"),
+    "displacement": (
+        ["displacement", "a", "b"], "--plot", "sinkbench.interventions.displacement.weight_displacement"
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", sorted(REPORT_COMMANDS))
+@pytest.mark.parametrize("blocked", ["a folder", "below a file"])
+def test_a_report_path_that_cannot_be_written_is_refused_before_the_work(
+    command: str, blocked: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    argv, flag, work = REPORT_COMMANDS[command]
+    module, _, name = work.rpartition(".")
+    monkeypatch.setattr(f"{module}.{name}", lambda *args, **kwargs: pytest.fail(f"{name} ran"))
+    target = tmp_path if blocked == "a folder" else Path(_a_file(tmp_path)) / "report.json"
+    capsys.readouterr()
+    assert main([part.format(tmp=tmp_path) for part in argv] + [flag, str(target)]) == 1
+    err = capsys.readouterr().err
+    reason = "is a folder" if blocked == "a folder" else f"{tmp_path / 'a-file'} is a file, not a folder"
+    assert (
+        err.startswith(f"sinkbench {command}: {flag} {target}") and reason in err and err.count("\n") == 1
+    ), err
