@@ -15,11 +15,12 @@ import jinja2
 from pydantic import BaseModel, ValidationError
 
 from sinkbench.cli.parser import CommandParser
-from sinkbench.errors import UserError
+from sinkbench.errors import SinkbenchError, UserError
 from sinkbench.leaderboard.content import PlotRef
 from sinkbench.leaderboard.experiment_pages import PAGE_FOLDER
 from sinkbench.leaderboard.pages import make_environment
 from sinkbench.leaderboard.sources import SiteSources
+from sinkbench.publish import exclusive
 from sinkbench.safe_io import UnsafeFileError, building, created_mode, read_json, staging_prefix
 
 Schema = TypeVar("Schema", bound=BaseModel)
@@ -76,9 +77,10 @@ def fragment(page: str, markdown: str, plots: Sequence[PlotRef]) -> dict[str, st
 
 def write_fragment(folder: Path, files: dict[str, str]) -> Path:
     """Replace ``folder``'s page folder with ``files`` as a whole (written beside it, then swapped in: a failed
-    write leaves the old folder as it was); returns the page folder."""
+    write leaves the old folder as it was; one run at a time, which removes what killed runs left beside it);
+    returns the page folder."""
     target = folder / PAGE_FOLDER
-    with building(target, staging_prefix(target), replace=True) as staging:
+    with exclusive(target), building(target, staging_prefix(target), replace=True) as staging:
         staging.chmod(created_mode(0o777))  # as mkdir makes a folder, not the staging folder's 0o700
         for path, text in files.items():
             (staging / path).parent.mkdir(parents=True, exist_ok=True)
@@ -109,6 +111,6 @@ def page_command(
     ).parse_args(argv)
     try:
         target = write_fragment(folder, page_files())
-    except UserError as error:
+    except SinkbenchError as error:  # a bad results file, or another run writing the page
         raise SystemExit(f"{name} page: {error}") from None
     print(f"wrote {shown_path(target)}")

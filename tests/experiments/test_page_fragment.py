@@ -55,3 +55,24 @@ def test_a_failed_write_leaves_the_old_page_folder_as_it_was(tmp_path: Path) -> 
         write_fragment(tmp_path, {"page.md": "new", "plots/bad.svg": "\ud800"})
     assert committed_fragment(tmp_path) == {"old.md": "old page", "plots/old.svg": "<svg/>"}
     assert [path.name for path in tmp_path.iterdir()] == ["page"]
+
+
+def test_a_write_removes_what_a_killed_write_left_beside_the_page_folder(tmp_path: Path) -> None:
+    _old_page(tmp_path)
+    (tmp_path / ".page.staging-killed" / "plots").mkdir(parents=True)  # as a write killed midway leaves it
+    (tmp_path / ".page.staging-killed" / "page.md").write_text("half", encoding="utf-8")
+    (tmp_path / ".pages.staging-other").mkdir()  # another folder's: not this page's to remove
+    write_fragment(tmp_path, {"page.md": "new"})
+    assert committed_fragment(tmp_path) == {"page.md": "new"}
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".pages.staging-other", "page"]
+
+
+def test_a_page_another_run_is_writing_is_refused_in_one_line(tmp_path: Path) -> None:
+    fcntl = pytest.importorskip("fcntl")
+    _old_page(tmp_path)
+    with open(tmp_path / ".page.lock", "a") as held:  # another run's lock
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(SystemExit) as stopped:
+            page_command("demo", tmp_path, lambda: {"page.md": "new"}, [])
+    assert str(stopped.value).startswith(f"demo page: {tmp_path / 'page'} is being written by another run")
+    assert committed_fragment(tmp_path) == {"old.md": "old page", "plots/old.svg": "<svg/>"}
