@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
     [
         ("experiments.vl_testbed.run", "--precision"),
         ("experiments.interventions_pair.run", "--injection-seeds"),
+        ("experiments.vl_testbed.pilot", "--settings"),
     ],
 )
 def test_help_shows_the_options_and_imports_no_torch(driver: str, option: str) -> None:
