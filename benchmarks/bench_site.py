@@ -83,8 +83,8 @@ def _with_facts(folder: Path, index: int) -> None:
 def _reported_pair(root: Path, index: int, rng: np.random.Generator) -> None:
     """A reported pair as the paper's seeded ones: six tasks; for a third of them, the IFEval regression counts and
     the scores derived from them."""
-    family = FAMILIES[index % len(FAMILIES)]
-    # What the reference LLM's pairs share: its S, its own IFEval passes.
+    family = FAMILIES[index // 3 % len(FAMILIES)]
+    # What the reference LLM's pairs share: its family, S and own IFEval passes.
     llm = np.random.default_rng(index // 3)
     s = round(float(llm.uniform(-0.5, 2.5)), 2)
     prompts, reference_passes = 541, int(llm.integers(300, 450))

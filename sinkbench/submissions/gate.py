@@ -217,7 +217,7 @@ ENTRY_RULES: tuple[EntryRule, ...] = (
     metadata.rule_no_local_paths,
 )
 #: Every rule on all entries together.
-CROSS_ENTRY_RULES = (metadata.rule_no_duplicates,)
+CROSS_ENTRY_RULES = (metadata.rule_no_duplicates, metadata.rule_one_qk_norm_per_llm)
 
 
 def run_rules(entries: Sequence[Entry]) -> list[Problem]:

@@ -304,3 +304,29 @@ def rule_no_duplicates(entries: Sequence[Entry]) -> Iterator[Problem]:
                 "update the existing entry instead of adding a new one, or pin both revisions",
             )
         earlier.append(entry)
+
+
+def rule_one_qk_norm_per_llm(entries: Sequence[Entry]) -> Iterator[Problem]:
+    """The entries of one LLM (a pair's reference, a backbone's model: one id at revisions that may name the same
+    weights) give it one QK-norm class: the board shows an LLM's class once, and takes it from one of them."""
+    seen: dict[str, list[Entry]] = {}
+    for entry in entries:
+        earlier = seen.setdefault(entry.llm.id.lower(), [])
+        clash = next(
+            (
+                other
+                for other in earlier
+                if other.metadata.qk_norm != entry.metadata.qk_norm
+                and _same_weights(other.llm.revision, entry.llm.revision)
+            ),
+            None,
+        )
+        if clash is not None:
+            yield Problem(
+                entry.metadata_file,
+                "qk_norm",
+                f"is {entry.metadata.qk_norm!r} but {clash.directory} gives {entry.llm.id} the class "
+                f"{clash.metadata.qk_norm!r}.",
+                "give one class for one model: the one its config.json implies",
+            )
+        earlier.append(entry)

@@ -256,6 +256,9 @@ RULE_CASES = [
      f"{PAIR}/sink_profile.json", "profile.median_g", "has 1 rows of widths [4] for 2 layers"),
     ("duplicate pair", lambda root: shutil.copytree(root / PAIR, root / "pairs/tiny-vlm-again"),
      "pairs/tiny-vlm-again/metadata.json", "vlm", "already submitted as submissions/pairs/tiny-vlm"),
+    ("one LLM, two QK-norm classes",
+     _metadata("backbones/tiny-llm-reported/metadata.json", _set(["model", "id"], "sinkbench-fixtures/tiny-llm-published")),
+     REPORTED, "qk_norm", "is 'none' but submissions/backbones/tiny-llm-reported gives"),
 ]  # fmt: skip
 
 

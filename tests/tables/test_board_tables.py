@@ -120,6 +120,7 @@ def test_re_measured_s_replaces_the_publication_s_in_the_fits(tmp_path: Path) ->
     shutil.copytree(REPO_SUBMISSIONS / "backbones" / "smollm2-135m-instruct", remeasured)
     metadata = json.loads((remeasured / "metadata.json").read_text(encoding="utf-8"))
     metadata["model"].update(id="Qwen/Qwen3-8B", display_name="Qwen3-8B", revision="0123abcd")
+    metadata["qk_norm"] = "per-head"  # Qwen3's class, as its reported pairs give it
     (remeasured / "metadata.json").write_text(json.dumps(metadata), encoding="utf-8")
     after = build_tables(load_valid_entries(root))
     new_s = next(e.sink_strength for e in after.entries if e.name == "qwen3-8b-sinkbench-v1")
