@@ -172,7 +172,7 @@ def rule_metrics_in_range(entry: Entry) -> Iterator[Problem]:
                     yield Problem(
                         item.path,
                         field,
-                        f"{value} is outside [{low}, {high}].",
+                        f"{value:.6g} is outside [{low}, {high}].",
                         "check the run: this value is impossible for this metric",
                     )
 

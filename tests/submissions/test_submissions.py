@@ -226,6 +226,8 @@ RULE_CASES = [
      "not a number"),
     ("S out of range", _results(REF_SINK, _set(["results", "sink_strength", "sink_strength,none"], 1000.0)),
      REF_SINK, "results.sink_strength.sink_strength,none", "outside [-100.0, 100.0]"),
+    ("S of 301 digits", _results(REF_SINK, _set(["results", "sink_strength", "sink_strength,none"], 10**300)),
+     REF_SINK, "results.sink_strength.sink_strength,none", "1e+300 is outside [-100.0, 100.0]"),
     ("generation kwargs differ", _vlm_setting("generation_kwargs", 0.7), VLM_RESULTS,
      "configs.ifeval_strict.generation_kwargs", "differs between sides"),
     ("task version differs", _vlm_setting("versions", 2.0), VLM_RESULTS, "versions.ifeval_strict",
