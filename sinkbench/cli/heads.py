@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         top_frac=args.top_frac,
         min_g=args.min_g,
         output=options.output_path(args),
-        plot=options.output_path(args, "plot"),
+        plot=options.output_path(args, "plot", ".svg"),
         progress=not args.quiet,
         **options.load_options(args),
     )

@@ -117,7 +117,8 @@ def _displacement(args: argparse.Namespace) -> None:
     from sinkbench.interventions.plots import displacement_svg
     from sinkbench.safe_io import write_text_atomic
 
-    output, plot = options.output_path(args), options.output_path(args, "plot")  # checked before the work
+    # both checked before the work
+    output, plot = options.output_path(args), options.output_path(args, "plot", ".svg")
     report = weight_displacement(
         args.reference,
         args.endpoint,

@@ -135,22 +135,26 @@ def keywords(args: argparse.Namespace, *names: str) -> dict[str, Any]:
     return {name: getattr(args, name) for name in names}
 
 
-def output_path(args: argparse.Namespace, option: str = "output") -> Path | None:
-    """``--output`` (or another file option) as a path, None when left out; checked before the command's work, so
-    that a report is never computed only to find it cannot be written.
+def output_path(args: argparse.Namespace, option: str = "output", suffix: str | None = None) -> Path | None:
+    """``--output`` (or another file option, of a file ending in ``suffix`` when given) as a path, None when left
+    out; checked before the command's work, so that a report is never computed only to find it cannot be written.
 
     Raises:
-        UserError: the path is a folder, or a file stands where one of its folders would be.
+        UserError: the path is a folder, a file stands where one of its folders would be, or its suffix is not
+            ``suffix``.
     """
     value = getattr(args, option)
     if not value:
         return None
     path, flag = Path(value), f"--{option.replace('_', '-')}"
     if path.is_dir():
-        raise UserError(f"{flag} {value} is a folder", f"give a file name, e.g. {path / 'report.json'}")
+        example = path / f"report{suffix or '.json'}"
+        raise UserError(f"{flag} {value} is a folder", f"give a file name, e.g. {example}")
     blocking = next((folder for folder in path.parents if folder.exists() and not folder.is_dir()), None)
     if blocking is not None:
         raise UserError(f"{flag} {value}: {blocking} is a file, not a folder", "give a path inside a folder")
+    if suffix is not None and path.suffix.lower() != suffix:
+        raise UserError(f"{flag} {value}: the file is written as {suffix[1:].upper()}", f"name it *{suffix}")
     return path
 
 

@@ -347,3 +347,16 @@ def test_a_report_path_that_cannot_be_written_is_refused_before_the_work(
     assert (
         err.startswith(f"sinkbench {command}: {flag} {target}") and reason in err and err.count("\n") == 1
     ), err
+
+
+@pytest.mark.parametrize("command", ["heads", "displacement"])
+def test_a_plot_named_other_than_svg_is_refused_before_the_work(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    argv, _, work = REPORT_COMMANDS[command]
+    module, _, name = work.rpartition(".")
+    monkeypatch.setattr(f"{module}.{name}", lambda *args, **kwargs: pytest.fail(f"{name} ran"))
+    capsys.readouterr()
+    assert main([part.format(tmp=tmp_path) for part in argv] + ["--plot", "heads.png"]) == 1
+    err = capsys.readouterr().err
+    assert err == f"sinkbench {command}: --plot heads.png: the file is written as SVG Fix: name it *.svg\n"
