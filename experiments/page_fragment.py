@@ -80,6 +80,7 @@ def write_fragment(folder: Path, files: dict[str, str]) -> Path:
     write leaves the old folder as it was; one run at a time, which removes what killed runs left beside it);
     returns the page folder."""
     target = folder / PAGE_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)  # where the lock goes
     with exclusive(target), building(target, staging_prefix(target), replace=True) as staging:
         staging.chmod(created_mode(0o777))  # as mkdir makes a folder, not the staging folder's 0o700
         for path, text in files.items():

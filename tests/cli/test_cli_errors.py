@@ -323,7 +323,8 @@ def test_a_file_where_a_folder_is_needed_is_named(tmp_path: Path, capsys: pytest
 REPORT_COMMANDS = {
     "screen": (["screen", "--against", "none"], "--output", "sinkbench.screen.screen"),
     "heads": (["heads", "--output", "{tmp}/h.json"], "--plot", "sinkbench.sink.heads.map_heads"),
-    "margin": (["margin", "smollm2-135m-instruct", "gemma3-270m"], "--output", "sinkbench.sink.margin.pair_margin"),
+    "margin": (["margin", "smollm2-135m-instruct", "smollm2-135m-instruct"], "--output",
+               "sinkbench.sink.margin.pair_margin"),
     "buckets": (["buckets", "a", "--samples", "s.jsonl"], "--output", "sinkbench.sink.buckets.bucket_strength"),
     "displacement": (
         ["displacement", "a", "b"], "--plot", "sinkbench.interventions.displacement.weight_displacement"

@@ -76,3 +76,9 @@ def test_a_page_another_run_is_writing_is_refused_in_one_line(tmp_path: Path) ->
             page_command("demo", tmp_path, lambda: {"page.md": "new"}, [])
     assert str(stopped.value).startswith(f"demo page: {tmp_path / 'page'} is being written by another run")
     assert committed_fragment(tmp_path) == {"old.md": "old page", "plots/old.svg": "<svg/>"}
+
+
+def test_a_page_folder_is_written_where_no_folder_was(tmp_path: Path) -> None:
+    write_fragment(tmp_path / "new" / "experiment", {"page.md": "new"})
+    assert committed_fragment(tmp_path / "new" / "experiment") == {"page.md": "new"}
+    assert [path.name for path in (tmp_path / "new" / "experiment").iterdir()] == ["page"]
