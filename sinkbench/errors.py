@@ -59,9 +59,14 @@ class ModelNotSupported(UserError):
 def os_reason(error: OSError) -> str:
     """Why an operating-system call failed, in words: its reason, or the file that stands where a folder is
     needed (making a folder there reports only "File exists" or "Not a directory")."""
-    path = os.fsdecode(error.filename) if isinstance(error.filename, (str, bytes)) else None
+    path = Path(os.fsdecode(error.filename)) if isinstance(error.filename, (str, bytes)) else None
     if path and error.errno in (errno.EEXIST, errno.ENOTDIR):
-        blocking = next((folder for folder in (Path(path), *Path(path).parents) if folder.is_file()), None)
+        blocking = path if path.is_file() else file_in_the_way(path)
         if blocking is not None:
             return f"{blocking} is a file, not a folder"
     return error.strerror or str(error)
+
+
+def file_in_the_way(path: Path) -> Path | None:
+    """The nearest of ``path``'s folders that exists as something else (a file), or None."""
+    return next((folder for folder in path.parents if folder.exists() and not folder.is_dir()), None)

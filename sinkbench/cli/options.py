@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sinkbench.cli.parser import Argument, arg, finite_float, group
-from sinkbench.errors import UserError
+from sinkbench.errors import UserError, file_in_the_way
 from sinkbench.models import DEFAULT_MODEL, DTYPES
 from sinkbench.sink.options import ProbeOptions, option_flag
 from sinkbench.sink.prompts import DEFAULT_SET, PACKAGED_SETS
@@ -150,7 +150,7 @@ def output_path(args: argparse.Namespace, option: str = "output", suffix: str | 
     if path.is_dir():
         example = path / f"report{suffix or '.json'}"
         raise UserError(f"{flag} {value} is a folder", f"give a file name, e.g. {example}")
-    blocking = next((folder for folder in path.parents if folder.exists() and not folder.is_dir()), None)
+    blocking = file_in_the_way(path)
     if blocking is not None:
         raise UserError(f"{flag} {value}: {blocking} is a file, not a folder", "give a path inside a folder")
     if suffix is not None and path.suffix.lower() != suffix:

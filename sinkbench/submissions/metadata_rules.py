@@ -6,7 +6,7 @@ yields problems; the gate (:mod:`.gate`) runs them. File-level checks happen ear
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from sinkbench.submissions.catalogue import (
     FOLDER_OF_KIND,
@@ -284,49 +284,52 @@ def _same_weights(first: str | None, second: str | None) -> bool:
     return bool(both_commits) and (first.startswith(second) or second.startswith(first))
 
 
+def _clashes(
+    entries: Sequence[Entry],
+    model_of: Callable[[Entry], ModelRef],
+    differ: Callable[[Entry, Entry], bool],
+    apart: Callable[[Entry], str] = lambda entry: "",
+) -> Iterator[tuple[Entry, Entry]]:
+    """Each entry with the first earlier one (in its ``apart`` group) whose model (``model_of``) has the same id, case
+    aside, at a revision that may name the same weights, and for which ``differ(earlier, entry)`` holds."""
+    seen: dict[tuple[str, str], list[Entry]] = {}
+    for entry in entries:
+        model = model_of(entry)
+        earlier = seen.setdefault((apart(entry), model.id.lower()), [])
+        same = (other for other in earlier if _same_weights(model_of(other).revision, model.revision))
+        clash = next((other for other in same if differ(other, entry)), None)
+        if clash is not None:
+            yield entry, clash
+        earlier.append(entry)
+
+
 def rule_no_duplicates(entries: Sequence[Entry]) -> Iterator[Problem]:
     """No two entries of a kind hold the same model (the VLM of a pair, the LLM of a backbone) at revisions that
     may name the same weights: an unpinned revision (none, or ``main``) matches every other revision."""
-    seen: dict[tuple[str, str], list[Entry]] = {}
-    for entry in entries:
+    for entry, clash in _clashes(entries, _model, lambda first, second: True, apart=lambda entry: entry.kind):
         model = _model(entry)
-        earlier = seen.setdefault((entry.kind, model.id.lower()), [])
-        clash = next(
-            (other for other in earlier if _same_weights(_model(other).revision, model.revision)), None
+        revision = f"revision {model.revision!r}" if model.revision else "an unrecorded revision"
+        yield Problem(
+            entry.metadata_file,
+            "vlm" if entry.kind == "pair" else "model",
+            f"{model.id} at {revision} is already submitted as {clash.directory} (revision "
+            f"{_model(clash).revision!r}); an unpinned revision may name the same weights.",
+            "update the existing entry instead of adding a new one, or pin both revisions",
         )
-        if clash is not None:
-            revision = f"revision {model.revision!r}" if model.revision else "an unrecorded revision"
-            yield Problem(
-                entry.metadata_file,
-                "vlm" if entry.kind == "pair" else "model",
-                f"{model.id} at {revision} is already submitted as {clash.directory} (revision "
-                f"{_model(clash).revision!r}); an unpinned revision may name the same weights.",
-                "update the existing entry instead of adding a new one, or pin both revisions",
-            )
-        earlier.append(entry)
+
+
+def _qk_norms_differ(first: Entry, second: Entry) -> bool:
+    return first.metadata.qk_norm != second.metadata.qk_norm
 
 
 def rule_one_qk_norm_per_llm(entries: Sequence[Entry]) -> Iterator[Problem]:
     """The entries of one LLM (a pair's reference, a backbone's model: one id at revisions that may name the same
     weights) give it one QK-norm class: the board shows an LLM's class once, and takes it from one of them."""
-    seen: dict[str, list[Entry]] = {}
-    for entry in entries:
-        earlier = seen.setdefault(entry.llm.id.lower(), [])
-        clash = next(
-            (
-                other
-                for other in earlier
-                if other.metadata.qk_norm != entry.metadata.qk_norm
-                and _same_weights(other.llm.revision, entry.llm.revision)
-            ),
-            None,
+    for entry, clash in _clashes(entries, lambda entry: entry.llm, _qk_norms_differ):
+        yield Problem(
+            entry.metadata_file,
+            "qk_norm",
+            f"is {entry.metadata.qk_norm!r} but {clash.directory} gives {entry.llm.id} the class "
+            f"{clash.metadata.qk_norm!r}.",
+            "give one class for one model: the one its config.json implies",
         )
-        if clash is not None:
-            yield Problem(
-                entry.metadata_file,
-                "qk_norm",
-                f"is {entry.metadata.qk_norm!r} but {clash.directory} gives {entry.llm.id} the class "
-                f"{clash.metadata.qk_norm!r}.",
-                "give one class for one model: the one its config.json implies",
-            )
-        earlier.append(entry)
