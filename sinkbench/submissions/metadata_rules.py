@@ -104,7 +104,7 @@ def rule_pair_of_two_models(entry: Entry) -> Iterator[Problem]:
     vlm, llm = entry.vlm, entry.llm
     if entry.kind != "pair" or vlm is None or llm is None:
         return
-    if vlm.id.lower() == llm.id.lower() and _same_weights(vlm.revision, llm.revision):
+    if _same_model(vlm, llm):
         yield Problem(
             entry.metadata_file,
             "vlm.id",
@@ -284,20 +284,26 @@ def _same_weights(first: str | None, second: str | None) -> bool:
     return bool(both_commits) and (first.startswith(second) or second.startswith(first))
 
 
+def _same_model(first: ModelRef, second: ModelRef) -> bool:
+    """One Hub id, case aside, at revisions that may name the same weights (:func:`_same_weights`)."""
+    return first.id.lower() == second.id.lower() and _same_weights(first.revision, second.revision)
+
+
 def _clashes(
     entries: Sequence[Entry],
     model_of: Callable[[Entry], ModelRef],
     differ: Callable[[Entry, Entry], bool],
     apart: Callable[[Entry], str] = lambda entry: "",
 ) -> Iterator[tuple[Entry, Entry]]:
-    """Each entry with the first earlier one (in its ``apart`` group) whose model (``model_of``) has the same id, case
-    aside, at a revision that may name the same weights, and for which ``differ(earlier, entry)`` holds."""
+    """Each entry with the first earlier one (in its ``apart`` group) whose model (``model_of``) is the same
+    (:func:`_same_model`; the entries are indexed by id) and for which ``differ(earlier, entry)`` holds."""
     seen: dict[tuple[str, str], list[Entry]] = {}
     for entry in entries:
         model = model_of(entry)
         earlier = seen.setdefault((apart(entry), model.id.lower()), [])
-        same = (other for other in earlier if _same_weights(model_of(other).revision, model.revision))
-        clash = next((other for other in same if differ(other, entry)), None)
+        clash = next(
+            (other for other in earlier if _same_model(model_of(other), model) and differ(other, entry)), None
+        )
         if clash is not None:
             yield entry, clash
         earlier.append(entry)
