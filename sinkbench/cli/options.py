@@ -140,8 +140,8 @@ def output_path(args: argparse.Namespace, option: str = "output", suffix: str | 
     out; checked before the command's work, so that a report is never computed only to find it cannot be written.
 
     Raises:
-        UserError: the path is a folder, a file stands where one of its folders would be, or its suffix is not
-            ``suffix``.
+        UserError: the path is a folder or another non-file, a file stands where one of its folders would be, or
+            its suffix is not ``suffix``.
     """
     value = getattr(args, option)
     if not value:
@@ -150,6 +150,8 @@ def output_path(args: argparse.Namespace, option: str = "output", suffix: str | 
     if path.is_dir():
         example = path / f"report{suffix or '.json'}"
         raise UserError(f"{flag} {value} is a folder", f"give a file name, e.g. {example}")
+    if path.exists() and not path.is_file():  # a device or a pipe, which the atomic write would replace
+        raise UserError(f"{flag} {value} is not a regular file", "give the name of a file to write")
     blocking = file_in_the_way(path)
     if blocking is not None:
         raise UserError(f"{flag} {value}: {blocking} is a file, not a folder", "give a path inside a folder")

@@ -4,6 +4,7 @@ one line ``sinkbench COMMAND: ...`` on stderr, or each problem of invalid submis
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 from collections.abc import Callable, Iterator
@@ -333,7 +334,7 @@ REPORT_COMMANDS = {
 
 
 @pytest.mark.parametrize("command", sorted(REPORT_COMMANDS))
-@pytest.mark.parametrize("blocked", ["a folder", "below a file"])
+@pytest.mark.parametrize("blocked", ["a folder", "below a file", "a pipe"])
 def test_a_report_path_that_cannot_be_written_is_refused_before_the_work(
     command: str, blocked: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
@@ -341,10 +342,14 @@ def test_a_report_path_that_cannot_be_written_is_refused_before_the_work(
     module, _, name = work.rpartition(".")
     monkeypatch.setattr(f"{module}.{name}", lambda *args, **kwargs: pytest.fail(f"{name} ran"))
     target = tmp_path if blocked == "a folder" else Path(_a_file(tmp_path)) / "report.json"
+    if blocked == "a pipe":
+        target = tmp_path / f"report{'.svg' if flag == '--plot' else '.json'}"
+        os.mkfifo(target)
     capsys.readouterr()
     assert main([part.format(tmp=tmp_path) for part in argv] + [flag, str(target)]) == 1
     err = capsys.readouterr().err
-    reason = "is a folder" if blocked == "a folder" else f"{tmp_path / 'a-file'} is a file, not a folder"
+    reasons = {"a folder": "is a folder", "a pipe": "is not a regular file"}
+    reason = reasons.get(blocked, f"{tmp_path / 'a-file'} is a file, not a folder")
     assert (
         err.startswith(f"sinkbench {command}: {flag} {target}") and reason in err and err.count("\n") == 1
     ), err
