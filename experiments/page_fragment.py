@@ -15,7 +15,7 @@ import jinja2
 from pydantic import BaseModel, ValidationError
 
 from sinkbench.cli.parser import CommandParser
-from sinkbench.errors import SinkbenchError, UserError
+from sinkbench.errors import SinkbenchError, UserError, os_reason
 from sinkbench.leaderboard.content import PlotRef
 from sinkbench.leaderboard.experiment_pages import PAGE_FOLDER
 from sinkbench.leaderboard.pages import make_environment
@@ -114,4 +114,8 @@ def page_command(
         target = write_fragment(folder, page_files())
     except SinkbenchError as error:  # a bad results file, or another run writing the page
         raise SystemExit(f"{name} page: {error}") from None
+    except OSError as error:  # e.g. a file where the experiment's folder should be
+        raise SystemExit(
+            f"{name} page: cannot write {shown_path(folder / PAGE_FOLDER)}: {os_reason(error)}"
+        ) from None
     print(f"wrote {shown_path(target)}")

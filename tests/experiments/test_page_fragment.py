@@ -82,3 +82,14 @@ def test_a_page_folder_is_written_where_no_folder_was(tmp_path: Path) -> None:
     write_fragment(tmp_path / "new" / "experiment", {"page.md": "new"})
     assert committed_fragment(tmp_path / "new" / "experiment") == {"page.md": "new"}
     assert [path.name for path in (tmp_path / "new" / "experiment").iterdir()] == ["page"]
+
+
+def test_a_file_where_the_experiment_folder_should_be_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "experiment").write_text("not a folder", encoding="utf-8")
+    with pytest.raises(SystemExit) as stopped:
+        page_command("demo", tmp_path / "experiment", lambda: {"page.md": "new"}, [])
+    assert (
+        str(stopped.value)
+        == f"demo page: cannot write page: {tmp_path / 'experiment'} is a file, not a folder"
+    )
+    assert (tmp_path / "experiment").read_text(encoding="utf-8") == "not a folder"
