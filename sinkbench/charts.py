@@ -99,13 +99,13 @@ class Chart:
     """A chart: its data as frozen dataclass fields, one Vega-Lite :meth:`spec`, and the texts around it
     (:attr:`TITLE`, :attr:`alt`)."""
 
-    #: The chart's title (drawn, and the SVG's ``<title>``), formatted with the chart's fields and properties.
+    #: The chart's title (drawn, and the SVG's ``<title>``), a format string of ``self`` (``{self.model_label}``).
     TITLE: ClassVar[str] = ""
 
     @property
     def title(self) -> str:
         """:attr:`TITLE` of this chart."""
-        return self.TITLE.format_map(_Attributes(self))
+        return self.TITLE.format(self=self)
 
     @property
     def alt(self) -> str:
@@ -132,16 +132,6 @@ class Chart:
     def svg(self) -> str:
         """The static SVG, rendered from :meth:`spec`."""
         return static_svg(self.spec())
-
-
-class _Attributes(dict[str, Any]):
-    """A chart's attributes as a mapping (what :attr:`Chart.TITLE` is formatted with)."""
-
-    def __init__(self, chart: Chart) -> None:
-        self.chart = chart
-
-    def __missing__(self, name: str) -> Any:
-        return getattr(self.chart, name)
 
 
 def _vl_convert() -> ModuleType:
@@ -659,7 +649,7 @@ class HeatmapChart(Chart):
     model_label: str
     note: str = ""
 
-    TITLE = "Median sink log-odds G per head: {model_label}{note_suffix}"
+    TITLE = "Median sink log-odds G per head: {self.model_label}{self.note_suffix}"
 
     @property
     def note_suffix(self) -> str:

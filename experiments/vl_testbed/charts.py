@@ -27,7 +27,7 @@ class PairedChart(Chart):
     reference: float | None
     reference_label: str
 
-    TITLE = "{outcome}: every seed (numbers) in every arm"
+    TITLE = "{self.outcome}: every seed (numbers) in every arm"
 
     @property
     def alt(self) -> str:
@@ -181,7 +181,7 @@ class TrajectoryChart(Chart):
     arms: tuple[tuple[str, tuple[tuple[tuple[int, float], ...], ...]], ...]
     model_label: str
 
-    TITLE = "S during fine-tuning: {model_label}"
+    TITLE = "S during fine-tuning: {self.model_label}"
 
     @property
     def alt(self) -> str:

@@ -141,7 +141,6 @@ def backbone_view(
         tier=int(row["tier"]) if row else None,
         position=int(row["position"]) if row else None,
         s_protocol=protocol.label if protocol else None,
-        rank=int(row["rank"]) if row and finite_or_none(row["rank"]) is not None else None,
         role=" + ".join(sorted({"reference" if e.kind == "pair" else "backbone" for e in entries})),
         provenances=sorted({entry.provenance for entry in entries}),
         sink_metrics=next((sorted(m.items()) for e in entries if (m := e.sink_metrics)), []),

@@ -50,11 +50,6 @@ class PlotRef:
     chart: Chart
     caption: str = ""
 
-    @property
-    def alt(self) -> str:
-        """The chart's description, used as the image's alt text."""
-        return self.chart.alt
-
     @cached_property
     def spec(self) -> Markup:
         """The chart's specification, as JSON for the page (:func:`sinkbench.charts.spec_json`)."""
@@ -337,7 +332,6 @@ class BackboneView(EntryView):
     """A text-only LLM (a reference LLM of pairs and/or a backbone entry): the Screening row and its page."""
 
     model: ModelFacts
-    rank: int | None
     role: str
     provenances: list[str]
     directories: list[str]

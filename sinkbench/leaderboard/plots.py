@@ -66,7 +66,7 @@ class ScatterChart(Chart):
     task_label: str
     fit: tuple[float, float] | None = None
 
-    TITLE = "{task_label}: S vs observed Δ"
+    TITLE = "{self.task_label}: S vs observed Δ"
 
     @property
     def alt(self) -> str:
@@ -159,7 +159,7 @@ class CategoryChart(Chart):
     counts: tuple[tuple[str, int], ...]
     pair_label: str
 
-    TITLE = "IFEval prompts lost per category: {pair_label}"
+    TITLE = "IFEval prompts lost per category: {self.pair_label}"
 
     @property
     def alt(self) -> str:

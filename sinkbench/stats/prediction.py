@@ -210,19 +210,10 @@ class IntervalMethod:
     held_out: Callable[[ArrayLike, ArrayLike, float], Bounds]
     level: Callable[[int, float], float]
     guarantee: Callable[[float], float]
-    assumes: str
 
 
 METHODS: dict[str, IntervalMethod] = {
-    "t": IntervalMethod(
-        "t",
-        "t",
-        t_interval,
-        t_held_out,
-        t_level,
-        lambda level: math.nan,
-        "independent normal equal-variance errors",
-    ),
+    "t": IntervalMethod("t", "t", t_interval, t_held_out, t_level, lambda level: math.nan),
     "jackknife+": IntervalMethod(
         "jackknife+",
         "jackknife_plus",
@@ -230,7 +221,6 @@ METHODS: dict[str, IntervalMethod] = {
         jackknife_plus_held_out,
         jackknife_plus_level,
         jackknife_plus_guarantee,
-        "exchangeable pairs",
     ),
 }
 
