@@ -70,3 +70,9 @@ def os_reason(error: OSError) -> str:
 def file_in_the_way(path: Path) -> Path | None:
     """The nearest of ``path``'s folders that exists as something else (a file), or None."""
     return next((folder for folder in path.parents if folder.exists() and not folder.is_dir()), None)
+
+
+def printable(text: object) -> str:
+    """``text`` for the terminal, on one line: every non-printable character (newline, control, bidi) as
+    ``\\uXXXX``, so that no name from a file or the command line can move the cursor or reorder the output."""
+    return "".join(char if char.isprintable() else f"\\u{ord(char):04x}" for char in str(text))

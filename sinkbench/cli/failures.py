@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from sinkbench.errors import ProblemsFound, SinkbenchError, os_reason
+from sinkbench.errors import ProblemsFound, SinkbenchError, os_reason, printable
 from sinkbench.submissions import SubmissionsInvalid
 
 #: Exit status of a command stopped with Ctrl-C (128 + SIGINT, as a shell reports it).
@@ -40,9 +40,3 @@ def run_command(command: str, handler: Callable[[], int]) -> int:
         print(f"sinkbench {command}: interrupted", file=sys.stderr)
         return INTERRUPTED
     return 1
-
-
-def printable(text: object) -> str:
-    """``text`` for the terminal, on one line: every non-printable character (newline, control, bidi) as
-    ``\\uXXXX``, so that no name from a file or the command line can move the cursor or reorder the output."""
-    return "".join(char if char.isprintable() else f"\\u{ord(char):04x}" for char in str(text))

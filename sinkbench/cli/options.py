@@ -184,7 +184,7 @@ def check_model_arguments(models: Sequence[str | None], prompts: str) -> None:
 
 def missing_paths(command: str, paths: Sequence[Path], fix: str) -> bool:
     """Print one line naming the ``paths`` that do not exist, and ``fix``; whether any is missing."""
-    from sinkbench.cli.failures import printable
+    from sinkbench.errors import printable
 
     missing = [printable(path) for path in paths if not os.path.exists(path)]
     if missing:
@@ -196,7 +196,7 @@ def holds_no_entry(command: str, root: Path, option: str = "--submissions") -> b
     """Print one line when the submissions root ``root`` holds no entry folder (``pairs/NAME/``,
     ``backbones/NAME/``); whether it holds none. An empty board is far more often a mistyped folder than a board,
     and its tables or site would replace full ones."""
-    from sinkbench.cli.failures import printable
+    from sinkbench.errors import printable
     from sinkbench.submissions.catalogue import KIND_OF_FOLDER
 
     kinds = [root / kind for kind in KIND_OF_FOLDER if (root / kind).is_dir()]

@@ -44,7 +44,7 @@ def _build(args: argparse.Namespace) -> int:
     Validate and aggregate the submissions and build the site with MkDocs (strict), as `mkdocs build` does at
     the repository's root; the site replaces --out only if every step succeeds.
     """
-    from sinkbench.cli.failures import printable
+    from sinkbench.errors import printable
 
     require_extra("site")
     from sinkbench.leaderboard.project import build_site
@@ -79,7 +79,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _missing_sources(command: str, args: argparse.Namespace) -> bool:
     """Print one line when --submissions is missing, or an --experiments given is not a folder (the default may
     be absent, in an installed package: the pages then say so); whether either is."""
-    from sinkbench.cli.failures import printable
+    from sinkbench.errors import printable
 
     if missing_paths(command, [args.submissions], f"{FROM_THE_ROOT}: --submissions DIR"):
         return True

@@ -47,7 +47,7 @@ def _validate(args: argparse.Namespace) -> int:
     names). Each problem names the file, the field and the fix. Exit 1 when an entry has a problem, or when
     the paths hold no entry at all (a check of nothing has not passed).
     """
-    from sinkbench.cli.failures import printable
+    from sinkbench.errors import printable
     from sinkbench.submissions import load_submissions
 
     paths = [Path(path) for path in args.paths]
@@ -75,7 +75,7 @@ def _aggregate(args: argparse.Namespace) -> int:
     Validate the submissions, then write pairs.csv, pairs.json, correlations.json, screening.csv and
     regressions.csv into --out (atomically; deterministic for a seed).
     """
-    from sinkbench.cli.failures import printable
+    from sinkbench.errors import printable
     from sinkbench.tables.aggregate import aggregate_submissions
 
     if missing_paths("aggregate", [args.submissions], f"{FROM_THE_ROOT}: --submissions DIR"):
@@ -103,7 +103,7 @@ def _import_reported(args: argparse.Namespace) -> int:
     reference_score,vlm_score,table,sink_strength_table,derived. Nothing is written unless every entry
     validates.
     """
-    from sinkbench.cli.failures import printable
+    from sinkbench.errors import printable
     from sinkbench.submissions.import_reported import import_reported
 
     if missing_paths("import-reported", [args.csv], "check the path of the CSV file"):

@@ -109,7 +109,7 @@ _COMMON = ("name", "out", "submitter", "profile", "qk_norm", "force")
 
 
 def _submit(args: argparse.Namespace, action: Callable[[], Submitted]) -> int:
-    from sinkbench.cli.failures import printable
+    from sinkbench.errors import printable
     from sinkbench.submissions.submit import MissingOptions
 
     try:

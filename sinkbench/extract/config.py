@@ -14,8 +14,8 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_N
 from sinkbench.extract import molmo2
 from sinkbench.extract.families import VLM_TEXT_OVERRIDES, Family
 
-#: Text-config keys that describe the VLM's text model and mean nothing to a plain causal LM.
-_DROPPED_TEXT_KEYS = frozenset({"model_type", "architectures", "transformers_version", "_name_or_path"})
+#: Config keys that describe the source checkpoint (the VLM's text model), not the model written from it.
+SOURCE_KEYS = frozenset({"model_type", "architectures", "transformers_version", "_name_or_path"})
 #: Rope-parameter keys of multimodal RoPE; with text-only positions they have no effect.
 _MROPE_KEYS = ("mrope_section", "mrope_interleaved")
 
@@ -24,7 +24,7 @@ def causal_lm_config(config: PretrainedConfig, family: Family) -> PretrainedConf
     """Build the causal-LM config of a VLM's language backbone (see the module docstring)."""
     text = config.get_text_config(decoder=True)
     architecture = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[family.causal_lm_type]
-    fields = {key: value for key, value in text.to_dict().items() if key not in _DROPPED_TEXT_KEYS}
+    fields = {key: value for key, value in text.to_dict().items() if key not in SOURCE_KEYS}
     if isinstance(fields.get("rope_parameters"), dict):
         fields["rope_parameters"] = _plain_rope(fields["rope_parameters"], text)
     fields.update(VLM_TEXT_OVERRIDES.get(family.model_type, {}))

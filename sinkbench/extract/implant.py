@@ -30,7 +30,7 @@ from sinkbench.extract.pipeline import (
 from sinkbench.extract.source import INDEX_FILE, file_hashes, load_config, resolve_source, weight_files
 from sinkbench.extract.verify import TOLERANCE, compare_logits
 from sinkbench.provenance import report_header
-from sinkbench.safe_io import building, overlap
+from sinkbench.safe_io import building
 
 IMPLANT_FILE = "implant.json"
 
@@ -78,10 +78,7 @@ def implant_lm(
         )
     lm_files = _check_fit(plan, lm)
     check_apart(plan.source.path, out)
-    if overlap(lm, out):
-        raise ExtractError(
-            f"OUT {out} overlaps LM {lm}; choose an OUT outside the causal LM's folder (and not above it)"
-        )
+    check_apart(lm, out, "LM", "the causal LM's")
     with building(out, f".{out.name}.partial-", replace=overwrite) as staging:
         replaced = _write(plan, lm_files, staging)
         verification = compare_logits(staging, lm, tolerance) if verify else None

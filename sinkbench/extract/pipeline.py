@@ -111,12 +111,12 @@ def check_verified(verification: dict | None, tolerance: float, what: str) -> No
         )
 
 
-def check_apart(source: Path, out: Path) -> None:
-    """Raise ExtractError when OUT is the source folder, inside it, or holds it (``--overwrite`` would replace
-    or change the VLM)."""
+def check_apart(source: Path, out: Path, name: str = "SOURCE", folder: str = "the VLM's") -> None:
+    """Raise ExtractError when OUT is the ``source`` folder (``name``, ``folder``: how the message calls it),
+    inside it, or holds it (``--overwrite`` would replace or change it)."""
     if overlap(source, out):
         raise ExtractError(
-            f"OUT {out} overlaps SOURCE {source}; choose an OUT outside the VLM's folder (and not above it)"
+            f"OUT {out} overlaps {name} {source}; choose an OUT outside {folder} folder (and not above it)"
         )
 
 

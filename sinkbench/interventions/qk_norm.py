@@ -59,8 +59,6 @@ NATIVE_TARGETS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "mistral": _mistral,
     "qwen2": lambda config: {"attention_bias": True},
 }
-#: Config keys that describe the source checkpoint, not the target.
-_DROPPED = frozenset({"model_type", "architectures", "transformers_version", "_name_or_path"})
 
 
 def target_config(source: Any) -> Any:
@@ -68,13 +66,15 @@ def target_config(source: Any) -> Any:
     when no native class fits (another model type, an MLP with biases)."""
     from transformers import AutoConfig
 
+    from sinkbench.extract.config import SOURCE_KEYS
+
     kind = source.model_type
     if kind not in NATIVE_TARGETS:
         raise ModelNotSupported(
             f"model type {kind!r}: no native transformers class has per-head QK-norm and otherwise computes its "
             f"function, so the injection cannot be written without remote code; supported: {', '.join(NATIVE_TARGETS)}"
         )
-    allowed = set(AutoConfig.for_model(TARGET_TYPE).to_dict()) - _DROPPED
+    allowed = set(AutoConfig.for_model(TARGET_TYPE).to_dict()) - SOURCE_KEYS
     fields = {key: value for key, value in source.to_dict().items() if key in allowed}
     fields["head_dim"] = getattr(source, "head_dim", None) or source.hidden_size // source.num_attention_heads
     fields.update(NATIVE_TARGETS[kind](source))

@@ -370,7 +370,7 @@ def _record_layer(
         visible = torch.isfinite(g) | torch.isposinf(g)
     else:
         sink = _head_sinks(recorder, layer, scores, lse, kernel)
-        g, visible = _logodds_at(scores, sink, lse, kernel)
+        g, visible = _logodds_at(scores, sink, kernel)
     g = g if recorder.keep_degenerate else g.masked_fill(torch.isposinf(g), float("nan"))
     g = g.masked_fill(~(visible & valid[:, None, :]), float("nan"))
     recorder.layers[layer] = LayerObservations(g=g.cpu(), sink_position=sink.cpu())
@@ -410,9 +410,7 @@ def _log_received_attention(
     return kernel(new_queries, new_keys, new_keys, reversed_bias, scores.scale)[1].flip(-1)
 
 
-def _logodds_at(
-    scores: LayerScores, sink: torch.Tensor, lse: torch.Tensor, kernel: Kernel
-) -> tuple[torch.Tensor, torch.Tensor]:
+def _logodds_at(scores: LayerScores, sink: torch.Tensor, kernel: Kernel) -> tuple[torch.Tensor, torch.Tensor]:
     """``G = l_sink - log(sum_{k != sink} exp(l_k) + exp(s))`` per query, and whether the query sees the sink; a
     query that sees only the sink has ``G = +inf``, or ``l_sink - s`` with a learned sink."""
     sink_logit = scores.logit_at(sink)

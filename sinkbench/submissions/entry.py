@@ -10,6 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from sinkbench.errors import printable
 from sinkbench.numbers import is_finite_number
 from sinkbench.sink.metrics import SINK_STRENGTH
 from sinkbench.submissions.catalogue import SINK_METRIC, SINK_SECONDARY_METRICS, SINK_TASK, TASKS
@@ -37,10 +38,8 @@ class Problem:
     fix: str
 
     def __str__(self) -> str:
-        """One line: non-printable characters (controls, newlines, bidi overrides from a file or folder name) are
-        shown as ``\\uXXXX``."""
-        text = f"{self.file}: {self.field or '<file>'}: {self.message} Fix: {self.fix}"
-        return "".join(char if char.isprintable() else f"\\u{ord(char):04x}" for char in text)
+        """One line, made :func:`~sinkbench.errors.printable` (a file or folder name may hold controls)."""
+        return printable(f"{self.file}: {self.field or '<file>'}: {self.message} Fix: {self.fix}")
 
 
 @dataclass(frozen=True)
