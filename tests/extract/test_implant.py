@@ -65,6 +65,21 @@ def test_an_lm_of_another_architecture_is_refused_and_nothing_written(tiny_pair,
     assert "\n" not in str(error.value) and not (tmp_path / "out").exists()
 
 
+def test_out_may_not_overlap_the_lm(tiny_pair, tmp_path: Path) -> None:
+    from sinkbench.extract import ExtractError, implant_lm
+
+    lm = tmp_path / "lm"
+    shutil.copytree(tiny_pair.vlm_lm, lm)
+    before = {path.name: path.read_bytes() for path in lm.iterdir()}
+    out = lm / "vlm"
+    with pytest.raises(ExtractError) as error:
+        implant_lm(str(tiny_pair.vlm), lm, out)
+    assert str(error.value) == (
+        f"OUT {out} overlaps LM {lm}; choose an OUT outside the causal LM's folder (and not above it)"
+    )
+    assert {path.name: path.read_bytes() for path in lm.iterdir()} == before
+
+
 def test_an_lm_with_a_tensor_of_another_shape_is_refused(tiny_pair, tmp_path: Path) -> None:
     import torch
     from safetensors.torch import load_file, save_file
