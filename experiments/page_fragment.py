@@ -78,8 +78,12 @@ def fragment(page: str, markdown: str, plots: Sequence[PlotRef]) -> dict[str, st
 def write_fragment(folder: Path, files: dict[str, str]) -> Path:
     """Replace ``folder``'s page folder with ``files`` as a whole (written beside it, then swapped in: a failed
     write leaves the old folder as it was; one run at a time, which removes what killed runs left beside it);
-    returns the page folder."""
+    returns the page folder. A file or link where the page folder goes is refused (UserError), not replaced."""
     target = folder / PAGE_FOLDER
+    if target.is_symlink() or (target.exists() and not target.is_dir()):  # a user's file, not the page folder
+        raise UserError(
+            f"{shown_path(target)} is not a folder", "move it away; the page folder is written there"
+        )
     folder.mkdir(parents=True, exist_ok=True)  # where the lock goes
     with exclusive(target), building(target, staging_prefix(target), replace=True) as staging:
         staging.chmod(created_mode(0o777))  # as mkdir makes a folder, not the staging folder's 0o700

@@ -93,3 +93,23 @@ def test_a_file_where_the_experiment_folder_should_be_is_one_line(tmp_path: Path
         == f"demo page: cannot write page: {tmp_path / 'experiment'} is a file, not a folder"
     )
     assert (tmp_path / "experiment").read_text(encoding="utf-8") == "not a folder"
+
+
+@pytest.mark.parametrize("kind", ["file", "link"])
+def test_a_file_or_link_where_the_page_folder_goes_is_refused_and_kept(tmp_path: Path, kind: str) -> None:
+    (tmp_path / "notes.txt").write_text("a user's notes", encoding="utf-8")
+    if kind == "file":
+        (tmp_path / "page").write_text("a user's page", encoding="utf-8")
+    else:
+        (tmp_path / "page").symlink_to(tmp_path / "notes.txt")
+    with pytest.raises(SystemExit) as stopped:
+        page_command("demo", tmp_path, lambda: {"page.md": "new"}, [])
+    assert (
+        str(stopped.value)
+        == "demo page: page is not a folder Fix: move it away; the page folder is written there"
+    )
+    assert (tmp_path / "page").read_text(encoding="utf-8") == (
+        "a user's page" if kind == "file" else "a user's notes"
+    )
+    assert (tmp_path / "page").is_symlink() == (kind == "link")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["notes.txt", "page"]
